@@ -1,0 +1,18 @@
+"""Sources (logs, configs, launch scripts, URLs) -> one typed run model (polars frames + run facts)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from parsers.errors import InputError
+from parsers.run_model import RunModel, build
+from parsers.sources import resolve, temp_dir
+
+__all__ = ["InputError", "RunModel", "parse"]
+
+
+def parse(sources: list[str], progress: Callable[[int], None] | None = None) -> RunModel:
+    """Read every source into one run model. Raises InputError for input that cannot be read at all."""
+    with temp_dir() as tmp:
+        from pathlib import Path
+
+        return build(resolve(sources, Path(tmp)), progress)

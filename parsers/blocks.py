@@ -1,0 +1,151 @@
+"""Multi-line blocks: the DeepSpeed engine config dump and user JSON, the comms-logger table, the flops profile.
+
+Blocks are rare (a handful per log), so each is read from a window of lines after its header with plain Python;
+the per-line hot path stays in polars (extract.py).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from parsers.prefixes import OUTER_PREFIX
+
+WINDOW = 2000  # lines after a header that may belong to its block (the ZeRO-3 comms table is the longest seen)
+_PREFIX = re.compile(OUTER_PREFIX)
+_CONFIG_KV = re.compile(r"^\[config\.py:\d+:print\]\s+(?P<key>[a-z_0-9]+)(?: \.+ | {2,}| )(?P<value>.*?)\s*$")
+_DS_LOGGER = re.compile(r"^\[?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \[[A-Z]+\] \[(?P<src>[\w.]+:\d+:\w+)\] ")
+_NUM = r"[-+]?\d[\d.]*(?:[eE][-+]?\d+)?"
+_COMMS_ROW = re.compile(
+    rf"^\s{{8,}}(?P<size>{_NUM}\s?[KMGT]?B)\s+(?P<count>\d+)\s+(?P<total>{_NUM})\s+(?P<avg>{_NUM})\s+"
+    rf"(?P<algbw>{_NUM})\s+(?P<busbw>{_NUM})\s*$"
+)
+_COMMS_OP = re.compile(r"^(?P<op>[a-z][a-z_0-9]*)\s*$")
+_SIZE_UNITS = {"B": 1.0, "KB": 1024.0, "MB": 1024.0**2, "GB": 1024.0**3, "TB": 1024.0**4}
+_FLOPS_KEYS = {
+    "world size": "world_size", "data parallel size": "dp_size", "model parallel size": "mp_size",
+    "batch size per GPU": "batch_per_gpu", "params per GPU": "params_per_gpu",
+    "params of model = params per GPU * mp_size": "params_model", "fwd MACs per GPU": "fwd_macs_per_gpu",
+    "fwd flops per GPU": "fwd_flops_per_gpu", "fwd flops of model = fwd flops per GPU * mp_size": "fwd_flops_model",
+    "fwd latency": "fwd_latency", "fwd FLOPS per GPU = fwd flops per GPU / fwd latency": "fwd_flops_per_sec",
+    "bwd latency": "bwd_latency", "step latency": "step_latency", "iter latency": "iter_latency",
+    "FLOPS per GPU = 3 * fwd flops per GPU / iter latency": "flops_per_gpu", "samples/second": "samples_per_sec",
+}
+
+
+@dataclass
+class Blocks:
+    ds_config: dict[str, object] = field(default_factory=dict)  # engine dump: key -> value (str or parsed JSON)
+    ds_user_config: dict[str, object] = field(default_factory=dict)  # the `json = {...}` user config
+    comms: list[dict[str, object]] = field(default_factory=list)  # summary-table rows
+    flops: dict[str, str] = field(default_factory=dict)
+    where: dict[str, tuple[int, int]] = field(default_factory=dict)  # block -> (source, line) of its header
+
+
+def strip_prefix(text: str) -> tuple[str, str | None]:
+    """-> (message, rank as printed by a per-rank prefix or None)."""
+    m = _PREFIX.match(text)
+    if not m:
+        return text, None
+    rank = m.group("torch_rank") or m.group("tr_rank") or m.group("mpi_rank") or m.group("task")
+    rest = text[m.end():]
+    if m.group("ds_ts"):  # keep the logger's [file:line:func] so the config-dump parser can see it
+        rest = f"[{m.group('src')}] {rest}"
+    return rest, rank
+
+
+def parse_block(name: str, texts: list[str], blocks: Blocks, where: tuple[int, int]) -> None:
+    msgs = [strip_prefix(t) for t in texts]
+    header_rank = msgs[0][1]
+    own = [m for m, r in msgs if r == header_rank]  # interleaved ranks: keep the header's rank only
+    if name == "ds_config_dump" and not blocks.ds_config:
+        blocks.ds_config = _config_dump(own[1:])
+        blocks.where[name] = where
+    elif name == "ds_user_json" and not blocks.ds_user_config:
+        blocks.ds_user_config = _user_json(own)
+        blocks.where[name] = where
+    elif name == "comms_table" and not blocks.comms:
+        blocks.comms = _comms_table(own[1:])
+        blocks.where[name] = where
+    elif name == "flops_profile" and not blocks.flops:
+        blocks.flops = _flops(own[1:])
+        blocks.where[name] = where
+
+
+def _config_dump(lines: list[str]) -> dict[str, object]:
+    """Every `[config.py:N:print]   key .... value` line up to the user JSON; other ranks' output may interleave."""
+    out: dict[str, object] = {}
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if "json = {" in line:
+            break
+        m = _CONFIG_KV.match(line)
+        if not m:
+            continue
+        key, value = m.group("key"), m.group("value")
+        if value.endswith("{"):  # a JSON value continues on unprefixed lines up to a closing `}`
+            body = [value]
+            while i < len(lines) and not lines[i].startswith("[config.py:"):
+                body.append(lines[i])
+                i += 1
+                if lines[i - 1].rstrip() == "}":
+                    break
+            value = _loads("\n".join(body)) or "\n".join(body)
+        out.setdefault(key, value)
+    return out
+
+
+def _user_json(lines: list[str]) -> dict[str, object]:
+    first = lines[0]
+    body = [first[first.index("json = {") + len("json = "):]]
+    for line in lines[1:]:
+        body.append(line)
+        if line.rstrip() == "}":
+            break
+    parsed = _loads("\n".join(body))
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _loads(text: str) -> object:
+    fixed = re.sub(r"(?<=[\s:\[,])(-?)inf\b", r"\1Infinity", text)
+    try:
+        return json.loads(fixed)
+    except ValueError:
+        return None
+
+
+def _comms_table(lines: list[str]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    op = None
+    for line in lines:
+        if m := _COMMS_ROW.match(line):
+            if op is None:
+                break
+            size = m.group("size")
+            rows.append({"op": op, "msg_size": size, "msg_bytes": size_bytes(size), "count": int(m.group("count")),
+                         "total_latency_ms": float(m.group("total")), "avg_latency_ms": float(m.group("avg")),
+                         "algbw_gbps": float(m.group("algbw")), "busbw_gbps": float(m.group("busbw"))})
+        elif m := _COMMS_OP.match(line):
+            op = m.group("op")
+        else:
+            break
+    return rows
+
+
+def size_bytes(size: str) -> float | None:
+    m = re.match(r"([\d.]+)\s?([KMGT]?B)", size)
+    return float(m.group(1)) * _SIZE_UNITS[m.group(2)] if m else None
+
+
+def _flops(lines: list[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in lines[:80]:
+        if line.startswith("----- Aggregated"):
+            break
+        key, sep, value = line.rpartition(":")
+        key = key.strip()
+        if sep and key in _FLOPS_KEYS and value.strip():
+            out[_FLOPS_KEYS[key]] = value.strip()
+    return out

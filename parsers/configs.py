@@ -1,0 +1,77 @@
+"""Config files: DeepSpeed JSON, accelerate YAML, HF trainer_state.json. Sniffed from content, not names."""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import polars as pl
+import yaml
+
+DS_KEYS = {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps",
+           "fp16", "bf16", "optimizer", "scheduler", "wall_clock_breakdown", "steps_per_print", "comms_logger",
+           "gradient_clipping", "activation_checkpointing", "flops_profiler"}
+ACCELERATE_KEYS = {"distributed_type", "num_processes", "num_machines", "mixed_precision", "compute_environment",
+                   "machine_rank", "deepspeed_config", "main_process_ip"}
+
+
+def sniff_json(text: str) -> tuple[str, Any] | None:
+    """-> ("ds_config" | "trainer_state", parsed) or None when it is not one of ours."""
+    try:
+        data = json.loads(re.sub(r"(?<=[\s:\[,])(-?)inf\b", r"\1Infinity", text))
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if isinstance(data.get("log_history"), list):
+        return "trainer_state", data
+    if DS_KEYS & set(data):
+        return "ds_config", data
+    return None
+
+
+def sniff_yaml(text: str) -> dict[str, Any] | None:
+    if not re.search(r"^(?:distributed_type|num_processes|compute_environment):", text, re.M):
+        return None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(data, dict) and len(ACCELERATE_KEYS & set(data)) >= 2:
+        return data
+    return None
+
+
+def trainer_state_steps(state: dict[str, Any], source_id: int) -> pl.DataFrame:
+    """trainer_state.json log_history -> steps rows (training entries) and the final runtime entry."""
+    rows = []
+    for entry in state.get("log_history", []):
+        if not isinstance(entry, dict):
+            continue
+        if "loss" in entry or "train_runtime" in entry:
+            rows.append({
+                "global_step": _int(entry.get("step")),
+                "epoch": _float(entry.get("epoch")),
+                "loss": _float(entry.get("loss", entry.get("train_loss"))),
+                "lr": _float(entry.get("learning_rate")),
+                "grad_norm": _float(entry.get("grad_norm")),
+                "train_runtime_s": _float(entry.get("train_runtime")),
+                "samples_per_sec": _float(entry.get("train_samples_per_second")),
+                "origin": "trainer_state_runtime" if "train_runtime" in entry else "trainer_state",
+            })
+    frame = pl.DataFrame(rows, schema={"global_step": pl.Int64, "epoch": pl.Float64, "loss": pl.Float64,
+                                       "lr": pl.Float64, "grad_norm": pl.Float64, "train_runtime_s": pl.Float64,
+                                       "samples_per_sec": pl.Float64, "origin": pl.String})
+    return frame.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _int(value: Any) -> int | None:
+    f = _float(value)
+    return int(f) if f is not None else None

@@ -1,0 +1,11 @@
+"""The one error type that parsers raise for bad input: the CLI turns it into a one-line message and exit code 2."""
+from __future__ import annotations
+
+
+class InputError(Exception):
+    """Input that cannot be read at all (missing, unreadable, binary, nothing recognisable)."""
+
+    def __init__(self, source: str, why: str) -> None:
+        super().__init__(f"{source}: {why}")
+        self.source = source
+        self.why = why

@@ -1,0 +1,537 @@
+"""Run facts: what the run was (topology, ZeRO stage, precision, batch, env, versions), merged from every source.
+
+Each fact keeps where it came from (`Evidence`), so a finding can quote the line. Where sources disagree, the
+first in each PRIORITY list wins and the others stay in `claims` (a world-size mismatch is itself a finding).
+"""
+from __future__ import annotations
+
+import ast
+import base64
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from parsers.blocks import Blocks
+from parsers.launch_script import LaunchScript
+
+
+@dataclass(frozen=True)
+class Evidence:
+    value: Any
+    origin: str  # e.g. "ds_config_dump", "launch_script", "accelerate_yaml", "nccl"
+    source: int  # index into RunModel.sources
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class NcclFacts:
+    version: str | None = None
+    network: str | None = None  # "Socket" | "IB" | "IBext" | ... from `Using network X`
+    ib_device_found: bool | None = None  # False on `NET/IB : No device found` / libibverbs missing
+    transports: dict[str, int] = field(default_factory=dict)  # channel counts: P2P/IPC, SHM, NET/Socket, NET/IB
+    env: dict[str, str] = field(default_factory=dict)  # `X set by environment to Y`
+    hosts: tuple[str, ...] = ()
+    n_ranks: int | None = None
+    n_nodes: int | None = None
+    local_ranks: int | None = None
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    world_size: int | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    hostnames: tuple[str, ...] = ()
+    launcher: str | None = None
+    backend: str | None = None
+    accelerator: str | None = None
+    zero_stage: int | None = None
+    offload_optimizer: str | None = None  # device ("cpu" | "nvme") or None
+    offload_param: str | None = None
+    precision: str | None = None  # "bf16" | "fp16" | "fp32"
+    micro_batch_per_gpu: int | None = None
+    grad_accum_steps: int | None = None
+    train_batch_size: int | None = None
+    model_params: int | None = None
+    optimizer: str | None = None
+    steps_per_print: float | None = None
+    wall_clock_breakdown: bool | None = None
+    comms_logger: bool | None = None
+    flops_profiler: bool | None = None
+    overlap_comm: bool | None = None
+    contiguous_gradients: bool | None = None
+    reduce_bucket_size: float | None = None
+    allgather_bucket_size: float | None = None
+    prefetch_bucket_size: float | None = None
+    gradient_checkpointing: bool | None = None
+    dataloader_num_workers: int | None = None
+    total_steps: int | None = None
+    seq_len: int | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    env: dict[str, Evidence] = field(default_factory=dict)
+    nccl: NcclFacts = field(default_factory=NcclFacts)
+    hf: dict[str, int] = field(default_factory=dict)
+    accelerate: dict[str, Any] = field(default_factory=dict)
+    ds_config: dict[str, Any] = field(default_factory=dict)  # the user's DeepSpeed JSON (file or printed `json =`)
+    ds_engine: dict[str, Any] = field(default_factory=dict)  # the engine's printed effective config
+    script_args: dict[str, str] = field(default_factory=dict)
+    flops: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, Evidence] = field(default_factory=dict)  # fact name -> where its value came from
+    claims: dict[str, list[Evidence]] = field(default_factory=dict)  # topology facts: every value seen
+
+
+@dataclass
+class FactInputs:
+    facts: pl.DataFrame
+    env: pl.DataFrame
+    nccl: pl.DataFrame
+    blocks: list[tuple[int, Blocks]]
+    ds_configs: list[tuple[int, dict[str, Any]]]
+    accelerate_configs: list[tuple[int, dict[str, Any]]]
+    scripts: list[tuple[int, LaunchScript]]
+
+
+class _Claims:
+    def __init__(self) -> None:
+        self.by_fact: dict[str, list[Evidence]] = {}
+
+    def add(self, fact: str, value: Any, origin: str, source: int, line: int | None = None) -> None:
+        if value is None or value == "" or value == "auto":
+            return
+        self.by_fact.setdefault(fact, []).append(Evidence(value, origin, source, line))
+
+    def first(self, fact: str) -> Evidence | None:
+        found = self.by_fact.get(fact)
+        return found[0] if found else None
+
+
+def assemble(inp: FactInputs) -> RunFacts:
+    c = _Claims()
+    kv = _fact_rows(inp.facts)
+    # Precedence is the order of the `add` calls per fact: what the engine printed beats what a config file asked
+    # for, which beats what a launcher implied.
+    engine: dict[str, Any] = {}
+    user_json: dict[str, Any] = {}
+    flops: dict[str, str] = {}
+    for src, blk in inp.blocks:
+        if blk.ds_config and not engine:
+            engine = blk.ds_config
+            where = blk.where.get("ds_config_dump", (src, None))
+            _engine_claims(c, engine, where[0], where[1])
+        if blk.ds_user_config and not user_json:
+            user_json = blk.ds_user_config
+        if blk.flops and not flops:
+            flops = blk.flops
+    ds_config = user_json or (inp.ds_configs[0][1] if inp.ds_configs else {})
+    for src, cfg in ([(s, user_json) for s, b in inp.blocks if b.ds_user_config][:1] + inp.ds_configs):
+        _ds_json_claims(c, cfg, "ds_config", src)
+    for src, cfg in inp.accelerate_configs:
+        _accelerate_claims(c, cfg, src)
+    _log_claims(c, kv)
+    for src, script in inp.scripts:
+        _script_claims(c, script, src)
+    nccl = _nccl(inp.nccl, c)
+    _topology_from_hosts(c, inp, nccl)
+    if flops:
+        c.add("micro_batch_per_gpu", _int(flops.get("batch_size_per_gpu")), "flops_profile", -1)
+        c.add("model_params", _scaled(flops.get("params_per_gpu")), "flops_profile", -1)
+    env = _env(inp, c)
+
+    def val(fact: str) -> Any:
+        ev = c.first(fact)
+        return None if ev is None or ev.value == "none" else ev.value
+
+    world, nodes, gpn = val("world_size"), val("nodes"), val("gpus_per_node")
+    if gpn is None and world and nodes:
+        gpn = world // nodes if world % nodes == 0 else None
+    if world is None and nodes and gpn:
+        world = nodes * gpn
+    if nodes is None and world and gpn:
+        nodes = max(1, world // gpn)
+    hosts = tuple(dict.fromkeys(h for ev in c.by_fact.get("hostname", []) for h in [ev.value]))
+    versions = {k[len("version."):]: v.value for k, vs in c.by_fact.items() if k.startswith("version.") for v in vs[:1]}
+    evidence = {k: vs[0] for k, vs in c.by_fact.items()}
+    return RunFacts(
+        world_size=world, nodes=nodes, gpus_per_node=gpn, hostnames=hosts,
+        launcher=val("launcher"), backend=val("backend"), accelerator=val("accelerator"),
+        zero_stage=val("zero_stage"), offload_optimizer=val("offload_optimizer"), offload_param=val("offload_param"),
+        precision=val("precision"), micro_batch_per_gpu=val("micro_batch_per_gpu"),
+        grad_accum_steps=val("grad_accum_steps"), train_batch_size=val("train_batch_size"),
+        model_params=val("model_params"), optimizer=val("optimizer"), steps_per_print=val("steps_per_print"),
+        wall_clock_breakdown=val("wall_clock_breakdown"), comms_logger=val("comms_logger"),
+        flops_profiler=val("flops_profiler"), overlap_comm=val("overlap_comm"),
+        contiguous_gradients=val("contiguous_gradients"), reduce_bucket_size=val("reduce_bucket_size"),
+        allgather_bucket_size=val("allgather_bucket_size"), prefetch_bucket_size=val("prefetch_bucket_size"),
+        gradient_checkpointing=val("gradient_checkpointing"), dataloader_num_workers=val("dataloader_num_workers"),
+        total_steps=val("total_steps"), seq_len=val("seq_len"),
+        versions=versions, env=env, nccl=nccl, hf=_hf_block(kv), accelerate=_accelerate_view(inp, kv),
+        ds_config=ds_config, ds_engine=engine,
+        script_args={k: s.value for _, sc in inp.scripts for k, s in sc.script_args.items()},
+        flops=flops, evidence=evidence,
+        claims={k: v for k, v in c.by_fact.items() if k in ("world_size", "nodes", "gpus_per_node")},
+    )
+
+
+def _fact_rows(facts: pl.DataFrame) -> list[dict[str, Any]]:
+    if facts.height == 0:
+        return []
+    return facts.select("source", "line", "key", "value", "origin").to_dicts()
+
+
+def _engine_claims(c: _Claims, eng: dict[str, Any], src: int, line: int | None) -> None:
+    o = "ds_config_dump"
+    c.add("world_size", _int(eng.get("world_size")), o, src, line)
+    c.add("zero_stage", _int(eng.get("zero_optimization_stage")), o, src, line)
+    c.add("micro_batch_per_gpu", _int(eng.get("train_micro_batch_size_per_gpu")), o, src, line)
+    c.add("grad_accum_steps", _int(eng.get("gradient_accumulation_steps")), o, src, line)
+    c.add("train_batch_size", _int(eng.get("train_batch_size")), o, src, line)
+    c.add("steps_per_print", _float(eng.get("steps_per_print")), o, src, line)
+    c.add("wall_clock_breakdown", _bool(eng.get("wall_clock_breakdown")), o, src, line)
+    c.add("optimizer", eng.get("optimizer_name") if eng.get("optimizer_name") not in ("None", None) else None, o, src,
+          line)
+    bf16 = _repr_field(eng.get("bfloat16_config"), "enabled") or eng.get("bfloat16_enabled")
+    fp16 = _repr_field(eng.get("float16_config"), "enabled") or eng.get("fp16_enabled")
+    if _bool(bf16):
+        c.add("precision", "bf16", o, src, line)
+    elif _bool(fp16):
+        c.add("precision", "fp16", o, src, line)
+    elif bf16 is not None or fp16 is not None:
+        c.add("precision", "fp32", o, src, line)
+    zero = str(eng.get("zero_config", ""))
+    for fact, key in (("overlap_comm", "overlap_comm"), ("contiguous_gradients", "contiguous_gradients")):
+        c.add(fact, _bool(_repr_field(zero, key)), o, src, line)
+    for fact, key in (("reduce_bucket_size", "reduce_bucket_size"), ("allgather_bucket_size", "allgather_bucket_size"),
+                      ("prefetch_bucket_size", "prefetch_bucket_size")):
+        c.add(fact, _float(_repr_field(zero, key)), o, src, line)
+    for fact, key in (("offload_optimizer", "offload_optimizer"), ("offload_param", "offload_param")):
+        m = re.search(key + r"=(None|\w+\(device='?(\w+)'?)", zero)
+        if m:
+            dev = m.group(2)
+            c.add(fact, dev if dev and dev != "none" else "none", o, src, line)
+    comms = eng.get("comms_config")
+    flops_cfg = eng.get("flops_profiler_config")
+    if isinstance(flops_cfg, dict):
+        c.add("flops_profiler", bool(flops_cfg.get("enabled")), o, src, line)
+    del comms
+
+
+def _ds_json_claims(c: _Claims, cfg: dict[str, Any], origin: str, src: int) -> None:
+    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
+    c.add("zero_stage", _int(zero.get("stage", 0 if "zero_optimization" in cfg else None)), origin, src)
+    c.add("micro_batch_per_gpu", _int(cfg.get("train_micro_batch_size_per_gpu")), origin, src)
+    c.add("grad_accum_steps", _int(cfg.get("gradient_accumulation_steps")), origin, src)
+    c.add("train_batch_size", _int(cfg.get("train_batch_size")), origin, src)
+    c.add("steps_per_print", _float(cfg.get("steps_per_print")), origin, src)
+    c.add("wall_clock_breakdown", _bool(cfg.get("wall_clock_breakdown")), origin, src)
+    for fact, key in (("overlap_comm", "overlap_comm"), ("contiguous_gradients", "contiguous_gradients")):
+        c.add(fact, _bool(zero.get(key)), origin, src)
+    for fact, key in (("reduce_bucket_size", "reduce_bucket_size"), ("allgather_bucket_size", "allgather_bucket_size"),
+                      ("prefetch_bucket_size", "stage3_prefetch_bucket_size")):
+        c.add(fact, _float(zero.get(key)), origin, src)
+    for fact in ("offload_optimizer", "offload_param"):
+        section = zero.get(fact)
+        if isinstance(section, dict):
+            c.add(fact, str(section.get("device", "none")), origin, src)
+    for key, prec in (("bf16", "bf16"), ("fp16", "fp16")):
+        section = cfg.get(key)
+        if isinstance(section, dict) and _bool(section.get("enabled")):
+            c.add("precision", prec, origin, src)
+    if isinstance(cfg.get("comms_logger"), dict):
+        c.add("comms_logger", _bool(cfg["comms_logger"].get("enabled")), origin, src)
+    if isinstance(cfg.get("flops_profiler"), dict):
+        c.add("flops_profiler", _bool(cfg["flops_profiler"].get("enabled")), origin, src)
+    opt = cfg.get("optimizer")
+    if isinstance(opt, dict):
+        c.add("optimizer", str(opt.get("type")), origin, src)
+    ac = cfg.get("activation_checkpointing")
+    if isinstance(ac, dict) and (ac.get("partition_activations") or ac.get("cpu_checkpointing")):
+        c.add("gradient_checkpointing", True, origin, src)
+
+
+def _accelerate_claims(c: _Claims, cfg: dict[str, Any], src: int) -> None:
+    o = "accelerate_yaml"
+    machines = _int(cfg.get("num_machines"))
+    procs = _int(cfg.get("num_processes"))
+    c.add("world_size", procs, o, src)
+    c.add("nodes", machines, o, src)
+    if procs and machines:
+        c.add("gpus_per_node", procs // machines if procs % machines == 0 else None, o, src)
+    mp = cfg.get("mixed_precision")
+    if mp is not None:
+        c.add("precision", {"no": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}.get(str(mp), str(mp)), o, src)
+    ds = cfg.get("deepspeed_config") if isinstance(cfg.get("deepspeed_config"), dict) else {}
+    c.add("zero_stage", _int(ds.get("zero_stage")), o, src)
+    c.add("grad_accum_steps", _int(ds.get("gradient_accumulation_steps")), o, src)
+    for fact, key in (("offload_optimizer", "offload_optimizer_device"), ("offload_param", "offload_param_device")):
+        if ds.get(key) is not None:
+            c.add(fact, str(ds.get(key)), o, src)
+    c.add("launcher", "accelerate", o, src)
+
+
+def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
+    for r in kv:
+        key, value, src, line, origin = r["key"], r["value"], r["source"], r["line"], r["origin"]
+        if key == "world_size" or key == "dp_world_size":
+            c.add("world_size", _int(value), origin, src, line)
+        elif key == "launcher.dist_world_size":
+            c.add("world_size", _int(value), origin, src, line)
+            c.add("launcher", "deepspeed", origin, src, line)
+        elif key == "launcher.nnodes":
+            c.add("nodes", _int(value), origin, src, line)
+        elif key == "launcher.world_info":
+            _world_info(c, value, origin, src, line)
+        elif key == "launcher.cmd":
+            m = re.search(r"--world_info=([A-Za-z0-9+/=]+)", value)
+            if m:
+                try:
+                    _world_info(c, base64.urlsafe_b64decode(m.group(1) + "==").decode(), origin, src, line)
+                except (ValueError, UnicodeDecodeError):
+                    pass
+            c.add("launcher", "deepspeed", origin, src, line)
+        elif key == "accelerate.num_processes":
+            c.add("world_size", _int(value), origin, src, line)
+        elif key in ("accelerate.num_machines",):
+            c.add("nodes", _int(value), origin, src, line)
+        elif key in ("accelerate.mixed_precision",):
+            c.add("precision", {"no": "fp32"}.get(value, value), origin, src, line)
+        elif key == "zero.stage_created":
+            c.add("zero_stage", _int(value), origin, src, line)
+        elif key == "zero.cpu_offload" and value == "True":
+            c.add("offload_optimizer", "cpu", origin, src, line)
+        elif key == "optimizer.cpu_adam_simd":
+            c.add("offload_optimizer", "cpu", origin, src, line)
+        elif key == "optimizer.Basic":
+            c.add("optimizer", value, origin, src, line)
+        elif key == "backend":
+            c.add("backend", value, origin, src, line)
+        elif key == "accelerator":
+            c.add("accelerator", value, origin, src, line)
+        elif key == "flops_profiler.enabled":
+            c.add("flops_profiler", value == "True", origin, src, line)
+        elif key.startswith("version."):
+            c.add(key, value, origin, src, line)
+        elif key.startswith("ds_report.") or key.startswith("env_report."):
+            name = key.split(".", 1)[1].lower().replace(" version", "").replace("deepspeed info", "deepspeed")
+            name = {"torch cuda": "cuda", "nvcc": "cuda", "pytorch": "torch"}.get(name, name)
+            c.add("version." + name, value, origin, src, line)
+        elif key == "hf.Instantaneous batch size per device":
+            c.add("micro_batch_per_gpu", _int(value), origin, src, line)
+        elif key == "hf.Gradient Accumulation steps":
+            c.add("grad_accum_steps", _int(value), origin, src, line)
+        elif key == "hf.Total train batch size":
+            c.add("train_batch_size", _int(value), origin, src, line)
+        elif key == "hf.Number of trainable parameters":
+            c.add("model_params", _int(value), origin, src, line)
+        elif key == "hf.Total optimization steps":
+            c.add("total_steps", _int(value), origin, src, line)
+        elif key == "model.params":
+            c.add("model_params", _int(value), origin, src, line)
+    # HF: world size = total batch / (per-device batch x accumulation)
+    total, micro, ga = c.first("train_batch_size"), c.first("micro_batch_per_gpu"), c.first("grad_accum_steps")
+    if total and micro and ga and total.origin == "hf_block_value" and micro.value and ga.value:
+        ws = total.value // (micro.value * ga.value)
+        c.add("world_size", ws if ws * micro.value * ga.value == total.value else None, "hf_block_value", total.source,
+              total.line)
+
+
+def _world_info(c: _Claims, text: str, origin: str, src: int, line: int | None) -> None:
+    try:
+        info = ast.literal_eval(text) if text.startswith("{'") else json.loads(text)
+    except (ValueError, SyntaxError):
+        return
+    if not isinstance(info, dict) or not info:
+        return
+    c.add("nodes", len(info), origin, src, line)
+    sizes = {len(v) for v in info.values() if isinstance(v, list)}
+    if len(sizes) == 1:
+        c.add("gpus_per_node", sizes.pop(), origin, src, line)
+    c.add("world_size", sum(len(v) for v in info.values() if isinstance(v, list)), origin, src, line)
+    for host in info:
+        c.add("hostname", str(host), origin, src, line)
+
+
+def _script_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
+    o = "launch_script"
+    c.add("launcher", sc.launcher, o, src)
+    f = {k: v for k, v in sc.launcher_flags.items()}
+
+    def flag(*names: str) -> tuple[int | None, int | None]:
+        for n in names:
+            if n in f:
+                return _int(f[n].value), f[n].line
+        return None, None
+
+    nodes, line = flag("deepspeed.num_nodes", "torchrun.nnodes", "accelerate.num_machines", "srun.nodes", "srun.N")
+    if nodes is None and "nodes" in sc.sbatch:
+        nodes, line = _int(sc.sbatch["nodes"].value.split("-")[0]), sc.sbatch["nodes"].line
+    if nodes is None and "N" in sc.sbatch:
+        nodes, line = _int(sc.sbatch["N"].value), sc.sbatch["N"].line
+    c.add("nodes", nodes, o, src, line)
+    gpn, line = flag("deepspeed.num_gpus", "torchrun.nproc_per_node", "torchrun.nproc-per-node",
+                     "srun.ntasks-per-node", "srun.gpus-per-node")
+    if gpn is None:
+        for key in ("gpus-per-node", "ntasks-per-node"):
+            if key in sc.sbatch:
+                gpn, line = _int(sc.sbatch[key].value.split(":")[-1]), sc.sbatch[key].line
+                break
+    c.add("gpus_per_node", gpn, o, src, line)
+    ws, line = flag("accelerate.num_processes")
+    c.add("world_size", ws, o, src, line)
+    mp = f.get("accelerate.mixed_precision")
+    if mp:
+        c.add("precision", {"no": "fp32"}.get(mp.value, mp.value), o, src, mp.line)
+    zs = f.get("accelerate.zero_stage")
+    if zs:
+        c.add("zero_stage", _int(zs.value), o, src, zs.line)
+    a = sc.script_args
+    for key, fact in (("per_device_train_batch_size", "micro_batch_per_gpu"),
+                      ("gradient_accumulation_steps", "grad_accum_steps"),
+                      ("dataloader_num_workers", "dataloader_num_workers"), ("max_steps", "total_steps"),
+                      ("max_seq_length", "seq_len"), ("seq_len", "seq_len"), ("max_length", "seq_len"),
+                      ("block_size", "seq_len"), ("model_max_length", "seq_len")):
+        if key in a:
+            c.add(fact, _int(a[key].value), o, src, a[key].line)
+    for key, prec in (("bf16", "bf16"), ("fp16", "fp16")):
+        if key in a and _bool(a[key].value):
+            c.add("precision", prec, o, src, a[key].line)
+    if "gradient_checkpointing" in a:
+        c.add("gradient_checkpointing", _bool(a["gradient_checkpointing"].value), o, src, a["gradient_checkpointing"].line)
+
+
+def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
+    if frame.height == 0:
+        return NcclFacts()
+    msgs = frame.select("msg", "nccl_host", "source", "line")
+    network = msgs.filter(pl.col("msg").str.starts_with("Using network ")).select(
+        pl.col("msg").str.extract(r"Using network (\w+)"))
+    net = network.to_series().drop_nulls()
+    no_ib = msgs.filter(pl.col("msg").str.contains(r"NET/IB ?: No device found|Failed to open libibverbs|"
+                                                   r"call to devices\(\) returned 0"))
+    ib_using = msgs.filter(pl.col("msg").str.contains(r"NET/IB ?: Using"))
+    ib_found = True if ib_using.height else (False if no_ib.height else None)
+    transports = (
+        msgs.select(pl.col("msg").str.extract(r" via (P2P/\w+|SHM|NET/[A-Za-z]+|P2P)")).to_series().drop_nulls()
+        .value_counts().rows()
+    )
+    env = dict(
+        msgs.select(pl.col("msg").str.extract_groups(r"^(?P<k>[A-Z][A-Z0-9_]+) set by environment to (?P<v>\S+?)\.?$"))
+        .unnest("msg").drop_nulls().unique(subset="k", keep="first").rows()
+    )
+    comm = msgs.select(pl.col("msg").str.extract_groups(
+        r"nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")).unnest("msg").drop_nulls()
+    old = msgs.select(pl.col("msg").str.extract(r"rank \d+ nranks (\d+)")).to_series().drop_nulls()
+    n_ranks = int(comm["n"][0]) if comm.height else (int(old[0]) if old.len() else None)
+    n_nodes = int(comm["nodes"][0]) if comm.height else None
+    local = int(comm["local"][0]) if comm.height else None
+    version = msgs.select(pl.col("msg").str.extract(r"NCCL version ([\d.]+(?:\+cuda[\d.]+)?)")).to_series().drop_nulls()
+    hosts = tuple(sorted(set(frame["nccl_host"].drop_nulls().to_list())))
+    src = int(frame["source"][0])
+    c.add("world_size", n_ranks, "nccl", src)
+    c.add("nodes", n_nodes, "nccl", src)
+    c.add("gpus_per_node", local, "nccl", src)
+    if version.len():
+        c.add("version.nccl", version[0], "nccl", src)
+    return NcclFacts(version=version[0] if version.len() else None, network=net[0] if net.len() else None,
+                     ib_device_found=ib_found, transports={k: int(v) for k, v in transports}, env=env, hosts=hosts,
+                     n_ranks=n_ranks, n_nodes=n_nodes, local_ranks=local)
+
+
+def _topology_from_hosts(c: _Claims, inp: FactInputs, nccl: NcclFacts) -> None:
+    for h in nccl.hosts:
+        c.add("hostname", h, "nccl", -1)
+    if len(nccl.hosts) > 1:
+        c.add("nodes", len(nccl.hosts), "nccl_hosts", -1)
+
+
+def _env(inp: FactInputs, c: _Claims) -> dict[str, Evidence]:
+    env: dict[str, Evidence] = {}
+    # Launch scripts state intent most directly; then launcher echoes and dumps in logs; NCCL's own echo last.
+    for src, script in inp.scripts:
+        for key, s in script.env.items():
+            env.setdefault(key, Evidence(s.value, "launch_script", src, s.line))
+    if inp.env.height:
+        for r in inp.env.select("key", "value", "source", "line").unique(subset="key", keep="first").to_dicts():
+            env.setdefault(r["key"], Evidence(r["value"], "log", r["source"], r["line"]))
+    for r in _fact_rows(inp.facts):
+        if r["key"].startswith("env."):
+            env.setdefault(r["key"][4:], Evidence(r["value"], r["origin"], r["source"], r["line"]))
+    if inp.nccl.height:
+        rows = inp.nccl.filter(pl.col("msg").str.contains(r"set by environment to")).select(
+            pl.col("msg").str.extract_groups(r"^(?P<k>[A-Z][A-Z0-9_]+) set by environment to (?P<v>\S+?)\.?$")
+            .alias("g"), "source", "line").unnest("g").drop_nulls()
+        for r in rows.to_dicts():
+            env.setdefault(r["k"], Evidence(r["v"], "nccl", r["source"], r["line"]))
+    for src, cfg in inp.accelerate_configs:
+        del src, cfg
+    return env
+
+
+def _hf_block(kv: list[dict[str, Any]]) -> dict[str, int]:
+    """The values of the first `***** Running training *****` block (eval blocks reuse `Num examples`)."""
+    start = next((r for r in kv if r["key"] == "hf.running_training"), None)
+    out: dict[str, int] = {}
+    for r in kv:
+        if not r["key"].startswith("hf.") or r["key"] == "hf.running_training":
+            continue
+        if start and (r["source"] != start["source"] or not 0 < r["line"] - start["line"] <= 12):
+            continue
+        name = r["key"][3:]
+        if name not in out and (v := _int(r["value"])) is not None:
+            out[name] = v
+    return out
+
+
+def _accelerate_view(inp: FactInputs, kv: list[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for _, cfg in inp.accelerate_configs:
+        out.update(cfg)
+    for r in kv:
+        if r["key"].startswith("accelerate."):
+            out.setdefault("log." + r["key"][len("accelerate."):], r["value"])
+    return out
+
+
+def _repr_field(text: Any, key: str) -> str | None:
+    if text is None:
+        return None
+    m = re.search(r"(?:^|\s)" + re.escape(key) + r"=([^\s]+)", str(text))
+    return m.group(1) if m else None
+
+
+def _bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    if v is None:
+        return None
+    s = str(v).strip().lower()
+    if s in ("true", "1", "yes"):
+        return True
+    if s in ("false", "0", "no", "none"):
+        return False
+    return None
+
+
+def _float(v: Any) -> float | None:
+    try:
+        return float(str(v).replace(",", "")) if v is not None else None
+    except ValueError:
+        return None
+
+
+def _int(v: Any) -> int | None:
+    f = _float(v)
+    return int(f) if f is not None and f == f and abs(f) != float("inf") else None
+
+
+def _scaled(text: str | None) -> int | None:
+    """`169.73 K` / `2.78 B` -> an integer count."""
+    if not text:
+        return None
+    m = re.match(r"([\d.]+)\s*([KMGBT]?)", text)
+    if not m:
+        return None
+    mult = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}[m.group(2)]
+    return int(float(m.group(1)) * mult)

@@ -1,0 +1,238 @@
+"""Line kinds, declared as data (after lnav's log formats): an anchor, a pattern and typed fields each.
+
+How a line is classified: every line is searched once for the leftmost of all ANCHORS (one Aho-Corasick pass in
+polars); the kinds that list that anchor then try their pattern on it. A kind's pattern is a Rust-regex (polars)
+pattern with named groups; the groups become the typed fields. `required` names the group that must match for a
+row to count. `fields` maps each group to its polars dtype; numbers may carry thousands separators or quotes.
+
+Formats come from ../shared/reference/log_formats.md (section numbers below) and DeepSpeed / transformers source.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+F = pl.Float64
+I = pl.Int64
+S = pl.String
+NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Infinity)"
+
+
+@dataclass(frozen=True)
+class LineKind:
+    name: str
+    frame: str  # steps | timers | memory | events | facts | comms
+    anchors: tuple[str, ...]
+    pattern: str = ""
+    fields: dict[str, pl.DataType | type[pl.DataType]] = field(default_factory=dict)
+    # Per-field patterns (one capture group each) for dicts whose keys come in any order.
+    field_patterns: dict[str, str] = field(default_factory=dict)
+    required: str = ""
+    # Constant columns written on every row of this kind (e.g. an event kind).
+    constants: dict[str, object] = field(default_factory=dict)
+
+
+def _hf_key(key: str) -> str:
+    return r"'" + key + r"': '?(" + NUM + r")'?"
+
+
+KINDS: tuple[LineKind, ...] = (
+    # ---- steps (§1.6, §3) ---------------------------------------------------------------------------------
+    LineKind("ds_step", "steps", (", skipped=",),
+             r"step=(?P<global_step>\d+), skipped=(?P<skipped>\d+), lr=\[(?P<lr>" + NUM + r")",
+             {"global_step": I, "skipped": I, "lr": F}, required="global_step"),
+    LineKind("ds_throughput", "steps", ("/micro_step=",),
+             r"epoch=(?P<epoch>\d+)/micro_step=(?P<micro_step>\d+)/global_step=(?P<global_step>\d+), "
+             r"RunningAvgSamplesPerSec=(?P<samples_per_sec_running>" + NUM + r"), CurrSamplesPerSec=(?P<samples_per_sec>"
+             + NUM + r"), MemAllocated=(?P<mem_alloc_gb>" + NUM + r")GB, MaxMemAllocated=(?P<max_mem_alloc_gb>" + NUM
+             + r")GB",
+             {"epoch": F, "micro_step": I, "global_step": I, "samples_per_sec_running": F, "samples_per_sec": F,
+              "mem_alloc_gb": F, "max_mem_alloc_gb": F}, required="global_step"),
+    # 0.7.x: `<epoch>/<step>, RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...` (step counts micro-steps there).
+    LineKind("ds_throughput_v07", "steps", ("RunningAvgSamplesPerSec=",),
+             r"(?P<epoch>\d+)/(?P<micro_step>\d+), RunningAvgSamplesPerSec=(?P<samples_per_sec_running>" + NUM
+             + r"), CurrSamplesPerSec=(?P<samples_per_sec>" + NUM + r")(?:, MemAllocated=(?P<mem_alloc_gb>" + NUM
+             + r")GB, MaxMemAllocated=(?P<max_mem_alloc_gb>" + NUM + r")GB)?",
+             {"epoch": F, "micro_step": I, "samples_per_sec_running": F, "samples_per_sec": F, "mem_alloc_gb": F,
+              "max_mem_alloc_gb": F}, required="micro_step"),
+    # 0.2-0.6: `<epoch>/<step>, SamplesPerSec=<f>[, MemAllocated=..GB, MaxMemAllocated=..GB]`.
+    LineKind("ds_throughput_v05", "steps", (", SamplesPerSec=",),
+             r"(?P<epoch>\d+)/(?P<micro_step>\d+), SamplesPerSec=(?P<samples_per_sec>" + NUM
+             + r")(?:, MemAllocated=(?P<mem_alloc_gb>" + NUM + r")GB, MaxMemAllocated=(?P<max_mem_alloc_gb>" + NUM
+             + r")GB)?",
+             {"epoch": F, "micro_step": I, "samples_per_sec": F, "mem_alloc_gb": F, "max_mem_alloc_gb": F},
+             required="micro_step"),
+    LineKind("hf_log", "steps", ("{'loss'",), "",
+             {"loss": F, "grad_norm": F, "lr": F, "epoch": F},
+             field_patterns={"loss": _hf_key("loss"), "grad_norm": _hf_key("grad_norm"),
+                             "lr": _hf_key("learning_rate"), "epoch": _hf_key("epoch")}, required="loss"),
+    LineKind("hf_train_runtime", "steps", ("{'train_runtime'",), "",
+             {"train_runtime_s": F, "samples_per_sec": F, "steps_per_sec": F, "loss": F, "epoch": F},
+             field_patterns={"train_runtime_s": _hf_key("train_runtime"),
+                             "samples_per_sec": _hf_key("train_samples_per_second"),
+                             "steps_per_sec": _hf_key("train_steps_per_second"), "loss": _hf_key("train_loss"),
+                             "epoch": _hf_key("epoch")}, required="train_runtime_s"),
+    # tqdm: `<pct>%|<bar>| <n>/<total> [<elapsed><<remaining>, <rate><unit>]`; the unit flips between it/s and s/it.
+    LineKind("tqdm", "steps", ("it/s]", "s/it]"),
+             r"(?P<pct>\d+)%\|[^|]*\| *(?P<global_step>\d+)/(?P<total_steps>\d+) \[(?P<elapsed>[\d:]+)<[^,]*, *"
+             r"(?P<rate>[\d.]+)(?P<unit>it/s|s/it)\]",
+             {"global_step": I, "total_steps": I, "rate": F, "unit": S, "elapsed": S}, required="rate"),
+    # ---- timers (§1.8); names normalised forward->fwd, backward->bwd afterwards ----------------------------
+    LineKind("ds_timers", "timers", ("time (ms) |",), r"time \(ms\) \| (?P<body>.*)$", {"body": S},
+             required="body"),
+    # ---- memory (§1.4) -------------------------------------------------------------------------------------
+    LineKind("ds_memory", "memory", ("Max_MA ",),
+             r"MA (?P<ma_gb>" + NUM + r") GB\s+Max_MA (?P<max_ma_gb>" + NUM + r") GB\s+CA (?P<ca_gb>" + NUM
+             + r") GB\s+Max_CA (?P<max_ca_gb>" + NUM + r") GB",
+             {"ma_gb": F, "max_ma_gb": F, "ca_gb": F, "max_ca_gb": F}, required="ma_gb"),
+    LineKind("ds_cpu_memory", "cpu_memory", ("CPU Virtual Memory:",),
+             r"CPU Virtual Memory:\s+used = (?P<cpu_used_gb>" + NUM + r") GB, percent = (?P<cpu_percent>" + NUM + r")%",
+             {"cpu_used_gb": F, "cpu_percent": F}, required="cpu_used_gb"),
+    # ---- comms per-op verbose line (§1.10) ------------------------------------------------------------------
+    LineKind("ds_comm_op", "comms", ("comm op: ",),
+             r"comm op: (?P<op>\w+) \| time \(ms\): (?P<avg_latency_ms>" + NUM + r") \| msg size: (?P<msg_size>[\d.]+ ?[KMGT]?B)"
+             r" \| algbw \(Gbps\): (?P<algbw_gbps>" + NUM + r") \| busbw \(Gbps\): (?P<busbw_gbps>" + NUM + r")",
+             {"op": S, "avg_latency_ms": F, "msg_size": S, "algbw_gbps": F, "busbw_gbps": F}, required="op"),
+    # ---- events (§1.7, §1.9, §1.12, §4, §5) ----------------------------------------------------------------
+    LineKind("allocator_flush", "events", ("allocator cache flushes",),
+             r"(?P<count>\d+) pytorch allocator cache flushes since last step", {"count": I}, required="count",
+             constants={"kind": "allocator_flush"}),
+    LineKind("overflow", "events", ("OVERFLOW!",),
+             r"OVERFLOW!(?: Rank \d+)? Skipping step\.(?: Attempted loss scale: (?P<value_from>" + NUM
+             + r"), reducing to (?P<value_to>" + NUM + r"))?(?P<detail>.*)$",
+             {"value_from": F, "value_to": F, "detail": S}, required="detail", constants={"kind": "overflow"}),
+    LineKind("overflow_fp16_optimizer", "events", ("Overflow detected",),
+             r"Overflow detected\. Skipping step\. Attempted loss scale: (?P<value_from>" + NUM + r"), reducing to "
+             r"(?P<value_to>" + NUM + r")", {"value_from": F, "value_to": F}, required="value_from",
+             constants={"kind": "overflow"}),
+    LineKind("overflow_iteration", "events", ("Grad overflow on iteration",),
+             r"Grad overflow on iteration:? (?P<step>\d+)", {"step": I}, required="step",
+             constants={"kind": "overflow"}),
+    LineKind("loss_scale_change", "events", ("dynamic loss scale from",),
+             r"(?P<detail>Reducing|Increasing) dynamic loss scale from (?P<value_from>" + NUM + r") to (?P<value_to>"
+             + NUM + r")", {"detail": S, "value_from": F, "value_to": F}, required="value_from",
+             constants={"kind": "loss_scale"}),
+    LineKind("oom", "events", ("OutOfMemoryError", "out of memory", "CUDA OOM"), r"(?P<detail>.+)$", {"detail": S},
+             required="detail", constants={"kind": "oom"}),
+    LineKind("nccl_warn", "events", ("NCCL WARN",), r"NCCL WARN (?P<detail>.*)$", {"detail": S}, required="detail",
+             constants={"kind": "nccl_warn"}),
+    LineKind("timeout", "events", ("collective operation timeout", "timed out", "Timed out", "DistNetworkError"),
+             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "timeout"}),
+    LineKind("traceback", "events", ("Traceback (most recent call last)",), r"(?P<detail>Traceback.*)$",
+             {"detail": S}, required="detail", constants={"kind": "traceback"}),
+    LineKind("exception", "events", ("Error: ", "Exception: "),
+             r"^(?:\[rank\d+\]: )?(?P<detail>[A-Za-z_][\w.]*(?:Error|Exception): .*)$", {"detail": S},
+             required="detail", constants={"kind": "exception"}),
+    LineKind("checkpoint_save", "events",
+             ("Saving model checkpoint", "is about to be saved!", "[Torch] Saved ", "checkpoint saved "),
+             r"(?P<detail>(?:Saving model checkpoint|\[Torch\] Checkpoint|\[Torch\] Saved|\w+ checkpoint saved).*)$",
+             {"detail": S}, required="detail", constants={"kind": "checkpoint_save"}),
+    LineKind("eval_start", "events", ("***** Running Evaluation *****",), r"(?P<detail>Running Evaluation)",
+             {"detail": S}, required="detail", constants={"kind": "eval"}),
+    LineKind("eval_result", "events", ("{'eval_loss'",), "", {"value_from": F, "value_to": F},
+             field_patterns={"value_from": _hf_key("eval_runtime"), "value_to": _hf_key("eval_loss")},
+             required="value_from", constants={"kind": "eval_result"}),
+    LineKind("launcher_exit", "events", ("exits with return code", "exits successfully", "failed (exitcode:"),
+             r"(?:exits with return code = (?P<code>-?\d+)|(?P<ok>exits successfully)|failed \(exitcode: (?P<code2>-?\d+)\))",
+             {"code": I, "ok": S, "code2": I}, required="", constants={"kind": "launcher_exit"}),
+    LineKind("dataloader_warning", "events", ("does not have many workers", "This DataLoader will create"),
+             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "dataloader_warning"}),
+    LineKind("anomaly_detection", "events", ("Anomaly Detection has been enabled",), r"(?P<detail>.+)$",
+             {"detail": S}, required="detail", constants={"kind": "anomaly_detection"}),
+    LineKind("profiler_active", "events", ("ActivityProfilerController", "Profiler is enabled"), r"(?P<detail>.+)$",
+             {"detail": S}, required="detail", constants={"kind": "profiler"}),
+    LineKind("recompile", "events", ("recompile_limit", "cache_size_limit"), r"(?P<detail>.+)$", {"detail": S},
+             required="detail", constants={"kind": "recompile"}),
+    LineKind("gradient_checkpointing_warning", "events", ("torch.utils.checkpoint:",), r"(?P<detail>.+)$",
+             {"detail": S}, required="detail", constants={"kind": "gradient_checkpointing"}),
+    # ---- facts: launcher (§1.2), engine (§1.1, §1.3, §1.5), accelerate (§2), HF (§3), NCCL (§5), versions ---
+    LineKind("ds_version", "facts", ("DeepSpeed info: version=",), r"DeepSpeed info: version=(?P<value>[^,\s]+)",
+             {"value": S}, required="value", constants={"key": "version.deepspeed"}),
+    LineKind("ds_config_world_size", "facts", ("[config.py:",), r"Config mesh_device \S+ world_size = (?P<value>\d+)",
+             {"value": S}, required="value", constants={"key": "world_size"}),
+    LineKind("ds_config_kv", "facts", ("[config.py:",),
+             r":print\]\s+(?P<key>[a-z_0-9]+)(?: \.+ | {2,}| )(?P<value>.*?)\s*$", {"key": S, "value": S},
+             required="key", constants={"key_prefix": "ds."}),
+    LineKind("ds_dp_world_size", "facts", ("self.dp_world_size=",), r"self\.dp_world_size=(?P<value>\d+)",
+             {"value": S}, required="value", constants={"key": "dp_world_size"}),
+    LineKind("ds_world_info", "facts", ("WORLD INFO DICT:",), r"WORLD INFO DICT: (?P<value>\{.*\})", {"value": S},
+             required="value", constants={"key": "launcher.world_info"}),
+    LineKind("ds_nnodes", "facts", ("nnodes=",), r"nnodes=(?P<value>\d+), num_local_procs=(?P<local>\d+)",
+             {"value": S, "local": S}, required="value", constants={"key": "launcher.nnodes"}),
+    LineKind("ds_dist_world_size", "facts", ("dist_world_size=",), r"dist_world_size=(?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "launcher.dist_world_size"}),
+    LineKind("ds_cmd", "facts", ("] cmd = ",), r"\] cmd = (?P<value>.*)$", {"value": S}, required="value",
+             constants={"key": "launcher.cmd"}),
+    LineKind("ds_launch_env", "facts", ("[launch.py:",), r"launch\.py:\d+:main\] \d+ (?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$",
+             {"key": S, "value": S}, required="key", constants={"key_prefix": "env."}),
+    LineKind("ds_backend", "facts", ("with backend ",), r"with backend (?P<value>\w+)", {"value": S},
+             required="value", constants={"key": "backend"}),
+    LineKind("ds_accelerator", "facts", ("Setting ds_accelerator to ",), r"Setting ds_accelerator to (?P<value>\w+)",
+             {"value": S}, required="value", constants={"key": "accelerator"}),
+    LineKind("ds_zero_stage", "facts", (" ZeRO stage ",),
+             r"Creating (?P<dtype>\S+) ZeRO stage (?P<value>\d) optimizer", {"value": S, "dtype": S},
+             required="value", constants={"key": "zero.stage_created"}),
+    LineKind("ds_cpu_offload", "facts", ("CPU Offload: ",), r"CPU Offload: (?P<value>True|False)", {"value": S},
+             required="value", constants={"key": "zero.cpu_offload"}),
+    LineKind("ds_optimizer", "facts", ("Basic Optimizer = ", "Final Optimizer = "),
+             r"DeepSpeed (?P<key>Basic|Final) Optimizer = (?P<value>\w+)", {"key": S, "value": S}, required="value",
+             constants={"key_prefix": "optimizer."}),
+    LineKind("cpu_adam", "facts", ("Adam Optimizer #",), r"Adam Optimizer #\d+ is created with (?P<value>\S+) arithmetic",
+             {"value": S}, required="value", constants={"key": "optimizer.cpu_adam_simd"}),
+    LineKind("flops_profiler_enabled", "facts", ("Flops Profiler Enabled: ",),
+             r"Flops Profiler Enabled: (?P<value>True|False)", {"value": S}, required="value",
+             constants={"key": "flops_profiler.enabled"}),
+    LineKind("accelerate_env", "facts", ("Distributed environment: ",),
+             r"Distributed environment: (?P<value>\w+)(?:\s+Backend: (?P<backend>\w+))?", {"value": S, "backend": S},
+             required="value", constants={"key": "accelerate.distributed_type"}),
+    LineKind("accelerate_num_processes", "facts", ("Num processes: ",), r"Num processes: (?P<value>\d+)",
+             {"value": S}, required="value", constants={"key": "accelerate.num_processes"}),
+    LineKind("accelerate_mixed_precision", "facts", ("Mixed precision type: ",),
+             r"Mixed precision type: (?P<value>\w+)", {"value": S}, required="value",
+             constants={"key": "accelerate.mixed_precision"}),
+    LineKind("accelerate_default", "facts", ("was set to a value of",),
+             r"`--(?P<key>\w+)` was set to a value of `'?(?P<value>[^`']*)'?`", {"key": S, "value": S},
+             required="key", constants={"key_prefix": "accelerate."}),
+    LineKind("hf_running_training", "facts", ("***** Running training *****",), r"(?P<value>Running training)",
+             {"value": S}, required="value", constants={"key": "hf.running_training"}),
+    LineKind("hf_block_value", "facts",
+             ("Num examples = ", "Num Epochs = ", "Num update steps per epoch = ",
+              "Instantaneous batch size per device = ", "Total train batch size", "Gradient Accumulation steps = ",
+              "Total optimization steps = ", "Number of trainable parameters = "),
+             r"(?P<key>Num examples|Num Epochs|Num update steps per epoch|Instantaneous batch size per device|"
+             r"Total train batch size|Gradient Accumulation steps|Total optimization steps|"
+             r"Number of trainable parameters)[^=]*= (?P<value>[\d,]+)", {"key": S, "value": S}, required="key",
+             constants={"key_prefix": "hf."}),
+    LineKind("nccl_info", "nccl", ("NCCL INFO ",),
+             r"(?:(?P<nccl_host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] )?NCCL INFO (?P<msg>.*)$",
+             {"nccl_host": S, "dev": I, "msg": S}, required="msg"),
+    LineKind("nccl_version", "facts", ("NCCL version ",), r"NCCL version (?P<value>[\d.]+(?:\+cuda[\d.]+)?)",
+             {"value": S}, required="value", constants={"key": "version.nccl"}),
+    LineKind("wandb_version", "facts", ("Tracking run with wandb version ",),
+             r"wandb version (?P<value>[\w.]+)", {"value": S}, required="value", constants={"key": "version.wandb"}),
+    LineKind("ds_report_version", "facts",
+             ("torch version ..", "deepspeed info ..", "torch cuda version ..", "nvcc version ..",
+              "deepspeed wheel compiled w. .."),
+             r"(?P<key>torch version|deepspeed info|torch cuda version|nvcc version)\s*\.+\s*(?P<value>[^\s,]+)",
+             {"key": S, "value": S}, required="key", constants={"key_prefix": "ds_report."}),
+    LineKind("accelerate_env_version", "facts", ("` version: ", "- PyTorch version", "- Transformers version"),
+             r"- `?(?P<key>Accelerate|PyTorch|Transformers|DeepSpeed|transformers)`? version[^:]*: (?P<value>[\w.+]+)",
+             {"key": S, "value": S}, required="key", constants={"key_prefix": "env_report."}),
+    LineKind("omp_banner", "facts", ("Setting OMP_NUM_THREADS environment variable",),
+             r"to be (?P<value>\d+) in default", {"value": S}, required="value",
+             constants={"key": "env.OMP_NUM_THREADS"}),
+    LineKind("model_params_script", "facts", (" parameters",),
+             r"(?:built \w+ from config, |[Mm]odel (?:has |parameters:? ))(?P<value>[\d,]+) parameters",
+             {"value": S}, required="value", constants={"key": "model.params"}),
+)
+
+# Headers of multi-line blocks, read from a window of following lines (see blocks.py).
+BLOCK_HEADERS: dict[str, str] = {
+    "ds_config_dump": "DeepSpeedEngine configuration:",
+    "ds_user_json": "json = {",
+    "comms_table": "Comm. Op",
+    "flops_profile": "DeepSpeed Flops Profiler",
+}
+
+ANCHORS: tuple[str, ...] = tuple(dict.fromkeys(a for k in KINDS for a in k.anchors))

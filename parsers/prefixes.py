@@ -1,0 +1,26 @@
+"""Outer line prefixes added by launchers, schedulers and loggers, declared as one anchored pattern.
+
+Order follows ../shared/reference/log_formats.md §0: container timestamp, pdsh/srun host or task label, mpirun
+`[job,rank]<stdout>:`, torchrun `[default3]:`, torch `[rank0]:`, then DeepSpeed's logger
+`[<ts>] [<LEVEL>] [<file>.py:<line>:<func>] ` and log_dist's `[Rank N] `. Each part is optional, so the pattern
+matches every line; the groups say which parts were present.
+"""
+from __future__ import annotations
+
+# A host label is an IPv4 address or a name with a digit or a dash in it (`node-2`, `gpu017`, `ip-10-0-0-1`):
+# plain words such as `wandb:` or `Warning:` are message text, not hosts.
+_HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][A-Za-z0-9_.]*[-0-9][A-Za-z0-9_.-]*)"
+
+OUTER_PREFIX = (
+    r"^(?:(?P<iso_ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?) )?"
+    r"(?:stdout: )?"
+    r"(?:(?P<host>" + _HOST + r"): )?"
+    r"(?:\s*(?P<task>\d{1,5}): )?"
+    r"(?:\[(?:\d+,)?(?P<mpi_rank>\d+)\]<std(?:out|err)>: ?)?"
+    r"(?:\[[a-z_]*?(?P<tr_rank>\d+)\]: ?)?"
+    r"(?:\[rank(?P<torch_rank>\d+)\]: ?)?"
+    r"(?:\[?(?P<ds_ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \[(?P<level>[A-Z]+)\] \[(?P<src>[\w.]+:\d+:\w+)\] )?"
+    r"(?:\[(?P<hf_level>[A-Z]+)\|(?P<hf_src>[\w.]+:\d+)\] (?P<hf_ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) >> )?"
+    r"(?:\[transformers\] )?"
+    r"(?:\[Rank (?P<ds_rank>-?\d+)\] )?"
+)

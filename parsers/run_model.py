@@ -1,0 +1,171 @@
+"""The run model: every source read into the frames of parsers/schema.py plus the merged run facts."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from parsers import configs, launch_script
+from parsers.errors import InputError
+from parsers.facts import FactInputs, RunFacts, assemble
+from parsers.ingest import LogResult, ingest_log
+from parsers.schema import FRAMES, conform
+from parsers.sources import Input, head_bytes, is_binary, open_input, read_text
+
+CONFIG_MAX_BYTES = 4 * 1024 * 1024  # configs and launch scripts are small; anything bigger is read as a log
+# Frames whose rows a rule reads; `facts`, `env` and `nccl` feed RunFacts and stay for evidence.
+FRAME_NAMES = tuple(FRAMES)
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    name: str
+    kind: str  # log | ds_config | accelerate_config | trainer_state | launch_script
+    lines: int = 0
+    recognised: int = 0
+    invalid_utf8: int = 0
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class RunModel:
+    frames: dict[str, pl.DataFrame]
+    facts: RunFacts
+    sources: tuple[SourceInfo, ...]
+    skipped: tuple[str, ...] = ()  # files found in directories that held nothing readable
+
+    def frame(self, name: str) -> pl.DataFrame:
+        return self.frames[name]
+
+    @property
+    def unrecognised_lines(self) -> int:
+        return sum(s.lines - s.recognised for s in self.sources if s.kind == "log")
+
+    def source_name(self, source: int) -> str:
+        return self.sources[source].name if 0 <= source < len(self.sources) else "?"
+
+
+@dataclass
+class _Acc:
+    parts: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+    blocks: list[Any] = field(default_factory=list)
+    ds_configs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    accelerate: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    scripts: list[tuple[int, launch_script.LaunchScript]] = field(default_factory=list)
+    sources: list[SourceInfo] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+def build(inputs: list[Input], progress: Callable[[int], None] | None = None) -> RunModel:
+    acc = _Acc()
+    for inp in inputs:
+        assert inp.path is not None
+        try:
+            _read_one(inp, acc, progress)
+        except InputError:
+            if inp.explicit:
+                raise
+            acc.skipped.append(inp.name)
+        except OSError as e:
+            if inp.explicit:
+                raise InputError(inp.name, e.strerror or str(e)) from None
+            acc.skipped.append(inp.name)
+    if not acc.sources:
+        raise InputError(inputs[0].name if len(inputs) == 1 else "inputs", "nothing recognisable in any input")
+    frames = {name: conform(name, acc.parts.get(name, [])) for name in FRAME_NAMES}
+    frames["timers"] = _number_timers(frames["timers"])
+    frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
+    facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
+                                acc.accelerate, acc.scripts))
+    return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped))
+
+
+def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> None:
+    path = inp.path
+    assert path is not None
+    head = head_bytes(path)
+    if is_binary(head):
+        raise InputError(inp.name, "binary file, not a log, config or launch script")
+    source_id = len(acc.sources)
+    size = path.stat().st_size
+    if size <= CONFIG_MAX_BYTES:
+        kind = _read_small(inp, path, source_id, acc)
+        if kind:
+            acc.sources.append(SourceInfo(inp.name, kind, bytes=size))
+            return
+    with open_input(path) as fh:
+        result = ingest_log(fh, source_id, progress)
+    info = SourceInfo(inp.name, "log", lines=result.text_lines, recognised=result.used_lines,
+                      invalid_utf8=result.stats.invalid_utf8, bytes=size)
+    if result.used_lines == 0 and not any(result.parts.values()):
+        raise InputError(inp.name, f"nothing recognisable in {result.text_lines} lines (not a DeepSpeed, "
+                                   f"accelerate, HF Trainer, torchrun or NCCL log)")
+    acc.sources.append(info)
+    for name, parts in result.parts.items():
+        acc.parts.setdefault(name, []).extend(parts)
+    acc.blocks.append((source_id, result.blocks))
+    _comms_from_table(result, source_id, acc)
+
+
+def _read_small(inp: Input, path: Path, source_id: int, acc: _Acc) -> str | None:
+    """Configs and launch scripts; None when the file is a log after all."""
+    text = read_text(path)
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        sniffed = configs.sniff_json(stripped)
+        if sniffed is None:
+            if _looks_json(stripped):
+                raise InputError(inp.name, "JSON that is neither a DeepSpeed config nor a trainer_state.json")
+            return None
+        kind, data = sniffed
+        if kind == "ds_config":
+            acc.ds_configs.append((source_id, data))
+        else:
+            acc.parts.setdefault("steps", []).append(configs.trainer_state_steps(data, source_id))
+        return kind
+    if (yaml_cfg := configs.sniff_yaml(text)) is not None:
+        acc.accelerate.append((source_id, yaml_cfg))
+        return "accelerate_config"
+    if launch_script.looks_like_script(text):
+        acc.scripts.append((source_id, launch_script.parse_script(text)))
+        return "launch_script"
+    return None
+
+
+def _looks_json(text: str) -> bool:
+    import json
+
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+def _comms_from_table(result: LogResult, source_id: int, acc: _Acc) -> None:
+    rows = result.blocks.comms
+    if rows:
+        where = result.blocks.where.get("comms_table", (source_id, 0))
+        frame = pl.DataFrame(rows).with_columns(
+            pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
+            pl.lit("comms_table").alias("origin"))
+        acc.parts.setdefault("comms", []).append(frame)
+
+
+def _number_timers(timers: pl.DataFrame) -> pl.DataFrame:
+    return timers.with_columns(
+        pl.int_range(pl.len(), dtype=pl.UInt32).over("source", "rank", "microstep").alias("seq"))
+
+
+def _attach_cpu(memory: pl.DataFrame, cpu_parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """`CPU Virtual Memory:` follows its MA line; join on the next physical line of the same source."""
+    if not cpu_parts or memory.height == 0:
+        return memory
+    cpu = pl.concat(cpu_parts).select(
+        "source", (pl.col("line") - 1).cast(pl.UInt32).alias("line"), "cpu_used_gb", "cpu_percent"
+    ).unique(subset=["source", "line"], keep="first")
+    return memory.drop("cpu_used_gb", "cpu_percent").join(cpu, on=["source", "line"], how="left").select(
+        memory.columns)

@@ -1,0 +1,132 @@
+"""The run model's frames: one documented schema each. Every parser output is cast to these.
+
+Columns shared by every frame that comes from a log line:
+  source  UInt16    index into RunModel.sources (the file, URL or stdin the line came from)
+  line    UInt32    1-based physical line number in that source (tqdm redraws on one line share it)
+  rank    Int32     the rank that printed it, where a prefix (`[Rank N]`, `[rank0]:`, `[default3]:`, `[1,0]<stdout>:`,
+                    Slurm `3: `) tells; null otherwise
+  node    String    host label from a pdsh / srun host prefix or the NCCL `host:pid:tid` prefix; null otherwise
+  ts      Datetime  wall time from the logger or container timestamp; null where the line has none
+  origin  String    the line kind (parsers/kinds.py) or file kind that produced the row
+"""
+from __future__ import annotations
+
+import polars as pl
+
+BASE: dict[str, pl.DataType | type[pl.DataType]] = {
+    "source": pl.UInt16,
+    "line": pl.UInt32,
+    "rank": pl.Int32,
+    "node": pl.String,
+    "ts": pl.Datetime("ms"),
+}
+
+FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
+    "steps": {
+        "global_step": (pl.Int64, "optimizer step (DeepSpeed global_step, HF step, tqdm n, trainer_state step)"),
+        "micro_step": (pl.Int64, "micro-step counter where printed (gradient accumulation)"),
+        "epoch": (pl.Float64, "epoch (fractional for HF)"),
+        "step_time_s": (pl.Float64, "seconds per step where printed directly (tqdm s/it, 1/it/s, runtime/steps)"),
+        "samples_per_sec": (pl.Float64, "current samples/s over all ranks (DeepSpeed CurrSamplesPerSec, HF)"),
+        "samples_per_sec_running": (pl.Float64, "DeepSpeed RunningAvgSamplesPerSec"),
+        "loss": (pl.Float64, "training loss"),
+        "lr": (pl.Float64, "learning rate of the first param group"),
+        "grad_norm": (pl.Float64, "gradient norm"),
+        "skipped": (pl.Int64, "cumulative skipped optimizer steps (fp16 overflow), DeepSpeed `skipped=`"),
+        "loss_scale": (pl.Float64, "fp16 loss scale where known"),
+        "mem_alloc_gb": (pl.Float64, "DeepSpeed MemAllocated (GB)"),
+        "max_mem_alloc_gb": (pl.Float64, "DeepSpeed MaxMemAllocated (GB)"),
+        "total_steps": (pl.Int64, "tqdm total (the bar's N)"),
+        "train_runtime_s": (pl.Float64, "HF final train_runtime"),
+    },
+    "timers": {
+        "microstep": (pl.Boolean, "true for the `*_microstep` line printed every micro-step"),
+        "fwd": (pl.Float64, "forward ms (old name: forward)"),
+        "bwd": (pl.Float64, "backward ms (old name: backward)"),
+        "bwd_inner": (pl.Float64, "backward compute ms"),
+        "bwd_allreduce": (pl.Float64, "gradient reduction ms"),
+        "step": (pl.Float64, "optimizer step ms"),
+        "optimizer_allgather": (pl.Float64, "ZeRO-1/2 parameter all-gather after the step, ms"),
+        "optimizer_gradients": (pl.Float64, "ZeRO-1/2 gradient handling, ms"),
+        "optimizer_step": (pl.Float64, "ZeRO inner optimizer step, ms"),
+        "init_optimizer_state": (pl.Float64, "ZeRO-3 one-off optimizer state init, ms"),
+        "seq": (pl.UInt32, "occurrence index per (source, rank, microstep): the n-th timer line ~ the n-th step"),
+    },
+    "comms": {
+        "op": (pl.String, "collective (all_reduce, all_gather_into_tensor, reduce_scatter_tensor, ...)"),
+        "msg_size": (pl.String, "message size as printed"),
+        "msg_bytes": (pl.Float64, "message size in bytes"),
+        "count": (pl.Int64, "number of calls (summary table); 1 for a per-op line"),
+        "total_latency_ms": (pl.Float64, "total latency (summary table)"),
+        "avg_latency_ms": (pl.Float64, "average latency"),
+        "algbw_gbps": (pl.Float64, "algorithmic bandwidth (tput_avg), Gbps"),
+        "busbw_gbps": (pl.Float64, "bus bandwidth, Gbps"),
+    },
+    "memory": {
+        "label": (pl.String, "see_memory_usage message (e.g. `Engine before forward`)"),
+        "ma_gb": (pl.Float64, "memory allocated, GB"),
+        "max_ma_gb": (pl.Float64, "max memory allocated, GB"),
+        "ca_gb": (pl.Float64, "memory reserved (cached), GB"),
+        "max_ca_gb": (pl.Float64, "max memory reserved, GB"),
+        "cpu_used_gb": (pl.Float64, "host virtual memory used, GB"),
+        "cpu_percent": (pl.Float64, "host virtual memory used, %"),
+    },
+    "events": {
+        "kind": (pl.String, "allocator_flush | overflow | loss_scale | oom | nccl_warn | timeout | traceback | "
+                            "exception | checkpoint_save | eval | eval_result | launcher_exit | dataloader_warning | "
+                            "anomaly_detection | profiler | recompile | gradient_checkpointing"),
+        "count": (pl.Int64, "how many (allocator flushes since last step; 1 otherwise)"),
+        "value_from": (pl.Float64, "old loss scale / eval runtime seconds"),
+        "value_to": (pl.Float64, "new loss scale / eval loss"),
+        "step": (pl.Int64, "step the event names, where it does"),
+        "code": (pl.Int64, "exit code (launcher_exit)"),
+        "detail": (pl.String, "the message, for evidence"),
+    },
+    "nccl": {
+        "nccl_host": (pl.String, "host from `host:pid:tid`"),
+        "dev": (pl.Int64, "CUDA device"),
+        "msg": (pl.String, "text after `NCCL INFO `"),
+    },
+    "env": {
+        "key": (pl.String, "environment variable name"),
+        "value": (pl.String, "its value"),
+    },
+    "facts": {
+        "key": (pl.String, "fact name (version.deepspeed, ds.<engine config key>, hf.<Running training key>, ...)"),
+        "value": (pl.String, "value as printed"),
+    },
+    # Filled from W&B runs (issue 3); empty for logs.
+    "system": {
+        "gpu": (pl.Int32, "GPU index"),
+        "metric": (pl.String, "gpu | memoryAllocated | powerWatts | ..."),
+        "value": (pl.Float64, "sample value"),
+    },
+}
+
+
+def schema(frame: str) -> dict[str, pl.DataType | type[pl.DataType]]:
+    cols = dict(BASE)
+    cols.update({name: dtype for name, (dtype, _) in FRAMES[frame].items()})
+    cols["origin"] = pl.String
+    return cols
+
+
+def conform(frame: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Concatenate parts (any subset of columns) into the frame's exact schema, in source/line order."""
+    target = schema(frame)
+    fixed = []
+    for part in parts:
+        missing = [pl.lit(None, dtype=t).alias(c) for c, t in target.items() if c not in part.columns]
+        fixed.append(part.with_columns(missing).select(pl.col(c).cast(t, strict=False) for c, t in target.items()))
+    if not fixed:
+        return pl.DataFrame(schema=target)
+    return pl.concat(fixed, how="vertical").sort(["source", "line"], maintain_order=True)
+
+
+def describe() -> str:
+    """The schema as text, for `diagnose parse --help-schema` and the docs."""
+    out = []
+    for name, cols in FRAMES.items():
+        out.append(f"{name}: source, line, rank, node, ts, origin, " + ", ".join(cols))
+        out += [f"  {c:<24} {t}  {d}" for c, (t, d) in cols.items()]
+    return "\n".join(out)

@@ -1,0 +1,150 @@
+"""Command-line SOURCES -> readable inputs: files, .gz, directories, `-` (stdin), http(s) URLs of raw logs.
+
+The kind of each input (log, DeepSpeed config, accelerate config, trainer_state.json, launch script) is sniffed
+from its content. Inputs are only ever opened for reading.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import shutil
+import sys
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from parsers.errors import InputError
+
+MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024  # a raw log attachment larger than this is not a paste; ask for the file
+DOWNLOAD_TIMEOUT_S = 20.0
+SNIFF_BYTES = 64 * 1024
+# Files a directory walk reads; anything else there is skipped (checkpoints, tensors, images, code).
+LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash", ".sbatch",
+                ".slurm", ".stdout", ".stderr", ""}
+SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints"}
+WANDB_RUN_URL = re.compile(r"^https?://[^/]+/[^/]+/[^/]+/(?:runs|reports)/")
+
+
+@dataclass(frozen=True)
+class Input:
+    name: str  # as the user named it (path, URL, `-`)
+    path: Path | None  # local file to read (a temp file for downloads and stdin)
+    explicit: bool  # named on the command line (errors are fatal) vs found in a directory (skipped quietly)
+
+
+def resolve(sources: list[str], tmpdir: Path) -> list[Input]:
+    inputs: list[Input] = []
+    for src in sources:
+        if src == "-":
+            inputs.append(Input("<stdin>", _spool_stdin(tmpdir), True))
+        elif src.startswith(("http://", "https://")):
+            if WANDB_RUN_URL.match(src) or "wandb" in src.split("/")[2]:
+                raise InputError(src, "W&B run URLs are not supported yet; download the run's output.log and pass it")
+            inputs.append(Input(src, download(src, tmpdir), True))
+        else:
+            inputs.extend(_local(src))
+    return inputs
+
+
+def _local(src: str) -> Iterator[Input]:
+    path = Path(src)
+    if not path.exists():
+        raise InputError(src, "no such file or directory")
+    if path.is_dir():
+        found = sorted(_walk(path))
+        if not found:
+            raise InputError(src, "directory holds no log, config or launch-script files")
+        for f in found:
+            yield Input(str(f), f, False)
+        return
+    if not os.access(path, os.R_OK):
+        raise InputError(src, "permission denied")
+    yield Input(src, path, True)
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        for name in filenames:
+            p = Path(dirpath) / name
+            suffix = p.suffix.lower()
+            if suffix in LOG_SUFFIXES or re.search(r"\.(?:out|log|err)\.\d+$", name):
+                if p.is_file() and os.access(p, os.R_OK) and not is_binary(head_bytes(p)):
+                    yield p
+
+
+def _spool_stdin(tmpdir: Path) -> Path:
+    dest = tmpdir / "stdin.log"
+    with open(dest, "wb") as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    return dest
+
+
+def download(url: str, tmpdir: Path) -> Path:
+    """Fetch a raw log with a size cap and a timeout; a gzip body is kept compressed (sniffed later)."""
+    dest = tmpdir / f"download-{len(list(tmpdir.iterdir()))}.log"
+    req = urllib.request.Request(url, headers={"User-Agent": "diagnose/0.1"})
+    try:
+        with urllib.request.urlopen(req, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(dest, "wb") as out:
+            length = resp.headers.get("Content-Length")
+            if length and int(length) > MAX_DOWNLOAD_BYTES:
+                raise InputError(url, f"larger than the {MAX_DOWNLOAD_BYTES >> 20} MiB download cap; download it and pass the file")
+            total = 0
+            while block := resp.read(1 << 20):
+                total += len(block)
+                if total > MAX_DOWNLOAD_BYTES:
+                    raise InputError(url, f"larger than the {MAX_DOWNLOAD_BYTES >> 20} MiB download cap; download it and pass the file")
+                out.write(block)
+    except urllib.error.HTTPError as e:
+        raise InputError(url, f"HTTP {e.code} {e.reason}") from None
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise InputError(url, f"download failed ({reason})") from None
+    return dest
+
+
+def head_bytes(path: Path, n: int = SNIFF_BYTES) -> bytes:
+    with open(path, "rb") as fh:
+        head = fh.read(n)
+    if head[:2] == b"\x1f\x8b":
+        try:
+            with gzip.open(path, "rb") as gz:
+                return gz.read(n)
+        except (OSError, EOFError):
+            return head
+    return head
+
+
+def is_binary(head: bytes) -> bool:
+    """NUL bytes or mostly non-text bytes (checkpoints, tensors, archives) in the first block."""
+    if not head:
+        return False
+    if b"\x00" in head:
+        return True
+    sample = head[:8192]
+    text_like = sum(1 for b in sample if b >= 32 or b in (9, 10, 13, 27))
+    return text_like / len(sample) < 0.85
+
+
+def open_input(path: Path) -> BinaryIO:
+    fh = open(path, "rb")
+    if fh.read(2) == b"\x1f\x8b":
+        fh.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    fh.seek(0)
+    return fh
+
+
+def read_text(path: Path) -> str:
+    with open_input(path) as fh:
+        return io.TextIOWrapper(fh, encoding="utf-8", errors="replace").read()
+
+
+def temp_dir() -> tempfile.TemporaryDirectory[str]:
+    return tempfile.TemporaryDirectory(prefix="diagnose-")

@@ -1,0 +1,1 @@
+"""Findings + run model -> HTML, Markdown, JSON and terminal output. Templates never compute."""

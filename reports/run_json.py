@@ -1,0 +1,46 @@
+"""Run model -> a JSON-able summary (the `diagnose parse --format json` document)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from parsers.facts import Evidence, RunFacts
+from parsers.run_model import RunModel
+from reports import redact
+
+SCHEMA_VERSION = 1
+
+
+def facts_dict(facts: RunFacts, model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
+    def ev(e: Evidence) -> dict[str, Any]:
+        return {"value": e.value, "origin": e.origin, "source": model.source_name(e.source), "line": e.line}
+
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(facts):
+        value = getattr(facts, f.name)
+        if f.name == "env":
+            out["env"] = {k: (redact.env_value(k, str(v.value)) if redact_secrets else v.value)
+                          for k, v in sorted(value.items())}
+        elif f.name == "evidence":
+            out["evidence"] = {k: ev(v) for k, v in sorted(value.items()) if not k.startswith("hostname")}
+        elif f.name == "claims":
+            out["claims"] = {k: [ev(x) for x in v] for k, v in value.items()}
+        elif dataclasses.is_dataclass(value):
+            out[f.name] = dataclasses.asdict(value)
+        elif isinstance(value, tuple):
+            out[f.name] = list(value)
+        else:
+            out[f.name] = value
+    return out
+
+
+def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "sources": [dataclasses.asdict(s) for s in model.sources],
+        "skipped": list(model.skipped),
+        "frames": {name: frame.height for name, frame in model.frames.items()},
+        "unparsed_lines": model.unrecognised_lines,
+        "invalid_utf8": sum(s.invalid_utf8 for s in model.sources),
+        "facts": facts_dict(model.facts, model, redact_secrets),
+    }

@@ -1,0 +1,224 @@
+"""Re-record the sample logs in sample_logs/ by running real DeepSpeed / accelerate / HF Trainer jobs.
+
+Needs torch, deepspeed, accelerate, transformers and wandb (the `record` extra; see sample_logs/README.md). Runs on
+the CPU (DeepSpeed's CPU accelerator over gloo) when no GPU is present. Each scenario writes
+`sample_logs/<name>/`: `train.log` (the launcher's stdout and stderr, unedited), `launch.sh` (the exact command,
+with the environment it set), the DeepSpeed config and/or accelerate config it used, and `versions.txt`.
+
+    python sample_logs/record/record.py --python /path/to/venv/bin/python [--only NAME ...]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SAMPLES = HERE.parent
+WORK = Path("/tmp/diagnose-rec")
+
+COMMS = {"enabled": True, "verbose": False, "prof_all": True, "debug": False}
+ADAMW = {"type": "AdamW", "params": {"lr": 3e-4, "betas": [0.9, 0.95], "eps": 1e-8, "weight_decay": 0.01}}
+WARMUP = {"type": "WarmupLR", "params": {"warmup_min_lr": 0, "warmup_max_lr": 3e-4, "warmup_num_steps": 10}}
+
+
+def ds_config(stage: int, **extra: object) -> dict:
+    cfg: dict = {
+        "train_micro_batch_size_per_gpu": 4,
+        "gradient_accumulation_steps": 1,
+        "steps_per_print": 1,
+        "wall_clock_breakdown": True,
+        "optimizer": ADAMW,
+        "scheduler": WARMUP,
+        "gradient_clipping": 1.0,
+        "zero_optimization": {"stage": stage},
+        "comms_logger": COMMS,
+    }
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(cfg.get(key), dict):
+            cfg[key] = {**cfg[key], **value}
+        else:
+            cfg[key] = value
+    return cfg
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    what: str
+    launcher: str  # deepspeed | torchrun | accelerate
+    args: tuple[str, ...]
+    ds_config: dict | None = None
+    accelerate_yaml: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+ACCEL_DDP = """compute_environment: LOCAL_MACHINE
+distributed_type: MULTI_GPU
+downcast_bf16: 'no'
+gpu_ids: all
+machine_rank: 0
+main_training_function: main
+mixed_precision: {precision}
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+"""
+
+ACCEL_DS = """compute_environment: LOCAL_MACHINE
+deepspeed_config:
+  deepspeed_config_file: {ds_config}
+  zero3_init_flag: false
+distributed_type: DEEPSPEED
+downcast_bf16: 'no'
+machine_rank: 0
+main_training_function: main
+num_machines: 1
+num_processes: 2
+rdzv_backend: static
+same_network: true
+use_cpu: false
+"""
+
+HF_DS_CONFIG = {
+    "train_micro_batch_size_per_gpu": "auto",
+    "gradient_accumulation_steps": "auto",
+    "train_batch_size": "auto",
+    "gradient_clipping": "auto",
+    "wall_clock_breakdown": True,
+    "log_level": "info",
+    "zero_optimization": {"stage": 2, "overlap_comm": True, "contiguous_gradients": True},
+}
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("ds_zero0", "ZeRO-0 (plain data parallel), INFO logging, timers and comms logger: a healthy run",
+             "deepspeed", ("--steps", "40", "--ds_log_level", "info"), ds_config(0)),
+    Scenario("ds_zero0_default_loglevel", "ZeRO-0 at DeepSpeed's default WARNING worker log level",
+             "deepspeed", ("--steps", "30"), ds_config(0)),
+    Scenario("ds_zero1_ga2_torchrun", "ZeRO-1, gradient accumulation 2, memory_breakdown, launched with torchrun",
+             "torchrun", ("--steps", "20", "--ds_log_level", "info"),
+             ds_config(1, gradient_accumulation_steps=2, steps_per_print=5, memory_breakdown=True)),
+    Scenario("ds_zero2_bf16", "ZeRO-2 with bf16, overlap_comm on: healthy ZeRO-2",
+             "deepspeed", ("--steps", "40", "--ds_log_level", "info"),
+             ds_config(2, bf16={"enabled": True}, zero_optimization={"overlap_comm": True, "contiguous_gradients": True})),
+    Scenario("ds_zero2_ga4_overlap_off", "ZeRO-2, gradient accumulation 4, overlap_comm false",
+             "deepspeed", ("--steps", "15", "--ds_log_level", "info"),
+             ds_config(2, gradient_accumulation_steps=4, zero_optimization={"overlap_comm": False})),
+    Scenario("ds_zero3_ckpt", "ZeRO-3, a checkpoint saved every 10 steps",
+             "deepspeed", ("--steps", "30", "--ds_log_level", "info", "--save_dir", str(WORK / "ckpt_zero3"),
+                           "--save_every", "10"), ds_config(3)),
+    Scenario("ds_zero3_offload", "ZeRO-3 with the optimizer offloaded to the CPU (DeepSpeedCPUAdam)",
+             "deepspeed", ("--steps", "20", "--ds_log_level", "info"),
+             ds_config(3, zero_optimization={"offload_optimizer": {"device": "cpu", "pin_memory": True}},
+                       steps_per_print=5)),
+    Scenario("ds_zero2_flops", "ZeRO-2 with the flops profiler at step 5",
+             "deepspeed", ("--steps", "15", "--ds_log_level", "info"),
+             ds_config(2, flops_profiler={"enabled": True, "profile_step": 5, "module_depth": -1, "top_modules": 1,
+                                          "detailed": True}, steps_per_print=5)),
+    Scenario("ds_zero2_debug_env", "ZeRO-2 launched with CUDA_LAUNCH_BLOCKING=1, TORCH_DISTRIBUTED_DEBUG=DETAIL and "
+             "NCCL_DEBUG=INFO exported in the launch script; the script prints its environment",
+             "deepspeed", ("--steps", "20", "--ds_log_level", "info", "--print_env"), ds_config(2),
+             env={"CUDA_LAUNCH_BLOCKING": "1", "TORCH_DISTRIBUTED_DEBUG": "DETAIL", "NCCL_DEBUG": "INFO"}),
+    Scenario("hf_trainer_ddp_bf16", "HF Trainer under accelerate (DDP, bf16), eval every 20 steps, W&B offline",
+             "accelerate", ("--max_steps", "40", "--bf16", "--report_to", "wandb", "--run_name", "hf-ddp-bf16"),
+             accelerate_yaml=ACCEL_DDP.format(precision="bf16"),
+             env={"WANDB_MODE": "offline", "WANDB_PROJECT": "diagnose-samples"}),
+    Scenario("hf_trainer_fp32_gradckpt", "HF Trainer under accelerate (DDP), fp32 and gradient checkpointing on",
+             "accelerate", ("--max_steps", "30", "--gradient_checkpointing"),
+             accelerate_yaml=ACCEL_DDP.format(precision="'no'")),
+    Scenario("hf_trainer_deepspeed", "HF Trainer + DeepSpeed ZeRO-2 through accelerate, 'auto' values",
+             "accelerate", ("--max_steps", "30",), ds_config=HF_DS_CONFIG,
+             accelerate_yaml=ACCEL_DS.format(ds_config="ds_config.json")),
+)
+
+
+def command(sc: Scenario, py: Path, run_dir: Path) -> list[str]:
+    bindir = py.parent
+    script = str(WORK / ("train_hf.py" if sc.launcher == "accelerate" else "train_ds.py"))
+    if sc.launcher == "deepspeed":
+        return [str(bindir / "deepspeed"), "--num_gpus", "2", script, "--deepspeed_config",
+                str(run_dir / "ds_config.json"), *sc.args]
+    if sc.launcher == "torchrun":
+        return [str(bindir / "torchrun"), "--nproc_per_node", "2", script, "--deepspeed_config",
+                str(run_dir / "ds_config.json"), *sc.args]
+    extra = ["--deepspeed", str(run_dir / "ds_config.json")] if sc.ds_config else []
+    return [str(bindir / "accelerate"), "launch", "--config_file", str(run_dir / "accelerate.yaml"), script,
+            "--output_dir", str(run_dir / "out"), *extra, *sc.args]
+
+
+def launch_script(sc: Scenario, cmd: list[str]) -> str:
+    lines = ["#!/usr/bin/env bash", f"# {sc.what}", "set -euo pipefail"]
+    lines += [f"export {k}={v}" for k, v in sc.env.items()]
+    lines.append(" ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)))
+    return "\n".join(lines) + "\n"
+
+
+def record(sc: Scenario, py: Path) -> None:
+    run_dir = WORK / sc.name
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(parents=True)
+    out_dir = SAMPLES / sc.name
+    shutil.rmtree(out_dir, ignore_errors=True)
+    out_dir.mkdir(parents=True)
+    if sc.ds_config is not None:
+        text = json.dumps(sc.ds_config, indent=2) + "\n"
+        (run_dir / "ds_config.json").write_text(text)
+        (out_dir / "ds_config.json").write_text(text)
+    if sc.accelerate_yaml is not None:
+        yaml = sc.accelerate_yaml.replace("ds_config.json", str(run_dir / "ds_config.json"))
+        (run_dir / "accelerate.yaml").write_text(yaml)
+        (out_dir / "accelerate.yaml").write_text(yaml)
+    cmd = command(sc, py, run_dir)
+    (out_dir / "launch.sh").write_text(launch_script(sc, cmd))
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "WANDB_DIR": str(run_dir),
+           "PATH": f"{py.parent}:{os.environ['PATH']}", **sc.env}
+    if not _has_gpu(py):
+        env["DS_ACCELERATOR"] = "cpu"
+    t0 = time.time()
+    with open(out_dir / "train.log", "wb") as log:
+        rc = subprocess.call(cmd, cwd=WORK, env=env, stdout=log, stderr=subprocess.STDOUT)
+    print(f"{sc.name}: exit {rc} in {time.time() - t0:.0f}s", flush=True)
+    wandb_dirs = sorted((run_dir / "wandb").glob("offline-run-*")) if (run_dir / "wandb").exists() else []
+    for wdir in wandb_dirs:
+        shutil.copytree(wdir, out_dir / "wandb" / wdir.name)
+
+
+def _has_gpu(py: Path) -> bool:
+    out = subprocess.run([str(py), "-c", "import torch; print(torch.cuda.is_available())"], capture_output=True,
+                         text=True)
+    return out.stdout.strip() == "True"
+
+
+def versions(py: Path) -> str:
+    code = ("import platform, torch, deepspeed, accelerate, transformers, wandb;"
+            "print('python', platform.python_version());"
+            "[print(m.__name__, m.__version__) for m in (torch, deepspeed, accelerate, transformers, wandb)]")
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True).stdout
+    return "".join(line for line in out.splitlines(keepends=True) if not line.startswith("["))  # drop DS warnings
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--python", type=Path, default=Path(sys.executable))
+    ap.add_argument("--only", nargs="*", default=None)
+    args = ap.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    for script in ("train_ds.py", "train_hf.py"):
+        shutil.copy(HERE / script, WORK / script)
+    (SAMPLES / "versions.txt").write_text(versions(args.python))
+    for sc in SCENARIOS:
+        if args.only is None or sc.name in args.only:
+            record(sc, args.python)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
