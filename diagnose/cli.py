@@ -37,7 +37,7 @@ SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scr
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
-    err.print(f"diagnose: error: {message}", markup=False)
+    sys.stderr.write(f"diagnose: error: {message}\n")  # one line, never wrapped
     return typer.Exit(code)
 
 
@@ -128,6 +128,6 @@ def main() -> None:
         if hasattr(e, "show") and hasattr(e, "exit_code"):  # click's usage errors (typer vendors click)
             e.show()
             sys.exit(EXIT_INPUT)
-        err.print(f"diagnose: internal error: {type(e).__name__}: {e}", markup=False)
+        sys.stderr.write(f"diagnose: internal error: {type(e).__name__}: {e}\n")
         sys.exit(EXIT_INTERNAL)
     sys.exit(EXIT_OK)

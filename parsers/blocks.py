@@ -40,6 +40,7 @@ class Blocks:
     comms: list[dict[str, object]] = field(default_factory=list)  # summary-table rows
     flops: dict[str, str] = field(default_factory=dict)
     where: dict[str, tuple[int, int]] = field(default_factory=dict)  # block -> (source, line) of its header
+    lines_used: int = 0  # block lines that no line kind matches (JSON continuations, table rows), for the counts
 
 
 def strip_prefix(text: str) -> tuple[str, str | None]:
@@ -58,24 +59,26 @@ def parse_block(name: str, texts: list[str], blocks: Blocks, where: tuple[int, i
     msgs = [strip_prefix(t) for t in texts]
     header_rank = msgs[0][1]
     own = [m for m, r in msgs if r == header_rank]  # interleaved ranks: keep the header's rank only
-    if name == "ds_config_dump" and not blocks.ds_config:
-        blocks.ds_config = _config_dump(own[1:])
-        blocks.where[name] = where
-    elif name == "ds_user_json" and not blocks.ds_user_config:
-        blocks.ds_user_config = _user_json(own)
-        blocks.where[name] = where
-    elif name == "comms_table" and not blocks.comms:
-        blocks.comms = _comms_table(own[1:])
-        blocks.where[name] = where
-    elif name == "flops_profile" and not blocks.flops:
-        blocks.flops = _flops(own[1:])
-        blocks.where[name] = where
+    if name == "ds_config_dump":
+        config, used = _config_dump(own[1:])
+        blocks.ds_config = blocks.ds_config or config
+    elif name == "ds_user_json":
+        user, used = _user_json(own)
+        blocks.ds_user_config = blocks.ds_user_config or user
+    elif name == "comms_table":
+        rows, used = _comms_table(own[1:])
+        blocks.comms = blocks.comms or rows  # every rank prints the table; the first one is kept
+    else:
+        flops, used = _flops(own[1:])
+        blocks.flops = blocks.flops or flops
+    blocks.where.setdefault(name, where)
+    blocks.lines_used += used
 
 
-def _config_dump(lines: list[str]) -> dict[str, object]:
+def _config_dump(lines: list[str]) -> tuple[dict[str, object], int]:
     """Every `[config.py:N:print]   key .... value` line up to the user JSON; other ranks' output may interleave."""
     out: dict[str, object] = {}
-    i = 0
+    i = used = 0
     while i < len(lines):
         line = lines[i]
         i += 1
@@ -90,14 +93,15 @@ def _config_dump(lines: list[str]) -> dict[str, object]:
             while i < len(lines) and not lines[i].startswith("[config.py:"):
                 body.append(lines[i])
                 i += 1
+                used += 1
                 if lines[i - 1].rstrip() == "}":
                     break
             value = _loads("\n".join(body)) or "\n".join(body)
         out.setdefault(key, value)
-    return out
+    return out, used
 
 
-def _user_json(lines: list[str]) -> dict[str, object]:
+def _user_json(lines: list[str]) -> tuple[dict[str, object], int]:
     first = lines[0]
     body = [first[first.index("json = {") + len("json = "):]]
     for line in lines[1:]:
@@ -105,7 +109,7 @@ def _user_json(lines: list[str]) -> dict[str, object]:
         if line.rstrip() == "}":
             break
     parsed = _loads("\n".join(body))
-    return parsed if isinstance(parsed, dict) else {}
+    return (parsed if isinstance(parsed, dict) else {}), len(body) - 1
 
 
 def _loads(text: str) -> object:
@@ -116,9 +120,10 @@ def _loads(text: str) -> object:
         return None
 
 
-def _comms_table(lines: list[str]) -> list[dict[str, object]]:
+def _comms_table(lines: list[str]) -> tuple[list[dict[str, object]], int]:
     rows: list[dict[str, object]] = []
     op = None
+    used = 1
     for line in lines:
         if m := _COMMS_ROW.match(line):
             if op is None:
@@ -131,7 +136,8 @@ def _comms_table(lines: list[str]) -> list[dict[str, object]]:
             op = m.group("op")
         else:
             break
-    return rows
+        used += 1
+    return rows, used
 
 
 def size_bytes(size: str) -> float | None:
@@ -139,13 +145,15 @@ def size_bytes(size: str) -> float | None:
     return float(m.group(1)) * _SIZE_UNITS[m.group(2)] if m else None
 
 
-def _flops(lines: list[str]) -> dict[str, str]:
+def _flops(lines: list[str]) -> tuple[dict[str, str], int]:
     out: dict[str, str] = {}
+    used = 1
     for line in lines[:80]:
         if line.startswith("----- Aggregated"):
             break
+        used += 1
         key, sep, value = line.rpartition(":")
         key = key.strip()
         if sep and key in _FLOPS_KEYS and value.strip():
             out[_FLOPS_KEYS[key]] = value.strip()
-    return out
+    return out, used

@@ -94,13 +94,21 @@ def timers_wide(rows: pl.DataFrame) -> pl.DataFrame:
         for name in TIMER_NAMES
     ]
     return rows.select(*BASE_COLUMNS, pl.col("body").str.contains("_microstep:", literal=True).alias("microstep"),
-                       *cols)
+                       *cols, "origin")
+
+
+# Columns computed from a kind's own fields, where the printed unit differs from the schema's.
+DERIVED: dict[str, list[pl.Expr]] = {
+    "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
+             .otherwise(1.0 / pl.col("rate")).alias("step_time_s")],
+    "hf_train_runtime": [(1.0 / pl.col("steps_per_sec")).alias("step_time_s")],
+}
 
 
 def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.DataFrame]]:
     """Classify and extract every line kind in one chunk. Returns frame name -> parts."""
     out: dict[str, list[pl.DataFrame]] = {}
-    tagged = lines.with_columns(pl.col("text").str.extract(ANCHOR_RE, 1).alias("anchor")).filter(
+    tagged = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 1).alias("anchor")).filter(
         pl.col("anchor").is_not_null()
     )
     out["_tagged_count"] = [pl.DataFrame({"n": [tagged.height]})]
@@ -112,7 +120,9 @@ def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.Data
             inputs = [by_anchor[a] for a in kind.anchors if a in by_anchor]
             if not inputs:
                 continue
-            rows = apply_kind(kind, pl.concat(inputs) if len(inputs) > 1 else inputs[0])
+            rows = apply_kind(kind, pl.concat(inputs).sort("_row") if len(inputs) > 1 else inputs[0])
+            if rows.height and kind.name in DERIVED:
+                rows = rows.with_columns(DERIVED[kind.name])
             if rows.height:
                 if kind.frame == "timers":
                     rows = timers_wide(rows)

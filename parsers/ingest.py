@@ -41,6 +41,7 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
             progress(len(data))
     if pending is not None:
         _read_blocks(pending, source_id, result.blocks, final=True)
+    result.used_lines += result.blocks.lines_used
     return result
 
 

@@ -1,7 +1,9 @@
 """Line kinds, declared as data (after lnav's log formats): an anchor, a pattern and typed fields each.
 
 How a line is classified: every line is searched once for the leftmost of all ANCHORS (one Aho-Corasick pass in
-polars); the kinds that list that anchor then try their pattern on it. A kind's pattern is a Rust-regex (polars)
+polars); the kinds that list that anchor then try their pattern on it. An anchor must not sit in a prefix shared
+with other kinds' lines (`[launch.py:` would hide the launcher's exit lines), since only the leftmost one counts.
+Environment variables are found by a separate pass (extract.ENV_RE), wherever they sit on a line. A kind's pattern is a Rust-regex (polars)
 pattern with named groups; the groups become the typed fields. `required` names the group that must match for a
 row to count. `fields` maps each group to its polars dtype; numbers may carry thousands separators or quotes.
 
@@ -164,8 +166,6 @@ KINDS: tuple[LineKind, ...] = (
              required="value", constants={"key": "launcher.dist_world_size"}),
     LineKind("ds_cmd", "facts", ("] cmd = ",), r"\] cmd = (?P<value>.*)$", {"value": S}, required="value",
              constants={"key": "launcher.cmd"}),
-    LineKind("ds_launch_env", "facts", ("[launch.py:",), r"launch\.py:\d+:main\] \d+ (?P<key>[A-Z][A-Z0-9_]*)=(?P<value>.*)$",
-             {"key": S, "value": S}, required="key", constants={"key_prefix": "env."}),
     LineKind("ds_backend", "facts", ("with backend ",), r"with backend (?P<value>\w+)", {"value": S},
              required="value", constants={"key": "backend"}),
     LineKind("ds_accelerator", "facts", ("Setting ds_accelerator to ",), r"Setting ds_accelerator to (?P<value>\w+)",
@@ -232,7 +232,7 @@ BLOCK_HEADERS: dict[str, str] = {
     "ds_config_dump": "DeepSpeedEngine configuration:",
     "ds_user_json": "json = {",
     "comms_table": "Comm. Op",
-    "flops_profile": "DeepSpeed Flops Profiler",
+    "flops_profile": "- DeepSpeed Flops Profiler -",
 }
 
 ANCHORS: tuple[str, ...] = tuple(dict.fromkeys(a for k in KINDS for a in k.anchors))

@@ -15,6 +15,12 @@ import polars as pl
 
 CHUNK_BYTES = 32 * 1024 * 1024  # bounds peak memory: a chunk lives as bytes, str and one polars frame at once
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]"
+# Line starts that can be glued mid-line, e.g. a DeepSpeed timer printed right after a tqdm bar without `\r`
+# (log_formats.md §0). The split point becomes a `\r`, so the pieces are handled like tqdm redraws.
+_GLUED_START = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \[|\[Rank \d+\] |\{'(?:loss|eval_loss|train_runtime)'|\[transformers\] "
+_GLUE = r"([^\s\r])(" + _GLUED_START + ")"
+_AFTER_BAR = r"((?:it/s|s/it)\])([^\s\r])"
+_MESSY = r"[\r\x1b]|(?:it/s|s/it)\]\S|\S(?:" + _GLUED_START + ")"
 
 
 @dataclass
@@ -53,14 +59,13 @@ def lines_frame(data: bytes, first_line: int, stats: ChunkStats) -> pl.DataFrame
         frame = pl.read_lines(text.encode(), name="text", row_index_name="line", row_index_offset=first_line)
     stats.physical_lines += frame.height
     frame = frame.with_columns(pl.col("line").cast(pl.UInt32))
-    has_cr = pl.col("text").str.contains("\r", literal=True)
-    has_esc = pl.col("text").str.contains("\x1b", literal=True)
-    messy_mask = frame.select(has_cr | has_esc).to_series()
+    messy_mask = frame.select(pl.col("text").str.contains(_MESSY)).to_series()
     if messy_mask.any():
         plain = frame.filter(~messy_mask)
         messy = (
             frame.filter(messy_mask)
-            .with_columns(pl.col("text").str.replace_all(ANSI, ""))
+            .with_columns(pl.col("text").str.replace_all(ANSI, "").str.replace_all(_AFTER_BAR, "$1\r$2")
+                          .str.replace_all(_GLUE, "$1\r$2"))
             .with_columns(pl.col("text").str.split("\r"))
             .explode("text")
             .filter(pl.col("text").str.strip_chars() != "")

@@ -80,6 +80,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None) ->
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts))
+    frames["steps"] = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped))
 
 
@@ -153,6 +154,16 @@ def _comms_from_table(result: LogResult, source_id: int, acc: _Acc) -> None:
             pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
             pl.lit("comms_table").alias("origin"))
         acc.parts.setdefault("comms", []).append(frame)
+
+
+def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.DataFrame:
+    """HF loss dicts carry no step: epoch x update-steps-per-epoch gives it, else the dict's ordinal."""
+    is_hf = pl.col("origin") == "hf_log"
+    ordinal = (pl.int_range(1, pl.len() + 1).over("source", "rank", "origin")).cast(pl.Int64)
+    by_epoch = (pl.col("epoch") * steps_per_epoch).round().cast(pl.Int64) if steps_per_epoch else ordinal
+    return steps.with_columns(
+        pl.when(is_hf & pl.col("global_step").is_null()).then(by_epoch).otherwise(pl.col("global_step"))
+        .alias("global_step"))
 
 
 def _number_timers(timers: pl.DataFrame) -> pl.DataFrame:

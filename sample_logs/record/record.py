@@ -131,8 +131,9 @@ SCENARIOS: tuple[Scenario, ...] = (
              "accelerate", ("--max_steps", "40", "--bf16", "--report_to", "wandb", "--run_name", "hf-ddp-bf16"),
              accelerate_yaml=ACCEL_DDP.format(precision="bf16"),
              env={"WANDB_MODE": "offline", "WANDB_PROJECT": "diagnose-samples"}),
-    Scenario("hf_trainer_fp32_gradckpt", "HF Trainer under accelerate (DDP), fp32 and gradient checkpointing on",
-             "accelerate", ("--max_steps", "30", "--gradient_checkpointing"),
+    Scenario("hf_trainer_fp32_gradckpt", "HF Trainer under accelerate (DDP), fp32, gradient checkpointing on, "
+             "a checkpoint every 15 steps",
+             "accelerate", ("--max_steps", "30", "--gradient_checkpointing", "--save_steps", "15"),
              accelerate_yaml=ACCEL_DDP.format(precision="'no'")),
     Scenario("hf_trainer_deepspeed", "HF Trainer + DeepSpeed ZeRO-2 through accelerate, 'auto' values",
              "accelerate", ("--max_steps", "30",), ds_config=HF_DS_CONFIG,
@@ -186,6 +187,9 @@ def record(sc: Scenario, py: Path) -> None:
     with open(out_dir / "train.log", "wb") as log:
         rc = subprocess.call(cmd, cwd=WORK, env=env, stdout=log, stderr=subprocess.STDOUT)
     print(f"{sc.name}: exit {rc} in {time.time() - t0:.0f}s", flush=True)
+    states = sorted((run_dir / "out").glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name[11:]))
+    if states:
+        shutil.copy(states[-1], out_dir / "trainer_state.json")
     wandb_dirs = sorted((run_dir / "wandb").glob("offline-run-*")) if (run_dir / "wandb").exists() else []
     for wdir in wandb_dirs:
         shutil.copytree(wdir, out_dir / "wandb" / wdir.name)
