@@ -4,7 +4,7 @@ from __future__ import annotations
 import polars as pl
 
 from parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, LineKind
-from parsers.prefixes import OUTER_PREFIX
+from parsers.prefixes import HOST, OUTER_PREFIX
 
 _META = set("\\.+*?()|[]{}^$#&-~")
 
@@ -25,34 +25,37 @@ ENV_HINT = r"(?:NCCL|CUDA|TORCH|PYTORCH|OMP|DS|ACCELERATE|WANDB|HF|TRANSFORMERS|
 
 TIMER_NAMES = ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step", "optimizer_allgather", "optimizer_gradients",
                "optimizer_step", "init_optimizer_state")
-_NUM = r"([-+]?\d[\d.]*(?:[eE][-+]?\d+)?)"
+NUMBER_AFTER_COLON = r": [-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 
 
-def _ts(col: str, fmt: str) -> pl.Expr:
-    return pl.col(col).str.to_datetime(fmt, strict=False, time_unit="ms", time_zone=None)
+# The outer prefixes of prefixes.py, taken apart with a few cheap patterns that run in parallel (one big pattern
+# with many optional groups costs six times as much on a large log).
+_RANK_DS = r"\[Rank (\d+)\] "
+_RANK_OUTER = r"^(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee>\d+)\]:|\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<task>\d{1,5}): )"
+_HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(" + HOST + r"): "
+_TS = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})(?:\] \[| >> )"
+_ISO = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,3})?)"
 
 
 def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
     """Add source, rank, node and ts (from outer prefixes) to a frame holding `text`."""
-    p = frame.with_columns(pl.col("text").str.extract_groups(OUTER_PREFIX).alias("_p")).unnest("_p")
-    iso = pl.col("iso_ts").str.replace(r"Z$", "").str.slice(0, 23)
-    return p.with_columns(
+    text = pl.col("text")
+    outer = text.str.extract_groups(_RANK_OUTER)
+    return frame.with_columns(
         pl.lit(source_id, dtype=pl.UInt16).alias("source"),
         pl.coalesce(
-            pl.when(pl.col("ds_rank") != "-1").then(pl.col("ds_rank")).cast(pl.Int32, strict=False),
-            pl.col("torch_rank").cast(pl.Int32, strict=False),
-            pl.col("tr_rank").cast(pl.Int32, strict=False),
-            pl.col("mpi_rank").cast(pl.Int32, strict=False),
-            pl.col("task").cast(pl.Int32, strict=False),
+            text.str.extract(_RANK_DS, 1).cast(pl.Int32, strict=False),
+            outer.struct.field("torch").cast(pl.Int32, strict=False),
+            outer.struct.field("tee").cast(pl.Int32, strict=False),
+            outer.struct.field("mpi").cast(pl.Int32, strict=False),
+            outer.struct.field("task").cast(pl.Int32, strict=False),
         ).alias("rank"),
-        pl.col("host").alias("node"),
+        text.str.extract(_HOST, 1).alias("node"),
         pl.coalesce(
-            _ts("ds_ts", "%Y-%m-%d %H:%M:%S,%3f"),
-            _ts("hf_ts", "%Y-%m-%d %H:%M:%S,%3f"),
-            iso.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="ms"),
-            iso.str.to_datetime("%Y-%m-%dT%H:%M:%S", strict=False, time_unit="ms"),
+            text.str.extract(_TS, 1).str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"),
+            text.str.extract(_ISO, 1).str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="ms"),
         ).alias("ts"),
     )
 
@@ -63,9 +66,24 @@ def _cast(expr: pl.Expr, dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
     return expr.str.replace_all(",", "").cast(dtype, strict=False)
 
 
+NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
+
+
+def _tail(anchor: str) -> pl.Expr:
+    return pl.col("text").str.slice(pl.col("text").str.find(anchor, literal=True) + len(anchor))
+
+
 def apply_kind(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
     """Rows already known to carry one of the kind's anchors -> typed rows of this kind (may be empty)."""
-    if kind.pattern:
+    if kind.frame == "timers":
+        return timers_wide(rows.with_columns(_tail(kind.after).alias("body"), pl.lit(kind.name).alias("origin")))
+    if kind.numbers:
+        n = len(kind.numbers)
+        nums = rows.with_columns(_tail(kind.after).str.extract_all(NUMBER).alias("_n"))
+        ok = (pl.col("_n").list.len() >= kind.min_numbers) if kind.min_numbers else (pl.col("_n").list.len() == n)
+        out = nums.filter(ok).with_columns(
+            pl.col("_n").list.get(i, null_on_oob=True).alias(name) for i, name in enumerate(kind.numbers))
+    elif kind.pattern:
         out = rows.with_columns(pl.col("text").str.extract_groups(kind.pattern).alias("_g")).unnest("_g")
     else:
         out = rows.with_columns(
@@ -84,17 +102,24 @@ def apply_kind(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def timers_wide(rows: pl.DataFrame) -> pl.DataFrame:
-    """`body` of `time (ms) | a: 1 | b: 2` lines -> one column per known timer, plus the microstep flag."""
-    body = pl.col("body").str.replace_all("forward", "fwd", literal=True).str.replace_all("backward", "bwd",
-                                                                                          literal=True)
-    rows = rows.with_columns(body.alias("body"))
-    cols = [
-        pl.col("body").str.extract(r"(?:^|\| )" + name + r"(?:_microstep)?: " + _NUM, 1).cast(pl.Float64,
-                                                                                            strict=False).alias(name)
-        for name in TIMER_NAMES
-    ]
-    return rows.select(*BASE_COLUMNS, pl.col("body").str.contains("_microstep:", literal=True).alias("microstep"),
-                       *cols, "origin")
+    """`a: 1 | b_microstep: 2 | ...` bodies -> one column per known timer, plus the microstep flag.
+
+    A body's names (its numbers removed) are its shape; each distinct shape, of which a log has a handful, maps
+    its numbers to columns by position. Old names (forward, backward) map to the new (fwd, bwd)."""
+    rows = rows.with_columns(pl.col("body").str.replace_all(NUMBER_AFTER_COLON, ":").alias("_shape"),
+                             pl.col("body").str.extract_all(NUMBER_AFTER_COLON).alias("_n"))
+    parts = []
+    for (shape,), part in rows.partition_by("_shape", as_dict=True).items():
+        names = [n.strip().rstrip(":").removesuffix("_microstep") for n in shape.split("|") if n.strip()]
+        names = [n.replace("forward", "fwd").replace("backward", "bwd") for n in names]
+        cols = [pl.col("_n").list.get(i).str.strip_chars(": ").cast(pl.Float64, strict=False).alias(name)
+                for i, name in enumerate(names) if name in TIMER_NAMES]
+        parts.append(part.select(*BASE_COLUMNS, pl.lit("_microstep:" in shape).alias("microstep"), *cols,
+                                 "origin", "_row"))
+    out = pl.concat(parts, how="diagonal").sort("_row")
+    return out.select(*BASE_COLUMNS, "microstep",
+                      *[pl.col(n) if n in out.columns else pl.lit(None, pl.Float64).alias(n) for n in TIMER_NAMES],
+                      "origin")
 
 
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.
@@ -124,9 +149,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.Data
             if rows.height and kind.name in DERIVED:
                 rows = rows.with_columns(DERIVED[kind.name])
             if rows.height:
-                if kind.frame == "timers":
-                    rows = timers_wide(rows)
-                elif kind.frame == "memory":
+                if kind.frame == "memory":
                     rows = _with_memory_labels(rows, lines)
                 out.setdefault(kind.frame, []).append(rows)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.

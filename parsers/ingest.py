@@ -11,6 +11,7 @@ from parsers.blocks import WINDOW, Blocks, parse_block
 from parsers.extract import extract_chunk, header_rows
 from parsers.kinds import BLOCK_HEADERS
 from parsers.lines import ChunkStats, iter_byte_chunks, lines_frame
+from parsers.schema import FRAMES, conform
 
 
 @dataclass
@@ -33,6 +34,8 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
         for name, parts in extract_chunk(lines, source_id).items():
             if name == "_tagged_count":
                 result.used_lines += int(parts[0]["n"][0])
+            elif name in FRAMES:  # to the final schema now: one compact, sorted part per chunk
+                result.parts.setdefault(name, []).append(conform(name, parts))
             else:
                 result.parts.setdefault(name, []).extend(parts)
         context = lines if pending is None else pl.concat([pending, lines])

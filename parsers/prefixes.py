@@ -9,12 +9,12 @@ from __future__ import annotations
 
 # A host label is an IPv4 address or a name with a digit or a dash in it (`node-2`, `gpu017`, `ip-10-0-0-1`):
 # plain words such as `wandb:` or `Warning:` are message text, not hosts.
-_HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][A-Za-z0-9_.]*[-0-9][A-Za-z0-9_.-]*)"
+HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][A-Za-z0-9_.]*[-0-9][A-Za-z0-9_.-]*)"
 
 OUTER_PREFIX = (
     r"^(?:(?P<iso_ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?) )?"
     r"(?:stdout: )?"
-    r"(?:(?P<host>" + _HOST + r"): )?"
+    r"(?:(?P<host>" + HOST + r"): )?"
     r"(?:\s*(?P<task>\d{1,5}): )?"
     r"(?:\[(?:\d+,)?(?P<mpi_rank>\d+)\]<std(?:out|err)>: ?)?"
     r"(?:\[[a-z_]*?(?P<tr_rank>\d+)\]: ?)?"

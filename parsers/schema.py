@@ -17,7 +17,7 @@ BASE: dict[str, pl.DataType | type[pl.DataType]] = {
     "source": pl.UInt16,
     "line": pl.UInt32,
     "rank": pl.Int32,
-    "node": pl.String,
+    "node": pl.Categorical,
     "ts": pl.Datetime("ms"),
 }
 
@@ -107,8 +107,11 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
 def schema(frame: str) -> dict[str, pl.DataType | type[pl.DataType]]:
     cols = dict(BASE)
     cols.update({name: dtype for name, (dtype, _) in FRAMES[frame].items()})
-    cols["origin"] = pl.String
+    cols["origin"] = pl.Categorical
     return cols
+
+
+SORT_MAX_ROWS = 200_000  # parts arrive in (source, chunk) order, each sorted; bigger frames skip the copy a sort makes
 
 
 def conform(frame: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
@@ -116,11 +119,15 @@ def conform(frame: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
     target = schema(frame)
     fixed = []
     for part in parts:
+        if part.schema == target:
+            fixed.append(part)
+            continue
         missing = [pl.lit(None, dtype=t).alias(c) for c, t in target.items() if c not in part.columns]
         fixed.append(part.with_columns(missing).select(pl.col(c).cast(t, strict=False) for c, t in target.items()))
     if not fixed:
         return pl.DataFrame(schema=target)
-    return pl.concat(fixed, how="vertical").sort(["source", "line"], maintain_order=True)
+    out = pl.concat(fixed, how="vertical", rechunk=False)
+    return out.sort(["source", "line"], maintain_order=True) if out.height <= SORT_MAX_ROWS else out
 
 
 def describe() -> str:

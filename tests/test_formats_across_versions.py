@@ -1,0 +1,142 @@
+"""Older and rarer line shapes, quoted verbatim from real logs in public threads (../shared/reference/log_formats.md
+names each thread) or, where marked, from the library's source at that version."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from parsers import parse
+
+
+def _model(tmp_path: Path, *lines: str):
+    p = tmp_path / "x.log"
+    p.write_text("\n".join(lines) + "\n")
+    return parse([str(p)])
+
+
+def test_throughput_generations(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        # 0.3/0.4 [thread: deepspeedai/DeepSpeed#1107]
+        "[2021-05-29 19:53:43,103] [INFO] [timer.py:157:stop] 0/100, SamplesPerSec=1166.1363801104596",
+        # 0.6 [thread: deepspeedai/DeepSpeed#1825]
+        "[2022-03-01 10:00:00,000] [INFO] [timer.py:189:stop] 0/40, SamplesPerSec=83.48609168106144, "
+        "MemAllocated=0.26GB, MaxMemAllocated=9.02GB",
+        # 0.7 (from source)
+        "[2022-08-01 10:00:00,000] [INFO] [timer.py:208:stop] 0/50, RunningAvgSamplesPerSec=10.5, "
+        "CurrSamplesPerSec=11.25, MemAllocated=1.5GB, MaxMemAllocated=2.5GB",
+    )
+    s = m.frames["steps"]
+    assert s["origin"].to_list() == ["ds_throughput_v05", "ds_throughput_v05", "ds_throughput_v07"]
+    assert s["micro_step"].to_list() == [100, 40, 50]
+    assert s["samples_per_sec"].to_list() == pytest.approx([1166.1363801104596, 83.48609168106144, 11.25])
+    assert s["max_mem_alloc_gb"].to_list()[1:] == [9.02, 2.5]
+
+
+def test_old_timer_names_and_rank_field(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        "[2023-05-01 10:00:00,000] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 time (ms) | forward_microstep: "
+        "10.5 | backward_microstep: 20.25 | backward_inner_microstep: 15.0 | backward_allreduce_microstep: 5.25 | "
+        "step_microstep: 3.0",
+        "[2024-03-08 16:52:55,712] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | optimizer_step: 147.5",
+    )
+    t = m.frames["timers"]
+    assert (t["fwd"][0], t["bwd"][0], t["bwd_inner"][0], t["bwd_allreduce"][0], t["step"][0]) == (10.5, 20.25, 15.0, 5.25, 3.0)
+    assert t["microstep"].to_list() == [True, False] and t["optimizer_step"][1] == 147.5 and t["step"][1] is None
+
+
+def test_fp16_overflow_lines(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        "[2023-01-01 00:00:01,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank 0 Skipping "
+        "step. Attempted loss scale: 65536, reducing to 32768",
+        "[2023-01-01 00:00:02,000] [INFO] [stage_1_and_2.py:1800:step] [deepscale] OVERFLOW! Rank 0 Skipping step. "
+        "Attempted loss scale: 4294967296, reducing to 2147483648",
+        "[2023-01-01 00:00:03,000] [INFO] [logging.py:96:log_dist] [Rank 0] Overflow detected. Skipping step. "
+        "Attempted loss scale: 1024.0, reducing to 512.0",
+        "Grad overflow on iteration 1234",
+        "[2023-01-01 00:00:04,000] [INFO] [fused_optimizer.py:362:_update_scale] Reducing dynamic loss scale from "
+        "512.0 to 256.0",
+    )
+    ev = m.frames["events"]
+    over = ev.filter(pl.col("kind") == "overflow")
+    assert over["value_to"].to_list()[:3] == [32768.0, 2147483648.0, 512.0]
+    assert over["step"].to_list()[3] == 1234
+    assert ev.filter(pl.col("kind") == "loss_scale")["value_to"].to_list() == [256.0]
+
+
+def test_allocator_flush_warning(tmp_path: Path) -> None:
+    # [src: deepspeed/runtime/zero/stage3.py]; the count is the delta since the last warning.
+    m = _model(
+        tmp_path,
+        "[2024-01-01 00:00:00,000] [WARNING] [stage3.py:1850:step] 3 pytorch allocator cache flushes since last "
+        "step. this happens when there is high memory pressure and is detrimental to performance. if this is "
+        "happening frequently consider adjusting settings to reduce memory consumption. If you are unable to make "
+        "the cache flushes go away consider adding get_accelerator().empty_cache() calls in your training loop to "
+        "ensure that all ranks flush their caches at the same time",
+    )
+    ev = m.frames["events"]
+    assert ev["kind"].to_list() == ["allocator_flush"] and ev["count"].to_list() == [3]
+
+
+def test_nccl_lines(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        # [thread: deepspeedai/DeepSpeed#4715], [thread: NVIDIA/nccl-tests#373], [thread: huggingface/accelerate#2183]
+        "10.0.0.1: gpu-node-1:12345:12400 [0] NCCL INFO NCCL version 2.18.5+cuda12.2",
+        "10.0.0.1: gpu-node-1:12345:12400 [0] NCCL INFO NET/IB : No device found.",
+        "10.0.0.1: gpu-node-1:12345:12400 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+        "10.0.0.1: gpu-node-1:12345:12400 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+        "10.0.0.1: gpu-node-1:12345:12400 [0] NCCL INFO Using network Socket",
+        "10.0.0.2: gpu-node-2:2345:2400 [3] NCCL INFO Channel 00/0 : 3[3] -> 4[0] [send] via NET/Socket/0",
+        "10.0.0.2: gpu-node-2:2345:2400 [3] NCCL INFO Channel 00/0 : 2[2] -> 3[3] via P2P/IPC",
+        "10.0.0.2: gpu-node-2:2345:2400 [3] NCCL INFO comm 0x7f00 rank 7 nRanks 8 nNodes 2 localRanks 4 localRank 3 MNNVL 0",
+        "10.0.0.2: gpu-node-2:2345:2400 [3] misc/socket.cc:50 NCCL WARN socket timeout",
+    )
+    n = m.facts.nccl
+    assert n.version == "2.18.5+cuda12.2" and n.network == "Socket" and n.ib_device_found is False
+    assert n.env == {"NCCL_SOCKET_IFNAME": "eth0"} and n.transports == {"NET/Socket": 1, "P2P/IPC": 1}
+    assert n.hosts == ("gpu-node-1", "gpu-node-2") and (n.n_ranks, n.n_nodes, n.local_ranks) == (8, 2, 4)
+    assert m.facts.world_size == 8 and m.facts.nodes == 2 and m.facts.gpus_per_node == 4
+    assert m.facts.env["NCCL_SOCKET_IFNAME"].value == "eth0"
+    nodes = m.frames["nccl"]["node"].to_list()
+    assert nodes[:5] == ["10.0.0.1"] * 5
+    assert m.frames["events"].filter(pl.col("kind") == "nccl_warn")["detail"].to_list() == ["socket timeout"]
+
+
+def test_accelerate_state_and_defaults(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        # [thread: hiyouga/LlamaFactory#163], [thread: xuduo35/MakeLongVideo#3]
+        "The following values were not passed to `accelerate launch` and had defaults used instead:",
+        "        `--num_processes` was set to a value of `8`",
+        "        `--num_machines` was set to a value of `1`",
+        "        `--mixed_precision` was set to a value of `'no'`",
+        "03/01/2024 10:00:00 - INFO - __main__ - Distributed environment: MULTI_GPU  Backend: nccl",
+        "Num processes: 8",
+        "Mixed precision type: no",
+    )
+    f = m.facts
+    assert f.world_size == 8 and f.precision == "fp32"
+    assert f.accelerate["log.distributed_type"] == "MULTI_GPU" and f.accelerate["log.num_machines"] == "1"
+
+
+def test_hf_explicit_format_and_4x_float_dicts(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        "[INFO|trainer.py:2128] 2025-08-14 11:54:29,561 >> ***** Running training *****",
+        "[INFO|trainer.py:2129] 2025-08-14 11:54:29,561 >>   Num examples = 1,000",
+        "[INFO|trainer.py:2130] 2025-08-14 11:54:29,561 >>   Num Epochs = 3",
+        "[INFO|trainer.py:2133] 2025-08-14 11:54:29,561 >>   Instantaneous batch size per device = 2",
+        "[INFO|trainer.py:2136] 2025-08-14 11:54:29,561 >>   Gradient Accumulation steps = 8",
+        "[INFO|trainer.py:2137] 2025-08-14 11:54:29,561 >>   Total optimization steps = 186",
+        "[INFO|trainer.py:2138] 2025-08-14 11:54:29,562 >>   Number of trainable parameters = 2,779,683,840",
+        "{'loss': 0.0002, 'learning_rate': 0.00021013958031099205, 'epoch': 50.0}",  # [thread: QwenLM/Qwen#669]
+    )
+    f = m.facts
+    assert f.model_params == 2_779_683_840 and f.grad_accum_steps == 8 and f.micro_batch_per_gpu == 2
+    s = m.frames["steps"]
+    assert s["loss"].to_list() == [0.0002] and s["lr"][0] == pytest.approx(0.00021013958031099205)
