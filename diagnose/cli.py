@@ -109,6 +109,160 @@ def _print_text(doc: dict) -> None:
         out.print("  env                  " + " ".join(f"{k}={v}" for k, v in f["env"].items()), markup=False)
 
 
+FORMATS = ("text", "json", "md", "html")
+SUFFIX_FORMAT = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json", ".txt": "text"}
+
+
+@app.command()
+def report(
+    sources: SourcesArg,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (format from the "
+                                                   "suffix: .html, .md, .json, .txt).")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="text | json | md | html. Default: from "
+                                                  "-o's suffix, else text to the terminal.")] = None,
+    fail_on: Annotated[Optional[str], typer.Option("--fail-on", help="Exit 1 when a finding at or above this "
+                                                   "severity exists: critical | warning.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report file.")] = False,
+    no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep secrets (tokens, keys) in the report.")] = False,
+    redact_hosts: Annotated[bool, typer.Option("--redact-hosts", help="Also mask hostnames and IP addresses "
+                                               "(consistently: same host, same alias).")] = False,
+    gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
+                                                        "logs do not name the GPU.")] = None,
+) -> None:
+    """Diagnose SOURCES: why the run was slow, the exact fixes, the ZeRO plan; as text, JSON, Markdown or HTML."""
+    fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
+    if fmt not in FORMATS:
+        raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if fail_on not in (None, "critical", "warning"):
+        raise _fail(f"--fail-on must be critical or warning, not {fail_on!r}")
+    if output is not None and output.exists() and not force:
+        raise _fail(f"{output} exists; pass --force to overwrite it")
+    from diagnose.engine import diagnose as run_diagnosis
+    from reports import document
+
+    model = _load_or_exit(sources)
+    diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
+    doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts)
+    if fmt == "text" and output is None:
+        from reports import terminal
+
+        terminal.render(doc, out)
+    else:
+        text = _render(fmt, doc, model, diagnosis)
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            _write_atomic(output, text)
+            err.print(f"wrote {output} ({len(text.encode()) / 1e6:.1f} MB)" if len(text) > 1e6 else f"wrote {output}")
+    if fail_on:
+        levels = ("critical",) if fail_on == "critical" else ("critical", "warning")
+        if any(f.severity in levels for f in diagnosis.findings):
+            raise typer.Exit(EXIT_FINDINGS)
+
+
+def _render(fmt: str, doc: dict, model: RunModel, diagnosis: object) -> str:
+    if fmt == "json":
+        return json.dumps(doc, indent=2, default=str) + "\n"
+    if fmt == "md":
+        from reports import markdown
+
+        return markdown.render(doc)
+    if fmt == "html":
+        from reports import charts, html
+
+        return html.render(doc, charts.figures(model, diagnosis))  # type: ignore[arg-type]
+    from io import StringIO
+
+    from reports import terminal
+
+    buf = StringIO()
+    terminal.render(doc, Console(file=buf, width=110, no_color=True))
+    return buf.getvalue()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command()
+def plan(
+    params: Annotated[float, typer.Option("--params", help="Parameter count, e.g. 2.78e9.")],
+    gpus: Annotated[int, typer.Option("--gpus", help="Data-parallel GPUs in total.")],
+    gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node")] = None,
+    gpu_memory: Annotated[float, typer.Option("--gpu-memory", help="GB per GPU.")] = 80.0,
+    seq_len: Annotated[Optional[int], typer.Option("--seq-len")] = None,
+    micro_batch: Annotated[Optional[int], typer.Option("--micro-batch")] = None,
+    hidden: Annotated[Optional[int], typer.Option("--hidden")] = None,
+    layers: Annotated[Optional[int], typer.Option("--layers")] = None,
+    heads: Annotated[Optional[int], typer.Option("--heads")] = None,
+    grad_accum: Annotated[int, typer.Option("--grad-accum")] = 1,
+    optimizer: Annotated[str, typer.Option("--optimizer", help="adamw | adam8bit")] = "adamw",
+    activation_checkpointing: Annotated[bool, typer.Option("--activation-checkpointing")] = False,
+    format: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
+) -> None:
+    """Choose a ZeRO stage before the run: memory and traffic per stage, in the DeepSpeed maintainers' order."""
+    import dataclasses
+
+    from diagnose.planner import OPTIMIZER_BYTES, plan as make_plan
+
+    if optimizer not in OPTIMIZER_BYTES:
+        raise _fail(f"--optimizer must be one of {', '.join(OPTIMIZER_BYTES)}, not {optimizer!r}")
+    if params <= 0 or gpus <= 0 or gpu_memory <= 0:
+        raise _fail("--params, --gpus and --gpu-memory must be positive")
+    p = make_plan(params, gpus, gpus_per_node, gpu_memory, optimizer, grad_accum, seq_len, micro_batch, hidden,
+                  layers, heads, activation_checkpointing)
+    if format == "json":
+        sys.stdout.write(json.dumps(dataclasses.asdict(p), indent=2) + "\n")
+        return
+    if format != "text":
+        raise _fail(f"--format must be text or json, not {format!r}")
+    from rich.table import Table
+
+    t = Table(title=f"{params / 1e9:.2f}B parameters, {gpus} GPUs x {gpu_memory:.0f} GB, {optimizer}",
+              title_justify="left")
+    for col in ("option", "model states/GPU", "DS estimator", "activations", "total", "traffic/GPU/step", "fits"):
+        t.add_column(col, justify="right" if col != "option" else "left")
+    for s in p.stages:
+        t.add_row(s.name + (" *" if s.name == p.recommended else ""), f"{s.model_states_gb:.1f} GB",
+                  f"{s.deepspeed_estimate_gb:.1f} GB", "-" if s.activations_gb is None else f"{s.activations_gb:.1f} GB",
+                  "-" if s.total_gb is None else f"{s.total_gb:.1f} GB", f"{s.comm_gb_per_step or 0:.1f} GB",
+                  "yes" if s.fits else "no", style="bold green" if s.name == p.recommended else None)
+    out.print(t)
+    for i, line in enumerate(p.steps, 1):
+        out.print(f"{i}. {line}", markup=False)
+
+
+@app.command()
+def rules(rule_id: Annotated[Optional[str], typer.Argument(help="A rule id to explain.")] = None) -> None:
+    """List every rule, or explain one: what it detects, why it slows training, the evidence it needs, the fix."""
+    from diagnose.rules import load_all
+
+    registry = load_all()
+    if rule_id is None:
+        for r in registry.values():
+            out.print(f"{r.id:<36} {r.title}", markup=False)
+        return
+    r = registry.get(rule_id)
+    if r is None:
+        raise _fail(f"no rule {rule_id!r}; `diagnose rules` lists them")
+    out.print(f"{r.id}: {r.title}\n\nWhat it detects\n  {r.detects}\n\nWhy it slows training\n  {r.why}\n\n"
+              f"Evidence it needs\n  {r.evidence}\n\nThe fix\n  {r.fix}", markup=False)
+
+
 @app.callback()
 def _root() -> None:
     """Tell why a distributed training run was slow and which config change fixes it."""

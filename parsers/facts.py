@@ -45,6 +45,7 @@ class RunFacts:
     nodes: int | None = None
     gpus_per_node: int | None = None
     hostnames: tuple[str, ...] = ()
+    gpu_name: str | None = None
     launcher: str | None = None
     backend: str | None = None
     accelerator: str | None = None
@@ -155,7 +156,7 @@ def assemble(inp: FactInputs) -> RunFacts:
     versions = {k[len("version."):]: v.value for k, vs in c.by_fact.items() if k.startswith("version.") for v in vs[:1]}
     evidence = {k: vs[0] for k, vs in c.by_fact.items()}
     return RunFacts(
-        world_size=world, nodes=nodes, gpus_per_node=gpn, hostnames=hosts,
+        world_size=world, nodes=nodes, gpus_per_node=gpn, hostnames=hosts, gpu_name=val("gpu_name"),
         launcher=val("launcher"), backend=val("backend"), accelerator=val("accelerator"),
         zero_stage=val("zero_stage"), offload_optimizer=val("offload_optimizer"), offload_param=val("offload_param"),
         precision=val("precision"), micro_batch_per_gpu=val("micro_batch_per_gpu"),
@@ -327,6 +328,8 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add("model_params", _int(value), origin, src, line)
         elif key == "hf.Total optimization steps":
             c.add("total_steps", _int(value), origin, src, line)
+        elif key == "gpu_name":
+            c.add("gpu_name", value.strip(), origin, src, line)
         elif key == "model.params":
             c.add("model_params", _int(value), origin, src, line)
     # HF: world size = total batch / (per-device batch x accumulation)

@@ -224,6 +224,9 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("accelerate_env_version", "facts", ("` version: ", "- PyTorch version", "- Transformers version"),
              r"- `?(?P<key>Accelerate|PyTorch|Transformers|DeepSpeed|transformers)`? version[^:]*: (?P<value>[\w.+]+)",
              {"key": S, "value": S}, required="key", constants={"key_prefix": "env_report."}),
+    # `nvidia-smi -L`: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`
+    LineKind("gpu_name", "facts", (" (UUID: GPU-",), r"GPU \d+: (?P<value>.+?) \(UUID: GPU-", {"value": S},
+             required="value", constants={"key": "gpu_name"}),
     LineKind("omp_banner", "facts", ("Setting OMP_NUM_THREADS environment variable",),
              r"to be (?P<value>\d+) in default", {"value": S}, required="value",
              constants={"key": "env.OMP_NUM_THREADS"}),

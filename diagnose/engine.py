@@ -1,0 +1,118 @@
+"""Run model -> diagnosis: metrics, planner, every rule, ranked findings, the verdict and the next measurement."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from diagnose import hardware
+from diagnose.findings import Finding, rank_key
+from diagnose.metrics import Metrics, compute
+from diagnose.planner import Plan, plan
+from diagnose.rules import Ctx, load_all
+from parsers.run_model import RunModel
+
+LOW_UTIL = 60.0  # % NVML utilization below which a run is "low utilization" (causes.md §0.3 P-flat-mid band)
+HIGH_MEM = 85.0  # % memory allocated above which memory is "high"
+LOW_MFU = 0.25  # MFU below 25% on a dense LLM is low (well-tuned runs reach 35-55%)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    findings: tuple[Finding, ...]
+    metrics: Metrics
+    plan: Plan | None
+    verdict: str
+    picture: str | None  # utilization/memory pattern, when system metrics exist
+    next_steps: tuple[str, ...]
+
+
+def run_plan(model: RunModel, gpu_memory_gb: float | None = None) -> Plan | None:
+    f = model.facts
+    mem = gpu_memory_gb or hardware.memory_gb(f.gpu_name)
+    if not f.model_params or not f.world_size or not mem:
+        return None
+    return plan(float(f.model_params), f.world_size, f.gpus_per_node, mem, grad_accum=f.grad_accum_steps or 1,
+                seq_len=f.seq_len, micro_batch=f.micro_batch_per_gpu,
+                activation_checkpointing=bool(f.gradient_checkpointing))
+
+
+def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None) -> Diagnosis:
+    metrics = compute(model)
+    p = run_plan(model, gpu_memory_gb)
+    ctx = Ctx(model, model.facts, metrics, p)
+    findings = [f for r in load_all().values() if only is None or r.id in only if (f := r.check(ctx))]
+    findings.sort(key=rank_key)
+    picture = classify(metrics)
+    return Diagnosis(tuple(findings), metrics, p, verdict(findings, metrics, picture), picture,
+                     next_steps(findings, metrics, model))
+
+
+def classify(m: Metrics) -> str | None:
+    u = m.utilization
+    if "util_mean" not in u:
+        return None
+    util, mem, power = u["util_mean"], u.get("mem_mean"), u.get("power_mean")
+    if util < LOW_UTIL and mem is not None and mem >= HIGH_MEM:
+        return f"low utilization ({util:.0f}%) at high memory ({mem:.0f}%)"
+    if util < LOW_UTIL:
+        return f"low utilization ({util:.0f}%) at {'low' if (mem or 0) < 50 else 'moderate'} memory"
+    if power is not None and power < 40:
+        return f"high utilization ({util:.0f}%) at low power ({power:.0f}% of the limit): GPUs waiting in kernels"
+    return f"utilization {util:.0f}%"
+
+
+def _headline(m: Metrics) -> str:
+    parts = []
+    if m.steps:
+        parts.append(f"median step {m.steps.p50_s:.3g} s")
+    if m.samples_per_sec:
+        parts.append(f"{m.samples_per_sec:.3g} samples/s")
+    if m.tokens_per_sec:
+        parts.append(f"{m.tokens_per_sec:,.0f} tokens/s")
+    if m.mfu is not None:
+        parts.append(f"MFU {m.mfu:.0%}")
+    if "util_mean" in m.utilization:
+        parts.append(f"GPU utilization {m.utilization['util_mean']:.0f}%")
+    if "mem_mean" in m.utilization:
+        parts.append(f"memory {m.utilization['mem_mean']:.0f}%")
+    return ", ".join(parts)
+
+
+def verdict(findings: list[Finding], m: Metrics, picture: str | None) -> str:
+    explaining = [f for f in findings if f.explains_slowdown and f.severity != "info"]
+    head = _headline(m)
+    tail = f" ({head})" if head else ""
+    if explaining:
+        first = explaining[0]
+        also = [f.id for f in explaining[1:3]]
+        text = f"Most likely cause: {first.title}{tail}."
+        if also:
+            text += " Also slowing it: " + ", ".join(also) + "."
+        tuning = [f.id for f in findings if not f.explains_slowdown and f.severity == "warning"]
+        if tuning:
+            text += " Config to improve independently: " + ", ".join(tuning) + "."
+        return text
+    if findings and any(f.severity == "warning" for f in findings):
+        return f"No cause of a slowdown found{tail}; config changes worth making: " + ", ".join(
+            f.id for f in findings if f.severity == "warning") + "."
+    if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):
+        return f"Utilization is low ({picture}) and no rule explains it{tail}; see the next measurement."
+    return f"No problem found{tail}."
+
+
+def next_steps(findings: list[Finding], m: Metrics, model: RunModel) -> tuple[str, ...]:
+    """What to measure next when the evidence runs out: the exact switch for each missing signal."""
+    f = model.facts
+    out = []
+    if m.breakdown is None and f.zero_stage is not None:
+        out.append('Add "wall_clock_breakdown": true to the DeepSpeed config: per-step fwd / bwd / allreduce / '
+                   "optimizer timers.")
+    if not m.comm_ops and (f.world_size or 1) > 1 and f.zero_stage is not None:
+        out.append('Add "comms_logger": {"enabled": true, "prof_all": true} and call deepspeed.comm.log_summary() '
+                   "at the end: bandwidth per collective.")
+    if (f.nodes or 1) > 1 and f.nccl.network is None:
+        out.append("Run with NCCL_DEBUG=INFO: shows whether NCCL uses InfiniBand/RoCE or TCP sockets.")
+    if not any(x.explains_slowdown for x in findings):
+        out.append("Profile a few steps: `nsys profile -t cuda,nvtx,osrt -s none --capture-range=cudaProfilerApi "
+                   "python train.py` then `nsys analyze`, or torch.profiler with a tensorboard trace, and check "
+                   "the launch script and environment for CUDA_LAUNCH_BLOCKING and debug variables.")
+    return tuple(out)

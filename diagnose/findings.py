@@ -1,0 +1,51 @@
+"""What a rule returns: a finding with its evidence and the exact fix. Plain frozen dataclasses."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Severity = Literal["critical", "warning", "info"]
+Confidence = Literal["high", "medium", "low"]
+SEVERITY_ORDER = {"critical": 0, "warning": 1, "info": 2}
+CONFIDENCE_ORDER = {"high": 0, "medium": 1, "low": 2}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    text: str  # a log line, a config value or a metric statement
+    source: str | None = None  # file / URL it came from
+    line: int | None = None
+    kind: Literal["log", "config", "metric", "env"] = "log"
+
+
+@dataclass(frozen=True)
+class Change:
+    target: Literal["ds_config", "accelerate", "env", "trainer_args", "launcher"]
+    key: str  # JSON path (zero_optimization.stage), YAML key, variable name or flag
+    before: object | None  # current value where known; None = unknown or unset
+    after: object | None  # None = remove / unset
+
+
+@dataclass(frozen=True)
+class Fix:
+    summary: str
+    changes: tuple[Change, ...] = ()
+    expected_effect: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    title: str
+    severity: Severity
+    confidence: Confidence
+    explains_slowdown: bool
+    summary: str
+    evidence: tuple[Evidence, ...] = ()
+    fix: Fix | None = None
+    data: dict[str, object] = field(default_factory=dict)  # numbers behind the finding, for JSON consumers
+
+
+def rank_key(f: Finding) -> tuple[int, int, int, str]:
+    """Findings that explain the slowdown first, then by severity, then confidence."""
+    return (0 if f.explains_slowdown else 1, SEVERITY_ORDER[f.severity], CONFIDENCE_ORDER[f.confidence], f.id)

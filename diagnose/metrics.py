@@ -1,0 +1,269 @@
+"""Derived metrics from the run model. Each metric is None when its inputs are missing; nothing is invented.
+
+Step time comes from the best clock the sources offer, in order: DeepSpeed `step=` line timestamps (wall clock,
+data loading included), ThroughputTimer samples/s (train_batch_size / CurrSamplesPerSec), tqdm rates, HF
+train_runtime; the wall_clock_breakdown timers give the compute/communication split.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from diagnose import hardware
+from parsers.run_model import RunModel
+
+WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); the first steps build caches
+SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-time analysis uses the same cut)
+TREND_FACTOR = 1.3  # last quarter's median 30% above the first quarter's = progressive slowdown
+IMBALANCE_FACTOR = 1.2  # a rank/GPU 20% slower than the median (nvidia-resiliency-ext straggler default)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    source: str  # which clock: ds_step_ts | ds_throughput | tqdm | hf_runtime
+    n: int
+    p50_s: float
+    p90_s: float
+    max_s: float
+    mean_s: float
+    spikes: tuple[int, ...]  # steps whose time >= SPIKE_FACTOR x p50
+    spike_period: int | None  # steps between spikes when they recur regularly
+    first_quarter_p50_s: float | None
+    last_quarter_p50_s: float | None
+    quarter_p50_s: tuple[float, ...] = ()  # medians of the four quarters of the run
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    fwd_ms: float
+    bwd_inner_ms: float | None
+    bwd_allreduce_ms: float | None
+    step_ms: float
+    total_ms: float
+    shares: dict[str, float]  # fwd / bwd / allreduce / optimizer -> fraction of the timed total
+
+
+@dataclass(frozen=True)
+class Metrics:
+    steps: StepStats | None = None
+    step_series: pl.DataFrame | None = None  # step, step_time_s (rank 0 / the chosen clock)
+    samples_per_sec: float | None = None
+    tokens_per_sec: float | None = None
+    mfu: float | None = None
+    mfu_basis: str | None = None
+    breakdown: Breakdown | None = None
+    comm_total_ms: float | None = None
+    comm_busbw_gbps: float | None = None
+    comm_ops: dict[str, float] = field(default_factory=dict)  # op -> total latency ms
+    rank_step_p50: dict[int, float] = field(default_factory=dict)  # rank -> p50 compute time (timers) seconds
+    imbalance: float | None = None  # slowest rank / median rank
+    skipped_fraction: float | None = None
+    overflow_after_warmup: int = 0
+    allocator_flushes: int = 0
+    first_flush_step: int | None = None
+    stall_events: tuple[tuple[str, int | None, float | None], ...] = ()  # (kind, step, stall seconds)
+    utilization: dict[str, float] = field(default_factory=dict)  # from system metrics when present
+    wall_s: float | None = None
+
+
+def compute(model: RunModel) -> Metrics:
+    f = model.facts
+    steps = model.frames["steps"]
+    series, source = _step_series(steps, f.train_batch_size)
+    stats = _stats(series, source) if series is not None and series.height >= 3 else None
+    sps = _samples_per_sec(steps, f.train_batch_size, stats)
+    tps = sps * f.seq_len if sps and f.seq_len else None
+    mfu, basis = _mfu(tps, f.model_params, f.world_size, f.gpu_name, f.precision)
+    br = _breakdown(model.frames["timers"])
+    comms = model.frames["comms"]
+    comm_ops = {}
+    comm_total = busbw = None
+    if comms.height:
+        table = comms.filter(pl.col("origin") == "comms_table")
+        use = table if table.height else comms
+        agg = use.group_by("op").agg(pl.col("total_latency_ms").sum())
+        comm_ops = {r["op"]: float(r["total_latency_ms"] or 0.0) for r in agg.iter_rows(named=True)}
+        comm_total = sum(comm_ops.values())
+        bw = use.filter(pl.col("busbw_gbps") > 0)["busbw_gbps"]
+        busbw = float(bw.median()) if bw.len() else None
+    rank_p50, imbalance = _imbalance(model.frames["timers"])
+    skipped_frac, overflow_late = _overflow(steps, model.frames["events"])
+    flush = model.frames["events"].filter(pl.col("kind") == "allocator_flush")
+    flushes = int(flush["count"].fill_null(1).sum()) if flush.height else 0
+    first_flush = _step_at(steps, flush.row(0, named=True)) if flush.height else None
+    return Metrics(steps=stats, step_series=series, samples_per_sec=sps, tokens_per_sec=tps, mfu=mfu,
+                   mfu_basis=basis, breakdown=br, comm_total_ms=comm_total, comm_busbw_gbps=busbw, comm_ops=comm_ops,
+                   rank_step_p50=rank_p50, imbalance=imbalance, skipped_fraction=skipped_frac,
+                   overflow_after_warmup=overflow_late, allocator_flushes=flushes, first_flush_step=first_flush,
+                   stall_events=_stalls(model, series), utilization=_utilization(model.frames["system"]),
+                   wall_s=_wall(steps))
+
+
+def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataFrame | None, str]:
+    """-> (step, step_time_s) for one rank, from the best available clock."""
+    ds = steps.filter((pl.col("origin") == "ds_step") & pl.col("ts").is_not_null() & (pl.col("global_step") > 0))
+    if ds.height >= 4:
+        first_rank = ds["rank"].drop_nulls().min()
+        one = ds.filter(pl.col("rank") == first_rank) if first_rank is not None else ds
+        one = one.unique("global_step", keep="first").sort("global_step")
+        s = one.select(
+            pl.col("global_step").alias("step"),
+            ((pl.col("ts").diff().dt.total_milliseconds() / 1000.0) / pl.col("global_step").diff()).alias("step_time_s"),
+            pl.col("ts"),
+        ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+        if s.height >= 3:
+            return s, "ds_step_ts"
+    tp = steps.filter((pl.col("origin") == "ds_throughput") & (pl.col("samples_per_sec") > 0))
+    if tp.height >= 3 and train_batch:
+        return tp.unique("global_step", keep="first").sort("global_step").select(
+            pl.col("global_step").alias("step"), (train_batch / pl.col("samples_per_sec")).alias("step_time_s"),
+            pl.col("ts")), "ds_throughput"
+    tq = steps.filter((pl.col("origin") == "tqdm") & pl.col("step_time_s").is_not_null())
+    if tq.height >= 3:
+        total = tq["total_steps"].max()
+        train = tq.filter(pl.col("total_steps") == total).unique("global_step", keep="last").sort("global_step")
+        return train.select(pl.col("global_step").alias("step"), "step_time_s", "ts"), "tqdm"
+    return None, ""
+
+
+def _stats(series: pl.DataFrame, source: str) -> StepStats:
+    body = series.filter(pl.col("step") > WARMUP_STEPS) if series.height > WARMUP_STEPS + 3 else series
+    t = body["step_time_s"]
+    p50 = float(t.median())
+    spikes = body.filter(pl.col("step_time_s") >= SPIKE_FACTOR * p50)["step"].to_list()
+    period = None
+    if len(spikes) >= 3:  # two spikes always look "regular"
+        gaps = [b - a for a, b in zip(spikes, spikes[1:])]
+        if max(gaps) - min(gaps) <= max(1, 0.1 * min(gaps)):
+            period = int(round(sum(gaps) / len(gaps)))
+    quarters: tuple[float, ...] = ()
+    if body.height >= 8:
+        q = body.height // 4
+        quarters = tuple(float(body.slice(i * q, q)["step_time_s"].median()) for i in range(4))
+    return StepStats(source, body.height, p50, float(t.quantile(0.9)), float(t.max()), float(t.mean()),
+                     tuple(int(s) for s in spikes), period, quarters[0] if quarters else None,
+                     quarters[-1] if quarters else None, quarters)
+
+
+def _samples_per_sec(steps: pl.DataFrame, train_batch: int | None, stats: StepStats | None) -> float | None:
+    tp = steps.filter((pl.col("origin").is_in(["ds_throughput", "ds_throughput_v07", "ds_throughput_v05"]))
+                      & (pl.col("samples_per_sec") > 0))
+    if tp.height:
+        return float(tp["samples_per_sec"].median())
+    rt = steps.filter(pl.col("origin").is_in(["hf_train_runtime", "trainer_state_runtime"])
+                      & (pl.col("samples_per_sec") > 0))
+    if rt.height:
+        return float(rt["samples_per_sec"][0])
+    if stats and train_batch:
+        return train_batch / stats.p50_s
+    return None
+
+
+def _mfu(tps: float | None, params: int | None, gpus: int | None, gpu: str | None,
+         precision: str | None) -> tuple[float | None, str | None]:
+    peak = hardware.peak_tflops(gpu, precision)
+    if not (tps and params and gpus and peak):
+        return None, None
+    # 6N FLOPs per token (forward + backward); the attention term 12*L*H*Q*T needs the model shape.
+    return tps * 6 * params / (gpus * peak * 1e12), f"6N x tokens/s over {gpus} x {peak:.0f} TFLOP/s ({precision})"
+
+
+def _breakdown(timers: pl.DataFrame) -> Breakdown | None:
+    glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null())
+    if glob.height == 0:
+        return None
+    glob = glob.filter(pl.col("seq") >= WARMUP_STEPS) if glob.height > WARMUP_STEPS + 2 else glob
+    m = glob.select(pl.col(c).median() for c in ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step")).row(0, named=True)
+    fwd, bwd, step = m["fwd"] or 0.0, m["bwd"] or 0.0, m["step"] or 0.0
+    allreduce = m["bwd_allreduce"]
+    inner = m["bwd_inner"] if m["bwd_inner"] is not None else (bwd - allreduce if allreduce is not None else bwd)
+    total = fwd + bwd + step
+    if total <= 0:
+        return None
+    shares = {"fwd": fwd / total, "bwd": (inner or 0.0) / total, "allreduce": (allreduce or 0.0) / total,
+              "optimizer": step / total}
+    return Breakdown(fwd, inner, allreduce, step, total, shares)
+
+
+def _imbalance(timers: pl.DataFrame) -> tuple[dict[int, float], float | None]:
+    glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col("rank").is_not_null())
+    if glob.height == 0 or glob["rank"].n_unique() < 2:
+        return {}, None
+    per = glob.group_by("rank").agg(((pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0))
+                                     .median() / 1000.0).alias("p50")).sort("rank")
+    rank_p50 = {int(r): float(v) for r, v in per.iter_rows()}
+    med = float(per["p50"].median())
+    return rank_p50, (max(rank_p50.values()) / med if med > 0 else None)
+
+
+def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, int]:
+    ds = steps.filter((pl.col("origin") == "ds_step") & pl.col("skipped").is_not_null()).sort("global_step")
+    frac = None
+    if ds.height >= 4:
+        # The rate over the second half of the run: the fp16 loss-scale warm-up at the start skips steps by design.
+        mid, last = ds.row(ds.height // 2, named=True), ds.row(-1, named=True)
+        span = (last["global_step"] or 0) - (mid["global_step"] or 0)
+        if span > 0:
+            frac = float(last["skipped"] - mid["skipped"]) / span
+    over = events.filter(pl.col("kind") == "overflow")
+    # fp16's dynamic loss scale starts at 2^16 and halves on each overflow until it fits: a cascade at the start
+    # is normal (log_formats.md §1.7); count only overflows after the first FP16_WARMUP overflow lines.
+    late = max(0, over.height - FP16_WARMUP_OVERFLOWS)
+    return frac, late
+
+
+FP16_WARMUP_OVERFLOWS = 20  # 2^16 down to ~2^0 is 16 halvings; a few more for hysteresis
+
+
+def _step_at(steps: pl.DataFrame, row: dict) -> int | None:
+    """The optimizer step at the time (or line) of an event: the last step line before it."""
+    ds = steps.filter((pl.col("source") == row["source"]) & pl.col("global_step").is_not_null()
+                      & (pl.col("line") <= row["line"]) & pl.col("origin").is_in(["ds_step", "ds_throughput", "tqdm",
+                                                                                    "hf_log"]))
+    return int(ds["global_step"].max()) if ds.height else None
+
+
+def _stalls(model: RunModel, series: pl.DataFrame | None) -> tuple[tuple[str, int | None, float | None], ...]:
+    """Checkpoint saves and evals, with the step they happened at and how long the step after them took."""
+    ev = model.frames["events"].filter(pl.col("kind").is_in(["checkpoint_save", "eval", "eval_result"]))
+    if ev.height == 0:
+        return ()
+    out = []
+    steps = model.frames["steps"]
+    seen: set[tuple[str, int | None]] = set()
+    for row in ev.iter_rows(named=True):
+        step = _step_at(steps, row)
+        key = ("checkpoint" if row["kind"] == "checkpoint_save" else "eval", step)
+        if key in seen:
+            continue
+        seen.add(key)
+        stall = None
+        if series is not None and step is not None:
+            nxt = series.filter(pl.col("step") == step + 1)
+            if nxt.height:
+                stall = float(nxt["step_time_s"][0])
+        if row["kind"] == "eval_result" and row["value_from"] is not None:
+            stall = float(row["value_from"])
+        out.append((key[0], step, stall))
+    return tuple(out)
+
+
+def _utilization(system: pl.DataFrame) -> dict[str, float]:
+    if system.height == 0:
+        return {}
+    out: dict[str, float] = {}
+    for metric, name in (("gpu", "util"), ("memoryAllocated", "mem"), ("powerPercent", "power")):
+        v = system.filter(pl.col("metric") == metric)["value"]
+        if v.len():
+            out[f"{name}_mean"] = float(v.mean())
+            out[f"{name}_p10"] = float(v.quantile(0.1))
+    return out
+
+
+def _wall(steps: pl.DataFrame) -> float | None:
+    ts = steps["ts"].drop_nulls()
+    if ts.len() < 2:
+        rt = steps.filter(pl.col("train_runtime_s").is_not_null())["train_runtime_s"]
+        return float(rt[0]) if rt.len() else None
+    return (ts.max() - ts.min()).total_seconds()

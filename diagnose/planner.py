@@ -1,0 +1,135 @@
+"""The ZeRO planner: model-state memory and communication per stage, and a stage chosen in the order the
+DeepSpeed maintainers recommend (no ZeRO -> gradient accumulation / activation checkpointing -> ZeRO-1 -> ZeRO-2
+-> ZeRO-3 -> offload -> lower-precision optimizer states).
+
+Memory model: ZeRO paper (Rajbhandari et al., arXiv:1910.02054, section 3): mixed-precision Adam keeps 2 bytes of
+fp16/bf16 weights, 2 bytes of gradients and K = 12 bytes of optimizer state (fp32 master, momentum, variance) per
+parameter; the partitioned part is divided by the data-parallel degree Nd. DeepSpeed's own estimator
+(`estimate_zero2_model_states_mem_needs`, `..._zero3_...`) uses 18 instead of 14 for the partitioned part (it adds
+fp32 gradients); we show it beside ours. 8-bit Adam keeps m and v in 1 byte each: K = 4 + 2 = 6 (Dettmers et al.).
+Activations per layer: s*b*h*(34 + 5*a*s/h) bytes without recompute, ~2*s*b*h with full checkpointing
+(Korthikanti et al., arXiv:2205.05198). Communication per step (elements, ring): DDP / ZeRO-1 / ZeRO-2 move 2x the
+parameters, ZeRO-3 3x (1.5x DDP); ZeRO-2/3 communicate every micro-step, so gradient accumulation G multiplies
+their traffic per optimizer step while DDP (no_sync) and ZeRO-1 reduce once at the boundary.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GB = 1e9
+# Memory a stage may use for model states and still leave room for activations, buffers and the allocator's
+# fragmentation: 80% of the card (DeepSpeed's estimator prints "per GPU" needs with no headroom; 20% is the usual
+# margin quoted by its maintainers for buckets and fragmentation).
+USABLE_FRACTION = 0.8
+BYTES_PER_PARAM_WEIGHTS = 2
+BYTES_PER_PARAM_GRADS = 2
+OPTIMIZER_BYTES = {"adamw": 12, "adam": 12, "adam8bit": 6}
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    name: str  # ddp | zero1 | zero2 | zero3 | zero2+offload | zero3+offload
+    stage: int
+    offload: str | None
+    model_states_gb: float
+    deepspeed_estimate_gb: float
+    activations_gb: float | None
+    total_gb: float | None
+    fits: bool
+    comm_gb_per_step: float | None  # per GPU per optimizer step
+    note: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    params: float
+    gpus: int
+    gpus_per_node: int
+    gpu_memory_gb: float
+    optimizer: str
+    grad_accum: int
+    activation_checkpointing: bool
+    stages: tuple[StagePlan, ...]
+    recommended: str
+    recommended_stage: int
+    steps: tuple[str, ...] = field(default_factory=tuple)  # the recommendation, reason by reason
+
+
+def activations_gb(seq_len: int | None, micro_batch: int | None, hidden: int | None, layers: int | None,
+                   heads: int | None, checkpointing: bool) -> float | None:
+    if not all((seq_len, micro_batch, hidden, layers)):
+        return None
+    s, b, h, L = seq_len, micro_batch, hidden, layers  # type: ignore[assignment]
+    a = heads or max(1, h // 128)
+    per_layer = 2 * s * b * h if checkpointing else s * b * h * (34 + 5 * a * s / h)
+    return per_layer * L / GB
+
+
+def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_gb: float = 80.0,
+         optimizer: str = "adamw", grad_accum: int = 1, seq_len: int | None = None, micro_batch: int | None = None,
+         hidden: int | None = None, layers: int | None = None, heads: int | None = None,
+         activation_checkpointing: bool = False) -> Plan:
+    nd = max(1, gpus)
+    k = OPTIMIZER_BYTES.get(optimizer, 12)
+    w, g = BYTES_PER_PARAM_WEIGHTS, BYTES_PER_PARAM_GRADS
+    budget = gpu_memory_gb * USABLE_FRACTION
+    act = activations_gb(seq_len, micro_batch, hidden, layers, heads, activation_checkpointing)
+    act_ckpt = activations_gb(seq_len, micro_batch, hidden, layers, heads, True)
+    psi = params
+    ga = max(1, grad_accum)
+    ring = 2 * (nd - 1) / nd if nd > 1 else 0.0  # ring all-reduce moves 2(n-1)/n of the data per GPU
+    comm_ddp = ring * psi * w / GB  # gradients in 16-bit, once per optimizer step
+    rows = [
+        ("ddp", 0, None, (w + g + k) * psi, (w + g + k) * psi, comm_ddp, "plain data parallel: nothing partitioned"),
+        ("zero1", 1, None, (w + g) * psi + k * psi / nd, (w + g) * psi + (k + 4) * psi / nd, comm_ddp,
+         "optimizer states partitioned; gradients reduced once per optimizer step, like DDP"),
+        ("zero2", 2, None, w * psi + (g + k) * psi / nd, w * psi + (g + k + 4) * psi / nd, comm_ddp * ga,
+         "gradients partitioned too; reduce-scatter every micro-step"),
+        ("zero3", 3, None, (w + g + k) * psi / nd, (w + g + k + 4) * psi / nd, 1.5 * comm_ddp * ga,
+         "parameters partitioned too: all-gathers in forward and backward of every micro-step (1.5x DDP)"),
+        ("zero2+offload", 2, "cpu", w * psi + g * psi / nd, w * psi + g * psi / nd, comm_ddp * ga,
+         "optimizer states and step on the CPU: PCIe traffic and a CPU Adam step every optimizer step"),
+        ("zero3+offload", 3, "cpu", 0.0, 0.0, 1.5 * comm_ddp * ga,
+         "parameters and optimizer states on the CPU: the slowest option, for models that fit nowhere else"),
+    ]
+    stages = []
+    for name, stage, offload, states, ds_states, comm, note in rows:
+        total = states / GB + act if act is not None else None
+        need = total if total is not None else states / GB
+        stages.append(StagePlan(name, stage, offload, states / GB, ds_states / GB, act, total, need <= budget,
+                                comm if nd > 1 else 0.0, note))
+    recommended, steps = _recommend(stages, budget, act, act_ckpt, activation_checkpointing, optimizer)
+    rec = next(s for s in stages if s.name == recommended) if recommended in {s.name for s in stages} else None
+    return Plan(params, nd, gpus_per_node or nd, gpu_memory_gb, optimizer, ga, activation_checkpointing,
+                tuple(stages), recommended, rec.stage if rec else 3, tuple(steps))
+
+
+def _recommend(stages: list[StagePlan], budget: float, act: float | None, act_ckpt: float | None,
+               ckpt_on: bool, optimizer: str) -> tuple[str, list[str]]:
+    by = {s.name: s for s in stages}
+    steps: list[str] = []
+    for name in ("ddp", "zero1", "zero2", "zero3"):
+        s = by[name]
+        label = "No ZeRO (plain data parallel)" if name == "ddp" else f"ZeRO-{s.stage}"
+        if s.fits:
+            steps.append(f"{label}: model states {s.model_states_gb:.1f} GB"
+                         + (f" + activations {s.activations_gb:.1f} GB" if s.activations_gb is not None else "")
+                         + f" fit in {budget:.0f} GB usable per GPU. Use it; higher stages only add communication.")
+            return name, steps
+        if act is not None and not ckpt_on and act_ckpt is not None and s.model_states_gb + act_ckpt <= budget:
+            steps.append(f"{label}: fits with activation checkpointing ({s.model_states_gb:.1f} GB states + "
+                         f"{act_ckpt:.1f} GB activations); prefer that, or a smaller micro-batch with more gradient "
+                         f"accumulation, over a higher ZeRO stage.")
+            return name, steps
+        steps.append(f"{label}: needs {s.total_gb or s.model_states_gb:.1f} GB per GPU, more than {budget:.0f} GB "
+                     f"usable; next option.")
+    for name in ("zero2+offload", "zero3+offload"):
+        s = by[name]
+        if s.fits:
+            steps.append(f"{name}: fits by moving optimizer state to the CPU (expect a slow optimizer step).")
+            return name, steps
+    if optimizer != "adam8bit":
+        steps.append("Nothing fits with 32-bit Adam states: try an 8-bit optimizer (--optimizer adam8bit) or more GPUs.")
+    else:
+        steps.append("Nothing fits even with 8-bit optimizer states: more GPUs or a smaller model are needed.")
+    return "none", steps

@@ -1,0 +1,74 @@
+"""The rule registry. A rule is a small pure function (Ctx) -> Finding | None, registered with its docs in the
+fixed shape `diagnose rules ID` prints: what it detects / why it slows training / the evidence it needs / the fix.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from diagnose.findings import Change, Evidence, Finding, Fix
+from diagnose.metrics import Metrics
+from diagnose.planner import Plan
+from parsers.facts import RunFacts
+from parsers.run_model import RunModel
+
+
+@dataclass(frozen=True)
+class Ctx:
+    model: RunModel
+    facts: RunFacts
+    metrics: Metrics
+    plan: Plan | None
+
+    def env(self, name: str) -> str | None:
+        ev = self.facts.env.get(name)
+        return str(ev.value) if ev is not None else None
+
+    def env_evidence(self, name: str) -> Evidence:
+        ev = self.facts.env[name]
+        return Evidence(f"{name}={ev.value} ({ev.origin.replace('_', ' ')})",
+                        self.model.source_name(ev.source), ev.line, "env")
+
+    def fact_evidence(self, fact: str, label: str | None = None) -> Evidence | None:
+        ev = self.facts.evidence.get(fact)
+        if ev is None:
+            return None
+        return Evidence(f"{label or fact} = {ev.value} ({ev.origin.replace('_', ' ')})",
+                        self.model.source_name(ev.source) if ev.source >= 0 else None, ev.line, "config")
+
+    @property
+    def gpu_run(self) -> bool:
+        """False for CPU runs (gloo, DeepSpeed's CPU accelerator): GPU-only advice does not apply to them."""
+        return not (self.facts.backend == "gloo" or self.facts.accelerator == "cpu")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    detects: str
+    why: str
+    evidence: str
+    fix: str
+    check: Callable[[Ctx], Finding | None]
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str) -> Callable[[Any], Any]:
+    def register(fn: Callable[[Ctx], Finding | None]) -> Callable[[Ctx], Finding | None]:
+        assert id not in REGISTRY, id
+        REGISTRY[id] = Rule(id, title, detects, why, evidence, fix, fn)
+        return fn
+    return register
+
+
+def load_all() -> dict[str, Rule]:
+    from diagnose.rules import env_rules, memory_rules, network_rules, timing_rules, zero_rules  # noqa: F401
+
+    return REGISTRY
+
+
+__all__ = ["Change", "Ctx", "Evidence", "Finding", "Fix", "REGISTRY", "Rule", "load_all", "rule"]

@@ -1,0 +1,223 @@
+"""Communication: transport, intra-node paths, overlap, per-micro-step traffic, stragglers, topology
+(causes.md C2, C11, C12, C13, C16, C17)."""
+from __future__ import annotations
+
+import polars as pl
+
+from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
+
+COMM_BOUND_SHARE = 0.4  # allreduce > 40% of the timed step: compute cannot hide it (causes.md C2/C12, HTA's
+#                         "communication-dominated" kernel breakdown)
+COMM_SIGNIFICANT_SHARE = 0.2  # above this, overlap and traffic settings matter for speed
+STRAGGLER_FACTOR = 1.2  # a rank 20% slower than the median rank (nvidia-resiliency-ext straggler detection default)
+
+
+def _nccl_lines(ctx: Ctx, pattern: str, limit: int = 3) -> list[Evidence]:
+    rows = ctx.model.frames["nccl"].filter(pl.col("msg").str.contains(pattern)).head(limit)
+    return [Evidence(f"NCCL INFO {r['msg']}", ctx.model.source_name(r["source"]), r["line"])
+            for r in rows.iter_rows(named=True)]
+
+
+@rule("nccl-socket-transport", "NCCL runs over TCP sockets between nodes instead of InfiniBand/RoCE",
+      detects="A multi-node run whose NCCL output says `Using network Socket`, `NET/IB : No device found`, "
+              "`Failed to open libibverbs`, or with NCCL_IB_DISABLE=1 set.",
+      why="Sockets give a few GB/s where IB/RoCE gives 25-50 GB/s per NIC; every gradient reduction and, under "
+          "ZeRO-3, every parameter gather crosses the slow link. Multi-node steps become many times slower than "
+          "single-node ones.",
+      evidence="NCCL_DEBUG=INFO output (the `Using network` verdict, IB device lines, channel transports) or the "
+               "environment. Single-node runs are exempt: sockets are not used inside a node.",
+      fix="NCCL_IB_DISABLE=0, the right NCCL_IB_HCA / NCCL_SOCKET_IFNAME, the EFA/IB plugin where the cluster "
+          "needs one; verify with nccl-tests all_reduce_perf.")
+def nccl_socket_transport(ctx: Ctx) -> Finding | None:
+    f, n = ctx.facts, ctx.facts.nccl
+    multi_node = (f.nodes or 1) > 1 or (n.n_nodes or 1) > 1
+    ib_off = (ctx.env("NCCL_IB_DISABLE") or "").strip() == "1"
+    socket = n.network == "Socket" or n.ib_device_found is False or "NET/Socket" in n.transports
+    if not multi_node or not (socket or ib_off):
+        return None
+    evidence = _nccl_lines(ctx, r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket")
+    changes = []
+    if ib_off:
+        evidence.insert(0, ctx.env_evidence("NCCL_IB_DISABLE"))
+        changes.append(Change("env", "NCCL_IB_DISABLE", "1", "0"))
+    if ctx.env("NCCL_SOCKET_IFNAME"):
+        evidence.append(ctx.env_evidence("NCCL_SOCKET_IFNAME"))
+    if n.ib_device_found is False:
+        changes.append(Change("env", "NCCL_IB_HCA", ctx.env("NCCL_IB_HCA"), "<your HCA, e.g. mlx5_0,mlx5_1>"))
+    return Finding("nccl-socket-transport", "NCCL runs over TCP sockets between nodes", "critical",
+                   "high" if n.network or ib_off else "medium", True,
+                   f"This {f.nodes or n.n_nodes}-node run moves its collectives over TCP sockets "
+                   f"({'IB disabled by NCCL_IB_DISABLE=1' if ib_off else 'no usable IB/RoCE device'}): inter-node "
+                   "bandwidth is a small fraction of what the fabric offers.",
+                   tuple(evidence),
+                   Fix("Put NCCL on the InfiniBand/RoCE fabric and check it with nccl-tests.", tuple(changes),
+                       "Inter-node collectives at fabric speed; multi-node steps often 3-10x faster."))
+
+
+@rule("p2p-disabled", "GPU peer-to-peer disabled inside a node",
+      detects="NCCL_P2P_DISABLE=1 (or NCCL choosing SHM over P2P between GPUs of one node).",
+      why="Without P2P, intra-node traffic bounces through host memory instead of NVLink/PCIe peer copies: "
+          "several times less bandwidth for every collective.",
+      evidence="The variable in the environment or NCCL's `set by environment` echo; `via SHM` channel lines.",
+      fix="Unset NCCL_P2P_DISABLE on NVLink machines (it is a workaround for some consumer GPUs); set "
+          "NCCL_P2P_LEVEL instead of disabling P2P when a specific path is broken.")
+def p2p_disabled(ctx: Ctx) -> Finding | None:
+    value = ctx.env("NCCL_P2P_DISABLE")
+    t = ctx.facts.nccl.transports
+    shm_only = t.get("SHM", 0) > 0 and not any(k.startswith("P2P") for k in t) and (ctx.facts.gpus_per_node or 1) > 1
+    if (value or "").strip() != "1" and not shm_only:
+        return None
+    evidence = [ctx.env_evidence("NCCL_P2P_DISABLE")] if value else []
+    evidence += _nccl_lines(ctx, r"via SHM")
+    return Finding("p2p-disabled", "GPU peer-to-peer disabled inside a node", "warning",
+                   "high" if value else "medium", True,
+                   "Intra-node collectives go through host shared memory instead of GPU peer-to-peer paths.",
+                   tuple(evidence),
+                   Fix("Unset NCCL_P2P_DISABLE.", (Change("env", "NCCL_P2P_DISABLE", value, None),) if value else (),
+                       "Intra-node bandwidth back to NVLink/PCIe P2P speed."))
+
+
+@rule("comm-bound", "Gradient communication dominates the step",
+      detects="The wall_clock_breakdown timers show bwd_allreduce above 40% of the timed step.",
+      why="Time spent reducing gradients that compute does not hide is time the GPU waits on the network.",
+      evidence="DeepSpeed `time (ms) | fwd | bwd | bwd_inner | bwd_allreduce | step` lines; the comms logger's "
+               "bus bandwidth when enabled.",
+      fix="Larger micro-batch (more compute per byte), overlap_comm, a lower ZeRO stage, gradient accumulation with "
+          "ZeRO-1/DDP, or a faster interconnect.")
+def comm_bound(ctx: Ctx) -> Finding | None:
+    br = ctx.metrics.breakdown
+    if br is None or br.shares.get("allreduce", 0) < COMM_BOUND_SHARE or not ctx.gpu_run:
+        return None
+    share = br.shares["allreduce"]
+    ev = [Evidence(f"bwd_allreduce {br.bwd_allreduce_ms:.1f} ms of {br.total_ms:.1f} ms timed per step "
+                   f"({share:.0%}); median over the run", kind="metric")]
+    if ctx.metrics.comm_busbw_gbps is not None:
+        ev.append(Evidence(f"comms logger: median bus bandwidth {ctx.metrics.comm_busbw_gbps:.1f} Gbps", kind="metric"))
+    changes = []
+    if ctx.facts.overlap_comm is False:
+        changes.append(Change("ds_config", "zero_optimization.overlap_comm", False, True))
+    if ctx.facts.micro_batch_per_gpu:
+        changes.append(Change("ds_config", "train_micro_batch_size_per_gpu", ctx.facts.micro_batch_per_gpu,
+                              ctx.facts.micro_batch_per_gpu * 2))
+    return Finding("comm-bound", "Gradient communication dominates the step", "warning", "medium", True,
+                   f"Gradient all-reduce takes {share:.0%} of the timed step; the GPUs wait on communication.",
+                   tuple(ev), Fix("More compute per byte communicated, and overlap what remains.", tuple(changes),
+                                  "Step time approaches compute time as communication is hidden or shrunk."),
+                   {"allreduce_share": share})
+
+
+@rule("overlap-comm-off", "ZeRO communication does not overlap backward compute",
+      detects="ZeRO stage 1-3 with zero_optimization.overlap_comm false (DeepSpeed's default outside stage 3).",
+      why="Gradient reduction then starts only after backward finishes, adding its full time to every step.",
+      evidence="The engine's printed zero_config or the DeepSpeed JSON.",
+      fix='"zero_optimization": {"overlap_comm": true, "contiguous_gradients": true}')
+def overlap_comm_off(ctx: Ctx) -> Finding | None:
+    f = ctx.facts
+    if f.zero_stage is None or f.zero_stage < 1 or f.overlap_comm is not False:
+        return None
+    br = ctx.metrics.breakdown
+    share = br.shares.get("allreduce", 0.0) if br else None
+    explains = bool(share is not None and share >= COMM_SIGNIFICANT_SHARE and ctx.gpu_run)
+    ev = [e for e in (ctx.fact_evidence("overlap_comm", "zero_optimization.overlap_comm"),) if e]
+    if share is not None:
+        ev.append(Evidence(f"bwd_allreduce is {share:.0%} of the timed step", kind="metric"))
+    return Finding("overlap-comm-off", "ZeRO communication does not overlap backward compute",
+                   "warning" if explains else "info", "medium", explains,
+                   f"ZeRO-{f.zero_stage} runs with overlap_comm=false: gradient reduction is serialised after "
+                   "backward instead of overlapping it.", tuple(ev),
+                   Fix("Turn on overlap_comm (and contiguous_gradients).",
+                       (Change("ds_config", "zero_optimization.overlap_comm", False, True),
+                        Change("ds_config", "zero_optimization.contiguous_gradients", f.contiguous_gradients, True)),
+                       "Reduction hides under backward compute; saves up to the allreduce share of the step."),
+                   {"allreduce_share": share})
+
+
+@rule("grad-accum-zero-traffic", "Gradient accumulation multiplies ZeRO-2/3 traffic",
+      detects="gradient_accumulation_steps > 1 with ZeRO stage 2 or 3.",
+      why="ZeRO-2 reduce-scatters gradients in every micro-step and ZeRO-3 also all-gathers parameters in every "
+          "micro-step, so G accumulation steps move G times the data of DDP or ZeRO-1, which reduce once per "
+          "optimizer step.",
+      evidence="The engine config (gradient_accumulation_steps, zero_optimization_stage); bwd_allreduce_microstep "
+               "timers in every micro-step.",
+      fix="ZeRO-1 (or plain DDP) when memory allows; otherwise fewer, larger micro-steps.")
+def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
+    f = ctx.facts
+    if not f.grad_accum_steps or f.grad_accum_steps <= 1 or (f.zero_stage or 0) < 2:
+        return None
+    plan = ctx.plan
+    fits_zero1 = plan is not None and any(s.name in ("ddp", "zero1") and s.fits for s in plan.stages)
+    br = ctx.metrics.breakdown
+    share = br.shares.get("allreduce", 0.0) if br else None
+    explains = bool(share is not None and share >= COMM_SIGNIFICANT_SHARE and ctx.gpu_run)
+    ev = [e for e in (ctx.fact_evidence("grad_accum_steps", "gradient_accumulation_steps"),
+                      ctx.fact_evidence("zero_stage", "zero_optimization.stage")) if e]
+    changes = [Change("ds_config", "zero_optimization.stage", f.zero_stage, 1)] if fits_zero1 else [
+        Change("ds_config", "gradient_accumulation_steps", f.grad_accum_steps, max(1, f.grad_accum_steps // 2)),
+        Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu,
+               (f.micro_batch_per_gpu or 1) * 2)]
+    return Finding("grad-accum-zero-traffic", "Gradient accumulation multiplies ZeRO-2/3 traffic",
+                   "warning", "high", explains,
+                   f"ZeRO-{f.zero_stage} with {f.grad_accum_steps} accumulation steps communicates in every "
+                   f"micro-step: {f.grad_accum_steps}x the gradient traffic of ZeRO-1/DDP per optimizer step.",
+                   tuple(ev), Fix("ZeRO-1 reduces only at the accumulation boundary." if fits_zero1 else
+                                  "Fewer, larger micro-steps.", tuple(changes),
+                                  f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step."))
+
+
+@rule("straggler", "One rank is slower than the others",
+      detects="Per-rank step (timer) medians or per-GPU utilization where one rank is 20% slower than the median.",
+      why="Collectives wait for the slowest rank, so one slow GPU, node or link sets everyone's pace.",
+      evidence="wall_clock_breakdown timers from every rank (rank prefixes), or per-GPU W&B system metrics.",
+      fix="Find the slow node (pairwise all_reduce tests, nvidia-smi clocks/temps/power), exclude or repair it; "
+          "keep GPUs homogeneous.")
+def straggler(ctx: Ctx) -> Finding | None:
+    m = ctx.metrics
+    if m.imbalance is None or m.imbalance < STRAGGLER_FACTOR:
+        return None
+    slow_rank = max(m.rank_step_p50, key=m.rank_step_p50.get)  # type: ignore[arg-type]
+    med = sorted(m.rank_step_p50.values())[len(m.rank_step_p50) // 2]
+    return Finding("straggler", f"Rank {slow_rank} is {m.imbalance:.1f}x slower than the median rank", "warning",
+                   "medium", True,
+                   f"Rank {slow_rank} takes {m.rank_step_p50[slow_rank] * 1000:.0f} ms per step against a median "
+                   f"of {med * 1000:.0f} ms; every collective waits for it.",
+                   (Evidence(", ".join(f"rank {r}: {v * 1000:.0f} ms" for r, v in sorted(m.rank_step_p50.items())),
+                             kind="metric"),),
+                   Fix(f"Inspect the node running rank {slow_rank} (clocks, temperature, power cap, PCIe/NIC) and "
+                       "exclude it or fix it.", (), "Everyone runs at the median rank's pace."),
+                   {"rank": slow_rank, "ratio": m.imbalance})
+
+
+@rule("world-size-mismatch", "The launch config and the logs disagree about the job's size",
+      detects="Different world sizes or node counts from different sources, e.g. accelerate `num_machines: 1` "
+              "while the logs show 4 nodes.",
+      why="A job that silently runs on fewer GPUs than intended (or as independent copies per node) is slower by "
+          "the missing factor, and each copy may redo the same work.",
+      evidence="accelerate YAML, launch-script flags, the DeepSpeed launcher's world info, the engine's "
+               "world_size, NCCL's nRanks/nNodes.",
+      fix="Make num_machines / num_processes / --num_nodes / hostfile agree with the allocation.")
+def world_size_mismatch(ctx: Ctx) -> Finding | None:
+    claims = ctx.facts.claims
+    for fact in ("nodes", "world_size"):
+        values = {ev.value for ev in claims.get(fact, []) if isinstance(ev.value, int)}
+        if len(values) > 1:
+            evs = claims[fact]
+            by_value: dict[int, object] = {}
+            for ev in evs:
+                by_value.setdefault(ev.value, ev)
+            evidence = tuple(Evidence(f"{fact} = {ev.value} ({ev.origin.replace('_', ' ')})",  # type: ignore[attr-defined]
+                                      ctx.model.source_name(ev.source) if ev.source >= 0 else None,  # type: ignore[attr-defined]
+                                      ev.line, "config") for ev in by_value.values())  # type: ignore[attr-defined]
+            changes = []
+            acc = [ev for ev in evs if ev.origin == "accelerate_yaml"]
+            observed = max(values)
+            if acc and acc[0].value != observed:
+                key = "num_machines" if fact == "nodes" else "num_processes"
+                changes.append(Change("accelerate", key, acc[0].value, observed))
+            return Finding("world-size-mismatch", f"Sources disagree on the number of {fact.replace('_', ' ')}",
+                           "critical", "high", True,
+                           f"The {fact.replace('_', ' ')} differs between sources: "
+                           + ", ".join(f"{v}" for v in sorted(values)) + ". Part of the allocation may be idle, or "
+                           "nodes may be training independent copies.", evidence,
+                           Fix("Make the launcher config match the allocation.", tuple(changes),
+                               "All allocated GPUs in one job."))
+    return None

@@ -1,0 +1,176 @@
+"""Step-time shapes and precision: input pipeline, periodic stalls, slowdown over time, dtype, fp16 skips
+(causes.md C4, C9, C10)."""
+from __future__ import annotations
+
+import polars as pl
+
+from diagnose.metrics import SPIKE_FACTOR, TREND_FACTOR
+from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
+
+INPUT_GAP_FACTOR = 1.3  # wall step 30% longer than fwd+bwd+step: time outside the engine (causes.md C4)
+STALL_SHARE = 0.1  # stalls adding >10% to the run's time are worth fixing (TF profiler's 5%/20% bands)
+SKIP_FRACTION = 0.05  # >5% of optimizer steps skipped after warm-up wastes compute (loss scale stuck low)
+
+
+@rule("input-bound", "The input pipeline starves the GPUs",
+      detects="Wall-clock step time well above the engine's own fwd+bwd+step time, PyTorch data-loader worker "
+              "warnings, or dataloader_num_workers=0.",
+      why="Time between steps spent loading, tokenising or collating data is time the GPUs sit idle; NVML "
+          "utilization shows a sawtooth.",
+      evidence="DeepSpeed step-line timestamps against wall_clock_breakdown timers; DataLoader warnings; the "
+               "Trainer's dataloader_num_workers.",
+      fix="dataloader_num_workers 4-8 per GPU, pin_memory, persistent workers, pre-tokenised / packed data.")
+def input_bound(ctx: Ctx) -> Finding | None:
+    m, f = ctx.metrics, ctx.facts
+    evidence: list[Evidence] = []
+    gap = None
+    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
+    if m.steps is not None and m.steps.source == "ds_step_ts" and m.breakdown is not None and not offloaded:
+        gap = m.steps.p50_s / (m.breakdown.total_ms / 1000.0) if m.breakdown.total_ms else None
+        if gap is not None and gap >= INPUT_GAP_FACTOR:
+            evidence.append(Evidence(f"wall-clock step {m.steps.p50_s * 1000:.0f} ms (median) vs "
+                                     f"{m.breakdown.total_ms:.0f} ms inside fwd+bwd+step: {gap:.1f}x", kind="metric"))
+    warn = ctx.model.frames["events"].filter(pl.col("kind") == "dataloader_warning")
+    for r in warn.head(2).iter_rows(named=True):
+        evidence.append(Evidence(r["detail"], ctx.model.source_name(r["source"]), r["line"]))
+    if f.dataloader_num_workers == 0:
+        evidence.append(ctx.fact_evidence("dataloader_num_workers", "dataloader_num_workers")  # type: ignore[arg-type]
+                        or Evidence("dataloader_num_workers = 0", kind="config"))
+    if not evidence:
+        return None
+    # Allocator flushes and checkpoint stalls also happen outside the engine's timers; with them present the gap
+    # alone does not point at the data pipeline.
+    other = m.allocator_flushes > 0 or bool(m.stall_events)
+    strong = gap is not None and gap >= INPUT_GAP_FACTOR and not other
+    return Finding("input-bound", "The input pipeline starves the GPUs", "warning",
+                   "high" if strong else "low", strong,
+                   (f"Each step spends {gap:.1f}x the engine's compute time end to end; the difference is spent "
+                    "outside the model (data loading, host work)." if strong else
+                    "The data pipeline may not keep up (see evidence)."), tuple(evidence),
+                   Fix("Load data in parallel worker processes.",
+                       (Change("trainer_args", "dataloader_num_workers", f.dataloader_num_workers, 4),
+                        Change("trainer_args", "dataloader_pin_memory", None, True)),
+                       "Data ready before each step; step time approaches the engine's compute time."),
+                   {"wall_over_compute": gap})
+
+
+@rule("periodic-stalls", "Periodic stalls at checkpoints, evaluation or logging",
+      detects="Step-time spikes (>= 2x the median) that recur at a regular step interval or coincide with "
+              "checkpoint saves / evaluations.",
+      why="Saving a checkpoint (ZeRO-3 gathering 16-bit weights to rank 0) or evaluating pauses training on every "
+          "GPU; wandb.watch and frequent logging add host syncs.",
+      evidence="Step times from the logs, checkpoint/eval lines with their steps, W&B utilization gaps.",
+      fix="Save and evaluate less often, save sharded ZeRO checkpoints (no 16-bit gather), WANDB_WATCH=false.")
+def periodic_stalls(ctx: Ctx) -> Finding | None:
+    m = ctx.metrics
+    stats = m.steps
+    if stats is None or not stats.spikes:
+        return None
+    saves = {step for kind, step, _ in m.stall_events if step is not None}
+    aligned = [s for s in stats.spikes if s in saves or (s - 1) in saves]
+    if not aligned and stats.spike_period is None:
+        return None
+    series = m.step_series
+    extra = None
+    if series is not None:
+        spiky = series.filter(pl.col("step").is_in(list(stats.spikes)))["step_time_s"]
+        extra = float(spiky.sum()) - stats.p50_s * spiky.len()
+    total = float(series["step_time_s"].sum()) if series is not None else None
+    share = extra / total if extra is not None and total else None
+    explains = share is not None and share >= STALL_SHARE
+    kinds = sorted({k for k, step, _ in m.stall_events if step is not None and (step in aligned or step + 1 in aligned)})
+    what = " and ".join(kinds) or "a recurring event"
+    ev = [Evidence(f"steps {', '.join(map(str, stats.spikes[:8]))} took >= {SPIKE_FACTOR:.0f}x the median "
+                   f"{stats.p50_s * 1000:.0f} ms" + (f" (every {stats.spike_period} steps)" if stats.spike_period else ""),
+                   kind="metric")]
+    ev += [Evidence(f"{k} at step {s}" + (f", next step {t:.2f} s" if t else ""), kind="metric")
+           for k, s, t in m.stall_events[:4]]
+    changes = []
+    if "checkpoint" in kinds:
+        changes.append(Change("trainer_args", "save_steps", None, "<2-4x larger>"))
+        if ctx.facts.zero_stage == 3:
+            changes.append(Change("ds_config", "zero_optimization.stage3_gather_16bit_weights_on_model_save",
+                                  None, False))
+    if "eval" in kinds:
+        changes.append(Change("trainer_args", "eval_steps", None, "<2-4x larger>"))
+    return Finding("periodic-stalls", f"Training stalls at each {what}", "warning" if explains else "info",
+                   "high" if aligned else "medium", explains,
+                   f"Steps stall periodically{' at ' + what if kinds else ''}"
+                   + (f", adding {share:.0%} to the run's time." if share is not None else "."), tuple(ev),
+                   Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
+                       "The stall time, spread over fewer events."), {"stall_share": share})
+
+
+@rule("progressive-slowdown", "Steps get slower as training goes on",
+      detects="The last quarter's median step time 30% above the first quarter's (after warm-up).",
+      why="Growing step time points to a leak: wandb.watch histograms, accumulating Python objects or CUDA "
+          "caching fragmentation, a filling disk, or thermal throttling.",
+      evidence="Step times over the run from any clock (DeepSpeed, HF, tqdm, W&B).",
+      fix="WANDB_WATCH=false, free per-step references (loss.item() not loss), PYTORCH_CUDA_ALLOC_CONF="
+          "expandable_segments:True; watch GPU clocks and temperature.")
+def progressive_slowdown(ctx: Ctx) -> Finding | None:
+    s = ctx.metrics.steps
+    if s is None or s.first_quarter_p50_s is None or s.last_quarter_p50_s is None:
+        return None
+    ratio = s.last_quarter_p50_s / s.first_quarter_p50_s if s.first_quarter_p50_s else 0
+    q = s.quarter_p50_s
+    # A trend rises through the run; one jump between two flat halves is a step change (flushes, a slow node).
+    rising = len(q) == 4 and all(b > a * 1.03 for a, b in zip(q, q[1:]))
+    if ratio < TREND_FACTOR or not rising:
+        return None
+    changes = [Change("env", "WANDB_WATCH", ctx.env("WANDB_WATCH"), "false")] if ctx.env("WANDB_WATCH") not in (
+        None, "false") else []
+    return Finding("progressive-slowdown", "Steps get slower as training goes on", "warning", "medium", True,
+                   f"Median step time grew from {s.first_quarter_p50_s:.2f} s (first quarter) to "
+                   f"{s.last_quarter_p50_s:.2f} s (last quarter): {ratio:.1f}x.",
+                   (Evidence(f"first-quarter median {s.first_quarter_p50_s:.3f} s, last-quarter median "
+                             f"{s.last_quarter_p50_s:.3f} s over {s.n} steps ({s.source})", kind="metric"),),
+                   Fix("Look for what accumulates per step.", tuple(changes),
+                       "Flat step time over the run."), {"ratio": ratio})
+
+
+@rule("no-mixed-precision", "Training in fp32 on GPUs with bf16/fp16 tensor cores",
+      detects="No bf16/fp16 in the DeepSpeed config, accelerate mixed_precision 'no', no --bf16/--fp16.",
+      why="fp32 matmuls run at a fraction of tensor-core throughput (A100: 19.5 vs 312 TFLOP/s) and double "
+          "memory traffic.",
+      evidence="DeepSpeed config / engine dump (bf16, fp16 sections), accelerate YAML or state, Trainer flags.",
+      fix='"bf16": {"enabled": true} (A100/H100), fp16 with dynamic loss scaling on V100.')
+def no_mixed_precision(ctx: Ctx) -> Finding | None:
+    f = ctx.facts
+    if f.precision != "fp32":
+        return None
+    gpu = ctx.gpu_run
+    ev = [e for e in (ctx.fact_evidence("precision", "precision"),) if e]
+    changes = [Change("ds_config", "bf16.enabled", False, True)] if f.zero_stage is not None or f.ds_config else []
+    if f.launcher == "accelerate" or f.accelerate:
+        changes.append(Change("accelerate", "mixed_precision", "no", "bf16"))
+    return Finding("no-mixed-precision", "Training in fp32", "warning" if gpu else "info", "high", gpu,
+                   "The run trains in fp32" + ("; tensor cores run bf16/fp16 several times faster." if gpu else
+                                               " (a CPU run here, where bf16 speed depends on the CPU)."),
+                   tuple(ev), Fix("Train in bf16.", tuple(changes), "Up to 2-8x faster matmuls on A100/H100."))
+
+
+@rule("fp16-overflow-skips", "fp16 overflows keep skipping optimizer steps",
+      detects="DeepSpeed's `skipped=` counter or `OVERFLOW! ... Skipping step` lines beyond the loss-scale "
+              "warm-up at the start of training.",
+      why="A skipped step does all the work of a step and updates nothing; a loss scale stuck near 1 means the "
+          "model is barely training.",
+      evidence="`step=N, skipped=K` lines, overflow / loss-scale lines.",
+      fix="bf16 instead of fp16 where the GPU supports it; otherwise lower the learning rate, clip gradients, "
+          "raise fp16.loss_scale_window / hysteresis.")
+def fp16_overflow_skips(ctx: Ctx) -> Finding | None:
+    m = ctx.metrics
+    frac = m.skipped_fraction or 0.0
+    if frac < SKIP_FRACTION and m.overflow_after_warmup == 0:
+        return None
+    over = ctx.model.frames["events"].filter(pl.col("kind") == "overflow")
+    ev = [Evidence(f"skipped steps: {frac:.0%} of optimizer steps", kind="metric")]
+    ev += [Evidence(r["detail"] or "OVERFLOW", ctx.model.source_name(r["source"]), r["line"])
+           for r in over.tail(2).iter_rows(named=True)]
+    return Finding("fp16-overflow-skips", "fp16 overflows keep skipping optimizer steps", "warning", "high", True,
+                   f"{frac:.0%} of optimizer steps were skipped for fp16 overflow"
+                   + (f" ({m.overflow_after_warmup} overflows after the loss-scale warm-up)."
+                      if m.overflow_after_warmup else "."), tuple(ev),
+                   Fix("Switch to bf16.", (Change("ds_config", "fp16.enabled", True, False),
+                                           Change("ds_config", "bf16.enabled", None, True)),
+                       "Every step updates the weights."), {"skipped_fraction": frac})

@@ -1,0 +1,174 @@
+"""ZeRO stage, offload and the optimizer step (causes.md C3, C5, C7, C8)."""
+from __future__ import annotations
+
+from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
+
+OPTIMIZER_STEP_SHARE = 0.4  # optimizer step > 40% of the timed step: far above the few % of a fused GPU AdamW
+#                             (DeepSpeed #6834: offload step ~10 s vs 0.2 s fwd+bwd)
+OFFLOAD_EXPLAINS_SHARE = 0.3
+SMALL_TOKENS_PER_GPU = 4096  # micro-batch x sequence below ~4k tokens leaves a 1B+ model launch/comm bound
+#                              (causes.md C7; HF perf docs)
+BIG_MODEL_PARAMS = 1e9
+
+
+def _stage_name(stage: int) -> str:
+    return "no ZeRO (plain data parallel)" if stage == 0 else f"ZeRO-{stage}"
+
+
+@rule("zero-stage-too-high", "A lower ZeRO stage fits in memory",
+      detects="ZeRO stage 2 or 3 (or offload) while the planner finds a lower stage whose model states fit on the "
+              "GPUs with room for activations.",
+      why="Each stage up adds communication: ZeRO-3 gathers parameters in every forward and backward (1.5x DDP's "
+          "traffic, times the accumulation steps) and cannot skip partitioning for a model that fits; the memory "
+          "it frees is unused.",
+      evidence="Parameter count (logs, config or W&B), GPU count and memory, the configured stage.",
+      fix="The stage the planner recommends, in the maintainers' order: no ZeRO -> gradient accumulation / "
+          "activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload.")
+def zero_stage_too_high(ctx: Ctx) -> Finding | None:
+    f, plan = ctx.facts, ctx.plan
+    if plan is None or f.zero_stage is None or plan.recommended == "none":
+        return None
+    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
+    if f.zero_stage <= plan.recommended_stage and not offloaded:
+        return None
+    current = next(s for s in plan.stages if s.stage == f.zero_stage and (s.offload is not None) == offloaded)
+    rec = next(s for s in plan.stages if s.name == plan.recommended)
+    ev = [e for e in (ctx.fact_evidence("zero_stage", "zero_optimization.stage"),
+                      ctx.fact_evidence("model_params", "parameters")) if e]
+    ev.append(Evidence(f"planner: model states per GPU {rec.model_states_gb:.1f} GB under {_stage_name(rec.stage)} "
+                       f"vs {current.model_states_gb:.1f} GB under the configured {current.name}, of "
+                       f"{plan.gpu_memory_gb:.0f} GB; traffic {rec.comm_gb_per_step or 0:.1f} vs "
+                       f"{current.comm_gb_per_step or 0:.1f} GB per GPU per step", kind="metric"))
+    changes = [Change("ds_config", "zero_optimization.stage", f.zero_stage, rec.stage)]
+    if f.offload_optimizer not in (None, "none"):
+        changes.append(Change("ds_config", "zero_optimization.offload_optimizer.device", f.offload_optimizer, "none"))
+    if f.offload_param not in (None, "none"):
+        changes.append(Change("ds_config", "zero_optimization.offload_param.device", f.offload_param, "none"))
+    return Finding("zero-stage-too-high", f"{_stage_name(rec.stage)[0].upper()}{_stage_name(rec.stage)[1:]} fits: "
+                   f"the configured ZeRO-{f.zero_stage} "
+                   "only adds communication", "warning", "high", False,
+                   f"With {plan.params / 1e9:.2f}B parameters on {plan.gpus} GPUs of {plan.gpu_memory_gb:.0f} GB, "
+                   f"{_stage_name(rec.stage)} needs {rec.model_states_gb:.1f} GB of model states per GPU; "
+                   f"ZeRO-{f.zero_stage} buys memory the run does not need at the price of more traffic. "
+                   "This config is suboptimal; on its own it does not explain a large slowdown.",
+                   tuple(ev), Fix(f"Use {_stage_name(rec.stage)}.", tuple(changes),
+                                  f"Per-GPU traffic from {current.comm_gb_per_step or 0:.1f} to "
+                                  f"{rec.comm_gb_per_step or 0:.1f} GB per optimizer step."),
+                   {"recommended_stage": rec.stage, "recommended": plan.recommended})
+
+
+@rule("offload-bottleneck", "CPU/NVMe offload makes the optimizer step the bottleneck",
+      detects="offload_optimizer / offload_param to cpu or nvme, weighted by the optimizer step's share of the "
+              "timed step.",
+      why="The optimizer step then runs on the CPU (DeepSpeedCPUAdam) and parameters cross PCIe every step; "
+          "users report step() going from 0.1 s to 10 s.",
+      evidence="The DeepSpeed config or engine dump (offload device), `Adam Optimizer #0 is created with AVX...` "
+               "lines, `step` timers against fwd+bwd.",
+      fix="Drop the offload when the planner says the states fit on the GPUs; otherwise pin memory, make sure "
+          "DeepSpeedCPUAdam is used, and amortise the step with more gradient accumulation.")
+def offload_bottleneck(ctx: Ctx) -> Finding | None:
+    f = ctx.facts
+    device = f.offload_optimizer if f.offload_optimizer not in (None, "none") else f.offload_param
+    if device in (None, "none"):
+        return None
+    br, st = ctx.metrics.breakdown, ctx.metrics.steps
+    share = br.shares.get("optimizer", 0.0) if br else None
+    # Offloaded work also runs outside the engine's timers (CPU Adam, PCIe copies): a wall-clock step far above the
+    # timed one counts too.
+    gap = st.p50_s / (br.total_ms / 1000.0) if br and st and st.source == "ds_step_ts" and br.total_ms else None
+    explains = share is None or share >= OFFLOAD_EXPLAINS_SHARE or (gap is not None and gap >= 1.3)
+    ev = [e for e in (ctx.fact_evidence("offload_optimizer", "offload_optimizer.device"),) if e]
+    if br is not None:
+        ev.append(Evidence(f"optimizer step {br.step_ms:.1f} ms of {br.total_ms:.1f} ms timed per step "
+                           f"({share:.0%}); fwd {br.fwd_ms:.1f} ms", kind="metric"))
+    if gap is not None and gap >= 1.3 and st is not None:
+        ev.append(Evidence(f"wall-clock step {st.p50_s * 1000:.0f} ms vs {br.total_ms:.0f} ms inside the engine's "  # type: ignore[union-attr]
+                           "timers: the offloaded work runs outside them", kind="metric"))
+    fits = ctx.plan is not None and any(s.fits and s.offload is None for s in ctx.plan.stages)
+    changes = (Change("ds_config", "zero_optimization.offload_optimizer.device", f.offload_optimizer, "none"),) \
+        if fits and f.offload_optimizer not in (None, "none") else \
+        (Change("ds_config", "zero_optimization.offload_optimizer.pin_memory", None, True),)
+    return Finding("offload-bottleneck", f"Optimizer state offloaded to {device}", "warning",
+                   "high" if share is not None else "medium", explains,
+                   f"The optimizer runs offloaded to {device}" + (f" and its step takes {share:.0%} of the timed step"
+                                                                  if share is not None else "") + ".",
+                   tuple(ev), Fix("Keep optimizer state on the GPU when it fits." if fits else
+                                  "Pin the offload buffers and amortise the step over more accumulation.",
+                                  changes, "The optimizer step back to GPU speed (tens of ms)."),
+                   {"optimizer_share": share})
+
+
+@rule("slow-optimizer-step", "The optimizer step takes a large share of each step",
+      detects="The `step` timer above 40% of fwd+bwd+step without offload.",
+      why="A fused GPU AdamW costs a few percent of a step; more points to an unfused or foreign optimizer, "
+          "fp32 master copies on a slow path, or gradient clipping/norm syncs.",
+      evidence="wall_clock_breakdown timers (and optimizer_* sub-timers for ZeRO-1/2).",
+      fix="Use a fused optimizer (DeepSpeed FusedAdam, `optim=adamw_torch_fused`), check clipping, and for ZeRO "
+          "check optimizer_allgather against optimizer_step.")
+def slow_optimizer_step(ctx: Ctx) -> Finding | None:
+    br, f = ctx.metrics.breakdown, ctx.facts
+    if br is None or f.offload_optimizer not in (None, "none") or br.shares.get("optimizer", 0) < OPTIMIZER_STEP_SHARE:
+        return None
+    share = br.shares["optimizer"]
+    return Finding("slow-optimizer-step", "The optimizer step takes a large share of each step", "warning", "medium",
+                   ctx.gpu_run, f"The optimizer step takes {share:.0%} of the timed step ({br.step_ms:.1f} ms).",
+                   (Evidence(f"step {br.step_ms:.1f} ms vs fwd {br.fwd_ms:.1f} ms + bwd "
+                             f"{(br.bwd_inner_ms or 0) + (br.bwd_allreduce_ms or 0):.1f} ms (medians)", kind="metric"),),
+                   Fix("Use a fused optimizer.", (Change("trainer_args", "optim", f.optimizer, "adamw_torch_fused"),),
+                       "Optimizer step down to a few percent of the step."), {"optimizer_share": share})
+
+
+@rule("activation-checkpointing-unneeded", "Activation checkpointing is on although memory allows without it",
+      detects="gradient_checkpointing / DeepSpeed activation checkpointing enabled while the planner's memory "
+              "estimate (or the measured memory) leaves room for full activations.",
+      why="Checkpointing recomputes the forward pass during backward: about a third more compute per step.",
+      evidence="Trainer arguments / launch script / DeepSpeed config; model shape for the activation estimate.",
+      fix="Turn it off, or use the freed memory for a larger micro-batch; keep it if memory is the constraint.")
+def activation_checkpointing_unneeded(ctx: Ctx) -> Finding | None:
+    f, plan = ctx.facts, ctx.plan
+    if not f.gradient_checkpointing:
+        return None
+    fits = None
+    if plan is not None:
+        rec = next((s for s in plan.stages if s.name == plan.recommended), None)
+        fits = rec is not None and rec.fits and not plan.activation_checkpointing
+    if fits is False:
+        return None
+    ev = [e for e in (ctx.fact_evidence("gradient_checkpointing", "gradient_checkpointing"),) if e]
+    return Finding("activation-checkpointing-unneeded", "Activation checkpointing is on", "info",
+                   "medium" if fits else "low", False,
+                   "Activation checkpointing recomputes the forward pass in backward (~33% more compute)"
+                   + ("; the memory estimate says the activations fit without it." if fits else
+                      "; check whether memory really needs it."),
+                   tuple(ev), Fix("Disable gradient checkpointing if memory allows.",
+                                  (Change("trainer_args", "gradient_checkpointing", True, False),),
+                                  "About 25% shorter steps when memory allows."))
+
+
+@rule("small-micro-batch", "Too little work per GPU per step",
+      detects="micro-batch x sequence length below ~4k tokens per GPU for a 1B+ model, or a micro-batch of 1 "
+              "with many accumulation steps.",
+      why="Small kernels leave the GPU launch- and communication-bound: utilization looks busy-but-slow and MFU "
+          "stays low while memory has headroom.",
+      evidence="train_micro_batch_size_per_gpu (config, HF block, launch flags), sequence length, parameters.",
+      fix="Raise the micro-batch and lower gradient accumulation to keep the global batch; pack sequences.")
+def small_micro_batch(ctx: Ctx) -> Finding | None:
+    f = ctx.facts
+    if not f.micro_batch_per_gpu or not f.model_params or f.model_params < BIG_MODEL_PARAMS:
+        return None
+    tokens = f.micro_batch_per_gpu * (f.seq_len or 0)
+    small = (f.seq_len and tokens < SMALL_TOKENS_PER_GPU) or (f.micro_batch_per_gpu == 1 and (f.grad_accum_steps or 1) >= 8)
+    if not small:
+        return None
+    ga = f.grad_accum_steps or 1
+    new_mb = f.micro_batch_per_gpu * 2
+    changes = [Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu, new_mb)]
+    if ga > 1:
+        changes.append(Change("ds_config", "gradient_accumulation_steps", ga, max(1, ga // 2)))
+    return Finding("small-micro-batch", "Too little work per GPU per step", "warning", "medium", False,
+                   f"Micro-batch {f.micro_batch_per_gpu}" + (f" x {f.seq_len} tokens = {tokens} tokens" if f.seq_len
+                                                             else "") + " per GPU is small for a "
+                   f"{f.model_params / 1e9:.1f}B model.", tuple(e for e in (
+                       ctx.fact_evidence("micro_batch_per_gpu", "train_micro_batch_size_per_gpu"),) if e),
+                   Fix("Double the micro-batch and halve gradient accumulation (same global batch).", tuple(changes),
+                       "Larger kernels and half the per-sample communication."))

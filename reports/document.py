@@ -1,0 +1,207 @@
+"""Findings + run model -> the report document: one JSON-able dict every format renders from.
+
+This is also the machine-readable contract (`diagnose report --format json`), versioned by SCHEMA_VERSION.
+Secrets are redacted here, once, so no format can leak one; hostnames too with `redact_hosts`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from typing import Any
+
+from diagnose.engine import Diagnosis
+from diagnose.findings import Change, Finding
+from parsers.run_model import RunModel
+from reports import redact
+
+SCHEMA_VERSION = 1
+
+
+class Redactor:
+    def __init__(self, enabled: bool, hosts: tuple[str, ...] = (), redact_hosts: bool = False) -> None:
+        self.enabled = enabled
+        self.aliases: dict[str, str] = {}
+        if redact_hosts:
+            for h in hosts:
+                self.aliases.setdefault(h, f"host-{len(self.aliases) + 1}")
+        self.redact_hosts = redact_hosts
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            out = redact.text(value) if self.enabled else value
+            if self.redact_hosts:
+                for host, alias in sorted(self.aliases.items(), key=lambda kv: -len(kv[0])):
+                    out = out.replace(host, alias)
+                out = re.sub(r"\b(?:\d{1,3}\.){3}\d{1,3}\b", lambda m: self._alias(m.group(0)), out)
+            return out
+        if isinstance(value, dict):
+            return {self(k) if isinstance(k, str) and self.redact_hosts else k: self(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [self(v) for v in value]
+        return value
+
+    def _alias(self, host: str) -> str:
+        return self.aliases.setdefault(host, f"host-{len(self.aliases) + 1}")
+
+    def env(self, name: str, value: str) -> str:
+        return self(redact.env_value(name, value) if self.enabled else value)
+
+
+def nccl_transport(model: RunModel) -> str | None:
+    n = model.facts.nccl
+    if n.network and n.network.upper().startswith("IB"):
+        return "ib"
+    if n.network == "Socket" or n.ib_device_found is False or "NET/Socket" in n.transports:
+        return "socket"
+    if any(k.startswith("NET/IB") for k in n.transports):
+        return "ib"
+    return None
+
+
+def change_dict(c: Change) -> dict[str, Any]:
+    return {"target": c.target, "key": c.key, "before": c.before, "after": c.after}
+
+
+def diff_text(changes: tuple[Change, ...], r: Redactor) -> list[dict[str, str]]:
+    """Each target's changes as a unified-diff snippet in that target's own syntax."""
+    out = []
+    by_target: dict[str, list[Change]] = {}
+    for c in changes:
+        by_target.setdefault(c.target, []).append(c)
+    for target, items in by_target.items():
+        lines: list[str] = []
+        for c in items:
+            if target == "ds_config":
+                *parents, leaf = c.key.split(".")
+                indent = ""
+                for p in parents:
+                    lines.append(f' {indent}"{p}": {{')
+                    indent += "  "
+                if c.before is not None:
+                    lines.append(f'-{indent}"{leaf}": {json.dumps(c.before)}')
+                lines.append(f'+{indent}"{leaf}": {json.dumps(c.after)}')
+                for _ in parents:
+                    indent = indent[:-2]
+                    lines.append(f" {indent}}}")
+            elif target == "env":
+                if c.before is not None:
+                    lines.append(f"-export {c.key}={c.before}")
+                if c.after is not None:
+                    lines.append(f"+export {c.key}={c.after}")
+            elif target == "accelerate":
+                if c.before is not None:
+                    lines.append(f"-{c.key}: {c.before}")
+                lines.append(f"+{c.key}: {c.after}")
+            else:  # trainer_args / launcher flags
+                if c.before not in (None, False):
+                    lines.append(f"---{c.key} {c.before}" if c.before is not True else f"---{c.key}")
+                if c.after not in (None, False):
+                    lines.append(f"+--{c.key} {c.after}" if c.after is not True else f"+--{c.key}")
+                elif c.before not in (None, False):
+                    pass
+        label = {"ds_config": "DeepSpeed config (JSON)", "env": "environment (launch script)",
+                 "accelerate": "accelerate config (YAML)", "trainer_args": "Trainer arguments",
+                 "launcher": "launcher flags"}[target]
+        out.append({"target": target, "label": label, "diff": r("\n".join(lines))})
+    return out
+
+
+def finding_dict(f: Finding, r: Redactor) -> dict[str, Any]:
+    return {
+        "id": f.id, "title": r(f.title), "severity": f.severity, "confidence": f.confidence,
+        "explains_slowdown": f.explains_slowdown, "summary": r(f.summary),
+        "evidence": [{"text": r(e.text), "source": r(e.source), "line": e.line, "kind": e.kind} for e in f.evidence],
+        "fix": None if f.fix is None else {
+            "summary": r(f.fix.summary), "expected_effect": r(f.fix.expected_effect),
+            "changes": [r(change_dict(c)) for c in f.fix.changes], "diffs": diff_text(f.fix.changes, r)},
+        "data": f.data,
+    }
+
+
+def metrics_dict(d: Diagnosis) -> dict[str, Any]:
+    m = d.metrics
+    out: dict[str, Any] = {
+        "steps": None if m.steps is None else {k: v for k, v in dataclasses.asdict(m.steps).items()},
+        "samples_per_sec": m.samples_per_sec, "tokens_per_sec": m.tokens_per_sec, "mfu": m.mfu,
+        "mfu_basis": m.mfu_basis,
+        "time_breakdown": None if m.breakdown is None else dataclasses.asdict(m.breakdown),
+        "comm_total_ms": m.comm_total_ms, "comm_busbw_gbps": m.comm_busbw_gbps, "comm_ops": m.comm_ops,
+        "rank_step_p50_s": {str(k): v for k, v in m.rank_step_p50.items()}, "imbalance": m.imbalance,
+        "skipped_fraction": m.skipped_fraction, "allocator_flushes": m.allocator_flushes,
+        "stall_events": [{"kind": k, "step": s, "seconds": t} for k, s, t in m.stall_events],
+        "utilization": m.utilization, "utilization_picture": d.picture, "wall_s": m.wall_s,
+    }
+    return out
+
+
+def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
+    f = model.facts
+    r = Redactor(redact_secrets, tuple(f.hostnames) + tuple(f.nccl.hosts), redact_hosts)
+    plan = None
+    if d.plan is not None:
+        plan = {k: v for k, v in dataclasses.asdict(d.plan).items()}
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "verdict": r(d.verdict),
+        "run": {
+            "world_size": f.world_size, "nodes": f.nodes, "gpus_per_node": f.gpus_per_node,
+            "gpu_name": f.gpu_name, "model_params": f.model_params, "zero_stage": f.zero_stage,
+            "offload_optimizer": f.offload_optimizer, "offload_param": f.offload_param,
+            "micro_batch_per_gpu": f.micro_batch_per_gpu, "grad_accum_steps": f.grad_accum_steps,
+            "precision": f.precision, "nccl_transport": nccl_transport(model),
+            "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
+            "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
+            "hostnames": r(list(f.hostnames)),
+        },
+        "metrics": metrics_dict(d),
+        "findings": [finding_dict(x, r) for x in d.findings],
+        "plan": plan,
+        "next_steps": list(d.next_steps),
+        "sources": [{"name": r(s.name), "kind": s.kind, "lines": s.lines, "recognised": s.recognised}
+                    for s in model.sources],
+        "unparsed_lines": model.unrecognised_lines,
+    }
+    doc.update(display(doc))
+    return doc
+
+
+def _num(v: float | None, fmt: str, unit: str = "") -> str | None:
+    return None if v is None else f"{v:{fmt}}{unit}"
+
+
+def display(doc: dict[str, Any]) -> dict[str, Any]:
+    """Preformatted values for the templates (templates never compute)."""
+    run, m = doc["run"], doc["metrics"]
+    st = m["steps"] or {}
+    util = m["utilization"]
+    tiles = [
+        ("median step", _num(st.get("p50_s"), ".3g", " s")), ("p90 step", _num(st.get("p90_s"), ".3g", " s")),
+        ("samples/s", _num(m["samples_per_sec"], ".3g")), ("tokens/s", _num(m["tokens_per_sec"], ",.0f")),
+        ("MFU", _num(None if m["mfu"] is None else m["mfu"] * 100, ".0f", "%")),
+        ("GPU utilization", _num(util.get("util_mean"), ".0f", "%")), ("GPU memory", _num(util.get("mem_mean"), ".0f", "%")),
+        ("GPUs", None if run["world_size"] is None else f"{run['world_size']} ({run['nodes'] or '?'} x {run['gpus_per_node'] or '?'})"),
+        ("ZeRO stage", None if run["zero_stage"] is None else str(run["zero_stage"])), ("precision", run["precision"]),
+    ]
+    out: dict[str, Any] = {"tiles": [{"label": k, "value": v} for k, v in tiles if v is not None]}
+    plan = doc["plan"]
+    if plan:
+        out["plan_caption"] = (f"{plan['params'] / 1e9:.2f}B parameters on {plan['gpus']} GPUs of "
+                               f"{plan['gpu_memory_gb']:.0f} GB, {plan['optimizer']}, gradient accumulation "
+                               f"{plan['grad_accum']}; mixed-precision Adam = 2 + 2 + 12 bytes per parameter "
+                               "(ZeRO paper); the DeepSpeed estimator adds 4 bytes of fp32 gradients.")
+        out["plan_rows"] = [{"name": s["name"], "recommended": s["name"] == plan["recommended"],
+                             "states": f"{s['model_states_gb']:.1f} GB", "ds": f"{s['deepspeed_estimate_gb']:.1f} GB",
+                             "comm": f"{s['comm_gb_per_step'] or 0:.1f} GB", "fits": "yes" if s["fits"] else "no",
+                             "note": s["note"]} for s in plan["stages"]]
+    facts = [("world size", run["world_size"]), ("nodes", run["nodes"]), ("GPUs per node", run["gpus_per_node"]),
+             ("GPU", run["gpu_name"]), ("hosts", ", ".join(run["hostnames"]) or None),
+             ("parameters", None if not run["model_params"] else f"{run['model_params']:,}"),
+             ("ZeRO stage", run["zero_stage"]), ("optimizer offload", run["offload_optimizer"]),
+             ("parameter offload", run["offload_param"]), ("precision", run["precision"]),
+             ("micro-batch per GPU", run["micro_batch_per_gpu"]), ("gradient accumulation", run["grad_accum_steps"]),
+             ("NCCL transport", run["nccl_transport"]), ("launcher", run["launcher"]), ("backend", run["backend"]),
+             ("versions", ", ".join(f"{k} {v}" for k, v in sorted(run["versions"].items())) or None),
+             ("unparsed lines", doc["unparsed_lines"])]
+    out["facts_rows"] = [(k, v) for k, v in facts if v is not None]
+    return out

@@ -1,0 +1,27 @@
+"""The report document + charts -> one self-contained HTML file (plotly.js inlined once, no other host)."""
+from __future__ import annotations
+
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+from plotly.offline import get_plotlyjs
+
+_ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
+                   trim_blocks=True, lstrip_blocks=True)
+PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
+
+
+def _script_safe(js: str) -> str:
+    # plotly.js is trusted, but a literal `</script` would end the inline block early in any case
+    return js.replace("</script", "<\\/script")
+
+
+def render(doc: dict[str, Any], figures: list[tuple[str, Any]]) -> str:
+    charts = []
+    for name, fig in figures:
+        html = fig.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG, div_id=f"chart-{name}",
+                           default_height="100%", default_width="100%")
+        charts.append({"name": name, "html": Markup(html)})
+    return _ENV.get_template("report.html.j2").render(doc=doc, charts=charts,
+                                                      plotlyjs=Markup(_script_safe(get_plotlyjs())))

@@ -1,0 +1,48 @@
+"""The report document -> the terminal (rich). Log text is printed as plain text, never as rich markup."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render(doc: dict[str, Any], console: Console) -> None:
+    explaining = any(f["explains_slowdown"] for f in doc["findings"])
+    console.print(Panel(Text(doc["verdict"]), title="diagnose", border_style="red" if explaining else "green"),
+                  soft_wrap=False)
+    if doc["tiles"]:
+        console.print(Text("  ".join(f"{t['label']}: {t['value']}" for t in doc["tiles"]), style="dim"))
+    for i, f in enumerate(doc["findings"], 1):
+        head = Text(f"{i}. ")
+        head.append(f"[{f['severity']}] ", style=STYLE[f["severity"]])
+        head.append(f"{f['title']} ", style="bold")
+        head.append(f"({f['id']}, confidence {f['confidence']}, "
+                    f"{'explains the slowdown' if f['explains_slowdown'] else 'config to improve'})", style="dim")
+        console.print(head)
+        console.print(Text("   " + f["summary"]))
+        for e in f["evidence"][:4]:
+            loc = f"{e['source']}:{e['line']}  " if e["source"] and e["line"] else (f"{e['source']}  " if e["source"] else "")
+            console.print(Text(f"     {loc}{e['text']}", style="dim"), soft_wrap=True)
+        if f["fix"]:
+            console.print(Text(f"   fix: {f['fix']['summary']}", style="green"))
+            for d in f["fix"]["diffs"]:
+                for line in d["diff"].splitlines():
+                    style = "green" if line.startswith("+") else ("red" if line.startswith("-") else "dim")
+                    console.print(Text(f"     {line}", style=style))
+    if doc["next_steps"]:
+        console.print(Text("Next measurement:", style="bold"))
+        for s in doc["next_steps"]:
+            console.print(Text(f" - {s}"))
+    if doc.get("plan_rows"):
+        t = Table(title="ZeRO planner: " + doc["plan_caption"].split(";")[0], title_justify="left")
+        for col in ("option", "model states/GPU", "DS estimator", "traffic/GPU/step", "fits"):
+            t.add_column(col)
+        for r in doc["plan_rows"]:
+            t.add_row(r["name"] + (" *" if r["recommended"] else ""), r["states"], r["ds"], r["comm"], r["fits"],
+                      style="bold green" if r["recommended"] else None)
+        console.print(t)

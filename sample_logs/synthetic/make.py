@@ -1,0 +1,309 @@
+"""Write the SYNTHETIC scenarios in sample_logs/synthetic/: GPU-only signals (NCCL transports, multi-node
+topology, allocator flushes, fp16 overflow, stragglers, step-time shapes) that a CPU recording cannot produce.
+
+Every line follows a real format: the templates are copied from the recorded logs in sample_logs/ and from the
+line shapes in ../shared/reference/log_formats.md (DeepSpeed 0.14-0.19, NCCL 2.18-2.21). Values are made up and
+seeded, so the files are reproducible: `python sample_logs/synthetic/make.py`.
+"""
+from __future__ import annotations
+
+import base64
+import json
+import random
+from datetime import datetime, timedelta
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+T0 = datetime(2026, 11, 20, 9, 0, 0)
+LOG_DIST = "[logging.py:96:log_dist]"  # DeepSpeed 0.10.1-0.15.2 line number (log_formats.md §1.1)
+
+
+def ts(t: datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M:%S,") + f"{t.microsecond // 1000:03d}"
+
+
+def ds(t: datetime, src: str, msg: str, level: str = "INFO") -> str:
+    return f"[{ts(t)}] [{level}] {src} {msg}"
+
+
+def world_info(hosts: list[str], gpus: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps({h: list(range(gpus)) for h in hosts}).encode()).decode()
+
+
+def launcher_block(t: datetime, hosts: list[str], gpus: int) -> list[str]:
+    lines = [ds(t, "[runner.py:568:main]", f"cmd = pdsh -S -f 1024 -w {','.join(hosts)} export PYTHONPATH=/work; "
+                                          f"cd /work; /usr/bin/python -u -m deepspeed.launcher.launch "
+                                          f"--world_info={world_info(hosts, gpus)} --node_rank=%n "
+                                          f"--master_addr={hosts[0]} --master_port=29500 train.py")]
+    for i, h in enumerate(hosts):
+        lines += [f"{h}: " + ds(t, "[launch.py:146:main]", f"WORLD INFO DICT: {{{', '.join(repr(x) + ': ' + str(list(range(gpus))) for x in hosts)}}}"),
+                  f"{h}: " + ds(t, "[launch.py:152:main]", f"nnodes={len(hosts)}, num_local_procs={gpus}, node_rank={i}"),
+                  f"{h}: " + ds(t, "[launch.py:164:main]", f"dist_world_size={len(hosts) * gpus}")]
+    return lines
+
+
+def nvidia_smi(hosts: list[str], gpus: int, name: str = "NVIDIA A100-SXM4-80GB") -> list[str]:
+    rng = random.Random(7)
+    return [f"{h}: GPU {g}: {name} (UUID: GPU-{rng.getrandbits(32):08x}-{rng.getrandbits(16):04x})"
+            for h in hosts for g in range(gpus)]
+
+
+def nccl_block(hosts: list[str], gpus: int, network: str) -> list[str]:
+    out = []
+    for n, h in enumerate(hosts):
+        pfx = f"{h}: {h}:{4000 + n}:{4100 + n} [0] NCCL INFO "
+        out.append(pfx + "NCCL version 2.21.5+cuda12.4")
+        if network == "IB":
+            out += [pfx + "NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB ib0:10.0.0.%d<0>" % (n + 1),
+                    pfx + "Using network IB"]
+        else:
+            out += [pfx + "NET/IB : No device found.", pfx + "NCCL_IB_DISABLE set by environment to 1.",
+                    pfx + "NET/Socket : Using [0]eth0:10.0.0.%d<0>" % (n + 1), pfx + "Using network Socket"]
+        out.append(pfx + f"comm 0x7f3c2c000000 rank {n * gpus} nRanks {len(hosts) * gpus} nNodes {len(hosts)} "
+                         f"localRanks {gpus} localRank 0 MNNVL 0")
+        net = "NET/IB/0" if network == "IB" else "NET/Socket/0"
+        out.append(pfx + f"Channel 00/0 : {n * gpus + gpus - 1}[3] -> {((n + 1) % len(hosts)) * gpus}[0] [send] via {net}")
+        out.append(pfx + f"Channel 00/0 : {n * gpus}[0] -> {n * gpus + 1}[1] via P2P/IPC")
+    return out
+
+
+def config_dump(t: datetime, stage: int, micro: int, ga: int, world: int, bf16: bool, overlap: bool) -> list[str]:
+    src = "[config.py:984:print]"
+    kv = {
+        "bfloat16_enabled": str(bf16), "fp16_enabled": "False", "gradient_accumulation_steps": str(ga),
+        "steps_per_print": "1", "train_batch_size": str(micro * ga * world), "train_micro_batch_size_per_gpu": str(micro),
+        "wall_clock_breakdown": "True", "world_size": str(world),
+        "zero_config": f"stage={stage} contiguous_gradients=True reduce_scatter=True reduce_bucket_size=500,000,000 "
+                       f"allgather_partitions=True allgather_bucket_size=500,000,000 overlap_comm={overlap} "
+                       "load_from_fp32_weights=True elastic_checkpoint=False offload_param=None offload_optimizer=None "
+                       "sub_group_size=1,000,000,000 prefetch_bucket_size=50,000,000",
+        "zero_enabled": str(stage > 0), "zero_optimization_stage": str(stage),
+    }
+    lines = [ds(t, src, "DeepSpeedEngine configuration:")]
+    for k, v in kv.items():
+        dots = "." * max(2, 29 - len(k)) if len(k) < 29 else ""
+        lines.append(ds(t, src, f"  {k} {dots} {v}" if dots else f"  {k}  {v}"))
+    return lines
+
+
+def steps_block(t: datetime, n: int, step_s: list[float], micro: int, ga: int, world: int, rng: random.Random,
+                timers: tuple[float, float, float, float] | None, prefix: str = "", extra: dict[int, list[str]] | None = None,
+                skipped: list[int] | None = None) -> tuple[list[str], datetime]:
+    lines = []
+    batch = micro * ga * world
+    for step in range(1, n + 1):
+        t = t + timedelta(seconds=step_s[step - 1])
+        sk = skipped[step - 1] if skipped else 0
+        lines.append(prefix + ds(t, LOG_DIST, f"[Rank 0] step={step}, skipped={sk}, lr=[2.9e-05], mom=[(0.9, 0.95)]"))
+        if step > 2:
+            lines.append(prefix + ds(t, "[timer.py:260:stop]",
+                                     f"epoch=0/micro_step={step * ga}/global_step={step}, RunningAvgSamplesPerSec="
+                                     f"{batch / step_s[step - 1] * rng.uniform(0.98, 1.02)}, CurrSamplesPerSec="
+                                     f"{batch / step_s[step - 1]}, MemAllocated=61.2GB, MaxMemAllocated=73.4GB"))
+        if timers:
+            fwd, inner, allreduce, opt = (x * rng.uniform(0.97, 1.03) for x in timers)
+            lines.append(prefix + ds(t, LOG_DIST, f"[Rank 0] time (ms) | fwd: {fwd:.2f} | bwd: {inner + allreduce:.2f} | "
+                                                  f"bwd_inner: {inner:.2f} | bwd_allreduce: {allreduce:.2f} | step: {opt:.2f}"))
+        lines += [prefix + x for x in (extra or {}).get(step, [])]
+    return lines, t
+
+
+def write(name: str, files: dict[str, str]) -> None:
+    d = HERE / name
+    d.mkdir(parents=True, exist_ok=True)
+    for fname, text in files.items():
+        (d / fname).write_text(text)
+
+
+def seed_zero3_launch_blocking() -> None:
+    """The motivating thread: phi-2 (2.78B), ZeRO-3, 4 nodes x 4 A100-80GB, CUDA_LAUNCH_BLOCKING=1 in the sbatch."""
+    rng = random.Random(1)
+    hosts = [f"gpu-node-{i}" for i in range(1, 5)]
+    t = T0
+    log = launcher_block(t, hosts, 4) + nvidia_smi(hosts, 4) + nccl_block(hosts, 4, "IB")
+    log.append(f"{hosts[0]}: " + ds(t, LOG_DIST, "[Rank 0] DeepSpeed info: version=0.14.0, git-hash=unknown, git-branch=unknown"))
+    log.append(f"{hosts[0]}: " + ds(t, LOG_DIST, "[Rank 0] Creating torch.bfloat16 ZeRO stage 3 optimizer"))
+    log += [f"{hosts[0]}: " + x for x in config_dump(t, 3, 4, 4, 16, True, True)]
+    log += [f"{hosts[0]}: [INFO|trainer.py:2128] {ts(t)} >> ***** Running training *****",
+            f"{hosts[0]}: [INFO|trainer.py:2136] {ts(t)} >>   Instantaneous batch size per device = 4",
+            f"{hosts[0]}: [INFO|trainer.py:2138] {ts(t)} >>   Number of trainable parameters = 2,779,683,840"]
+    steps = [rng.uniform(17.5, 18.5) for _ in range(60)]
+    body, _ = steps_block(t, 60, steps, 4, 4, 16, rng, (4100.0, 8300.0, 2900.0, 310.0), prefix=f"{hosts[0]}: ")
+    log += body
+    cfg = {"bf16": {"enabled": True}, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 4,
+           "wall_clock_breakdown": True, "steps_per_print": 1,
+           "zero_optimization": {"stage": 3, "overlap_comm": True, "contiguous_gradients": True,
+                                 "stage3_gather_16bit_weights_on_model_save": True}}
+    sbatch = """#!/bin/bash
+#SBATCH --job-name=phi2-cpt
+#SBATCH --nodes=4
+#SBATCH --ntasks-per-node=1
+#SBATCH --gpus-per-node=4
+export CUDA_LAUNCH_BLOCKING=1   # left from debugging a NaN last week
+export NCCL_DEBUG=INFO
+srun deepspeed --num_nodes 4 --num_gpus 4 --hostfile hostfile train.py --deepspeed ds_config.json \\
+    --model_name_or_path microsoft/phi-2 --per_device_train_batch_size 4 --gradient_accumulation_steps 4 \\
+    --max_seq_length 2048 --bf16
+"""
+    write("seed_zero3_launch_blocking", {"slurm-1234.out": "\n".join(log) + "\n", "ds_config.json": json.dumps(cfg, indent=2) + "\n",
+                                         "train.sh": sbatch})
+
+
+def multinode_socket() -> None:
+    rng = random.Random(2)
+    hosts = [f"node{i}" for i in range(1, 3)]
+    t = T0
+    log = launcher_block(t, hosts, 8) + nvidia_smi(hosts, 8, "NVIDIA H100 80GB HBM3") + nccl_block(hosts, 8, "Socket")
+    log += [f"{hosts[0]}: " + x for x in config_dump(t, 2, 8, 1, 16, True, True)]
+    body, _ = steps_block(t, 40, [rng.uniform(9.0, 9.6) for _ in range(40)], 8, 1, 16, rng,
+                          (900.0, 1700.0, 6400.0, 90.0), prefix=f"{hosts[0]}: ")
+    write("multinode_socket", {"train.log": "\n".join(log + body) + "\n",
+                               "launch.sh": "export NCCL_IB_DISABLE=1\nexport NCCL_SOCKET_IFNAME=eth0\n"
+                                            "deepspeed --num_nodes 2 --num_gpus 8 --hostfile hostfile train.py "
+                                            "--deepspeed ds_config.json\n"})
+
+
+def p2p_disabled() -> None:
+    rng = random.Random(3)
+    t = T0
+    pfx = "box:5000:5100 [0] NCCL INFO "
+    log = [pfx + "NCCL version 2.21.5+cuda12.4", pfx + "NCCL_P2P_DISABLE set by environment to 1.",
+           pfx + "Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct", pfx + "Channel 01/0 : 1[1] -> 2[2] via SHM/direct/direct",
+           pfx + "comm 0x55d0 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0"]
+    log += config_dump(t, 1, 8, 1, 8, True, False)
+    body, _ = steps_block(t, 30, [rng.uniform(1.9, 2.1) for _ in range(30)], 8, 1, 8, rng, (500.0, 1000.0, 420.0, 60.0))
+    write("p2p_disabled", {"train.log": "\n".join(log + body) + "\n"})
+
+
+def comm_bound() -> None:
+    rng = random.Random(4)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    log += config_dump(t, 2, 2, 1, 32, True, True)
+    body, _ = steps_block(t, 40, [rng.uniform(3.0, 3.2) for _ in range(40)], 2, 1, 32, rng, (300.0, 600.0, 2100.0, 40.0))
+    write("comm_bound", {"train.log": "\n".join(log + body) + "\n"})
+
+
+def allocator_flush() -> None:
+    rng = random.Random(5)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    log += config_dump(t, 3, 8, 1, 8, True, True)
+    steps = [rng.uniform(2.0, 2.2) if s < 30 else rng.uniform(4.1, 4.5) for s in range(60)]
+    warn = ("{n} pytorch allocator cache flushes since last step. this happens when there is high memory pressure and "
+            "is detrimental to performance. if this is happening frequently consider adjusting settings to reduce "
+            "memory consumption. If you are unable to make the cache flushes go away consider adding "
+            "get_accelerator().empty_cache() calls in your training loop to ensure that all ranks flush their caches "
+            "at the same time")
+    extra = {s: [ds(t + timedelta(seconds=2.1 * s), "[stage3.py:2126:step]", warn.format(n=rng.randint(1, 4)), "WARNING")]
+             for s in range(30, 61)}
+    body, _ = steps_block(t, 60, steps, 8, 1, 8, rng, (600.0, 1200.0, 200.0, 50.0), extra=extra)
+    write("allocator_flush", {"train.log": "\n".join(log + body) + "\n"})
+
+
+def straggler() -> None:
+    rng = random.Random(6)
+    t = T0
+    lines = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    for step in range(1, 31):
+        t += timedelta(seconds=1.5)
+        for rank in range(8):
+            slow = 1.45 if rank == 5 else 1.0
+            f, b, s = 300 * slow * rng.uniform(0.98, 1.02), 700 * slow * rng.uniform(0.98, 1.02), 40.0
+            # srun --label prefix; DeepSpeed's print_dist timers carry the printing rank (log_formats.md §1.8)
+            lines.append(f"{rank}: [Rank {rank}] time (ms) | fwd: {f:.2f} | bwd: {b:.2f} | bwd_inner: {b * 0.8:.2f} | "
+                         f"bwd_allreduce: {b * 0.2:.2f} | step: {s:.2f}")
+    write("straggler", {"train.log": "\n".join(lines) + "\n"})
+
+
+def world_size_mismatch() -> None:
+    rng = random.Random(7)
+    hosts = [f"worker-{i}" for i in range(4)]
+    t = T0
+    log = []
+    for i, h in enumerate(hosts):
+        pfx = f"{h}:{7000 + i}:{7100 + i} [0] NCCL INFO "
+        log.append(pfx + f"comm 0x7f00 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0")
+    body, _ = steps_block(t, 20, [rng.uniform(2.0, 2.1) for _ in range(20)], 4, 1, 8, rng, None)
+    yaml = ("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmachine_rank: 0\nmain_process_ip: "
+            "10.0.0.1\nmain_process_port: 29500\nmixed_precision: bf16\nnum_machines: 1\nnum_processes: 8\n"
+            "rdzv_backend: static\nsame_network: true\nuse_cpu: false\n")
+    script = ("#!/bin/bash\n#SBATCH --nodes=4\n#SBATCH --gpus-per-node=8\n"
+              "srun accelerate launch --config_file accelerate.yaml train.py --bf16\n")
+    write("world_size_mismatch", {"train.log": "\n".join(log + body) + "\n", "accelerate.yaml": yaml, "run.sbatch": script})
+
+
+def fp16_overflow() -> None:
+    rng = random.Random(8)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    n = 80
+    skipped, k, extra = [], 0, {}
+    scale = 65536
+    for s in range(1, n + 1):
+        over = s <= 12 or rng.random() < 0.35
+        if over:
+            k += 1
+            new = max(1, scale // 2)
+            extra[s] = [ds(t, "[loss_scaler.py:183:update_scale]", f"[deepspeed] OVERFLOW! Rank 0 Skipping step. "
+                                                                  f"Attempted loss scale: {scale}, reducing to {new}")]
+            scale = new
+        skipped.append(k)
+    body, _ = steps_block(t, n, [rng.uniform(1.0, 1.1) for _ in range(n)], 8, 1, 8, rng, None, extra=extra,
+                          skipped=skipped)
+    write("fp16_overflow", {"train.log": "\n".join(log + body) + "\n"})
+
+
+def progressive_slowdown() -> None:
+    rng = random.Random(9)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    steps = [1.0 * (1 + s / 60) * rng.uniform(0.98, 1.02) for s in range(80)]
+    body, _ = steps_block(t, 80, steps, 4, 1, 8, rng, None)
+    write("progressive_slowdown", {"train.log": "\n".join(log + body) + "\n",
+                                   "launch.sh": "export WANDB_WATCH=all\ntorchrun --nproc_per_node 8 train.py "
+                                                "--deepspeed ds_config.json\n"})
+
+
+def small_micro_batch() -> None:
+    rng = random.Random(10)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl"),
+           f"[INFO|trainer.py:2138] {ts(t)} >>   Number of trainable parameters = 6,738,415,616"]
+    log += config_dump(t, 2, 1, 16, 8, True, True)
+    body, _ = steps_block(t, 30, [rng.uniform(6.0, 6.3) for _ in range(30)], 1, 16, 8, rng, None)
+    write("small_micro_batch", {"train.log": "\n".join(log + body) + "\n",
+                                "launch.sh": "deepspeed --num_gpus 8 train.py --deepspeed ds_config.json "
+                                             "--per_device_train_batch_size 1 --gradient_accumulation_steps 16 "
+                                             "--max_seq_length 512 --bf16\n"})
+
+
+def input_bound() -> None:
+    rng = random.Random(11)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl"),
+           "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create "
+           "32 worker processes in total. Our suggested max number of worker in current system is 8, which is smaller "
+           "than what this DataLoader is going to create."]
+    log += config_dump(t, 1, 8, 1, 8, True, True)
+    body, _ = steps_block(t, 40, [rng.uniform(2.4, 2.6) for _ in range(40)], 8, 1, 8, rng, (300.0, 560.0, 140.0, 40.0))
+    write("input_bound", {"train.log": "\n".join(log + body) + "\n"})
+
+
+def slow_optimizer_step() -> None:
+    rng = random.Random(12)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    log += config_dump(t, 0, 8, 1, 8, True, True)
+    body, _ = steps_block(t, 30, [rng.uniform(1.9, 2.0) for _ in range(30)], 8, 1, 8, rng, (300.0, 560.0, 100.0, 900.0))
+    write("slow_optimizer_step", {"train.log": "\n".join(log + body) + "\n"})
+
+
+SCENARIOS = (seed_zero3_launch_blocking, multinode_socket, p2p_disabled, comm_bound, allocator_flush, straggler,
+             world_size_mismatch, fp16_overflow, progressive_slowdown, small_micro_batch, input_bound,
+             slow_optimizer_step)
+
+if __name__ == "__main__":
+    for make in SCENARIOS:
+        make()
+        print("wrote", make.__name__)

@@ -1,0 +1,52 @@
+"""The ZeRO planner against the ZeRO paper's arithmetic and the seed case's published numbers."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import run_cli
+from diagnose.planner import plan
+
+
+def test_seed_case_numbers() -> None:
+    p = plan(2.78e9, 16, 4, 80)
+    gb = {s.name: s.model_states_gb for s in p.stages}
+    # causes.md §0.1: 44.5 / 13.2 / 8.0 / 2.8 GB for DDP / ZeRO-1 / 2 / 3
+    assert gb["ddp"] == pytest.approx(44.5, rel=0.1) and gb["zero1"] == pytest.approx(13.2, rel=0.1)
+    assert gb["zero2"] == pytest.approx(8.0, rel=0.1) and gb["zero3"] == pytest.approx(2.8, rel=0.1)
+    assert p.recommended == "ddp" and p.recommended_stage <= 1
+    comm = {s.name: s.comm_gb_per_step for s in p.stages}
+    assert comm["zero3"] == pytest.approx(1.5 * comm["ddp"])
+
+
+def test_accumulation_multiplies_zero2_traffic_only() -> None:
+    p1, p4 = plan(1e9, 8, grad_accum=1), plan(1e9, 8, grad_accum=4)
+    c1 = {s.name: s.comm_gb_per_step for s in p1.stages}
+    c4 = {s.name: s.comm_gb_per_step for s in p4.stages}
+    assert c4["ddp"] == c1["ddp"] and c4["zero1"] == c1["zero1"]
+    assert c4["zero2"] == pytest.approx(4 * c1["zero2"]) and c4["zero3"] == pytest.approx(4 * c1["zero3"])
+
+
+def test_order_of_recommendation() -> None:
+    assert plan(13e9, 8, gpu_memory_gb=80).recommended == "zero2"  # 208 GB under DDP; ZeRO-2 ~39 GB
+    assert plan(70e9, 8, gpu_memory_gb=80).recommended in ("zero3", "zero3+offload")
+    big = plan(70e9, 8, gpu_memory_gb=80)
+    assert any("ZeRO-1" in s for s in big.steps) and any("ZeRO-2" in s for s in big.steps)
+    eight = plan(2.78e9, 1, gpu_memory_gb=40, optimizer="adam8bit")
+    assert next(s for s in eight.stages if s.name == "ddp").model_states_gb == pytest.approx(2.78 * 10, rel=0.01)
+
+
+def test_activation_checkpointing_step() -> None:
+    # 7B, 8 GPUs, long sequences: activations dominate; checkpointing comes before a higher stage.
+    p = plan(7e9, 8, gpu_memory_gb=80, seq_len=4096, micro_batch=4, hidden=4096, layers=32, heads=32)
+    assert any("activation checkpointing" in s for s in p.steps)
+
+
+def test_plan_cli_json() -> None:
+    proc = run_cli("plan", "--params", "2.78e9", "--gpus", "16", "--gpus-per-node", "4", "--gpu-memory", "80",
+                   "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["recommended"] == "ddp" and len(doc["stages"]) == 6
+    assert run_cli("plan", "--params", "-1", "--gpus", "16").returncode == 2
