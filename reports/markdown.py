@@ -53,4 +53,4 @@ def render(doc: dict[str, Any]) -> str:
         text = _ENV.get_template("report.md.j2").render(doc=doc, opts=opts, cut=i > 0)
         if len(text) < GITHUB_LIMIT:
             return text
-    return text[: GITHUB_LIMIT - 200] + "\n\n_(report cut to fit a GitHub comment; use the HTML report for the rest)_\n"
+    return text[: GITHUB_LIMIT - 200] + "\n\n_(report shortened to fit a GitHub comment; the HTML report has the rest)_\n"

@@ -1,0 +1,45 @@
+"""The HTML report in a real headless Chromium (Debian's, driven by Playwright): it loads with no console errors,
+draws every chart, shows the verdict, and requests nothing from the network."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES, run_cli
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+
+
+@pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "ds_zero1_ga2_torchrun"])
+def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    out = tmp_path / "report.html"
+    assert run_cli("report", str(SAMPLES / run), "-o", str(out)).returncode == 0
+    expected_charts = out.read_text().count('class="chart')
+    assert expected_charts >= 2
+    errors: list[str] = []
+    requests: list[str] = []
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(out.as_uri(), timeout=30_000)
+            page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+            drawn = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
+                                  ".filter(d => d.data && d.data.length && d.querySelector('.main-svg')).length")
+            verdict = page.locator("#verdict")
+            assert verdict.is_visible() and verdict.inner_text().strip()
+            page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+        finally:
+            browser.close()
+    assert errors == []
+    assert drawn == expected_charts
+    assert [u for u in requests if not u.startswith(("file:", "data:", "blob:", "about:"))] == []

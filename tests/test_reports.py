@@ -1,0 +1,169 @@
+"""Reports in every format: content, the JSON contract, redaction of planted secrets, escaping of hostile lines,
+GitHub's comment limit, exit codes and safe writing."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES, run_cli
+from diagnose.engine import diagnose
+from parsers import parse
+from reports import document, markdown
+
+SEED = SAMPLES / "synthetic" / "seed_zero3_launch_blocking"
+ALL_RUNS = sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_dir()
+                  and any(f.suffix in (".log", ".out") for f in p.iterdir()) and "wandb" not in p.parts)
+
+SECRETS = {
+    "wandb": "WANDB_API_KEY=4f3c2b1a0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a",
+    "hf": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github": "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789ab",
+    "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP",
+    "openai": "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+    "anthropic": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123",
+    "aws_id": "AKIAIOSFODNN7EXAMPLE",
+    "aws_secret": "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "slack": "xoxb-123456789012-1234567890123-abcdefghijklmnop",
+    "bearer": "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl",
+    "url": "https://alice:s3cr3tpass@example.com/data",
+    "env_token": "MY_SERVICE_TOKEN=plainvalue123",
+    "password": "DB_PASSWORD=hunter2hunter2",
+    "pem": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\n-----END RSA PRIVATE KEY-----",
+}
+SECRET_VALUES = ["4f3c2b1a0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+                 "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789ab", "github_pat_11ABCDEFG", "sk-proj-abcdefghij",
+                 "sk-ant-api03", "AKIAIOSFODNN7EXAMPLE", "wJalrXUtnFEMI", "xoxb-123456789012", "eyJhbGciOiJIUzI1NiJ9",
+                 "s3cr3tpass", "plainvalue123", "hunter2hunter2", "MIIEowIBAAKCAQEA7"]
+HOSTILE = ['<script>alert("pwned")</script>', '<img src=x onerror="alert(1)">', "```\n# injected heading",
+           "](javascript:alert(1))"]
+
+
+def _planted(tmp_path: Path) -> Path:
+    """The seed run plus a launch script and log lines that carry every kind of secret and hostile markup."""
+    run = tmp_path / "run"
+    shutil.copytree(SEED, run)
+    script = run / "train.sh"
+    exports = "\n".join(f"export {v}" for k, v in SECRETS.items() if k in ("wandb", "env_token", "password"))
+    script.write_text(script.read_text().replace("export NCCL_DEBUG=INFO", exports + "\nexport NCCL_DEBUG=INFO"))
+    log = run / "slurm-1234.out"
+    extra = [f"[2026-11-20 09:00:00,000] [WARNING] [x.py:1:f] {v}" for v in SECRETS.values()]
+    extra += [f"Traceback (most recent call last):", f"ValueError: {HOSTILE[0]} {HOSTILE[1]}"]
+    log.write_text(log.read_text() + "\n".join(extra) + "\n")
+    # hostile text where reports do show log content: env values, file names
+    hostile_env = "\n".join(f"export NCCL_HOSTILE_{i}='{h}'" for i, h in enumerate(HOSTILE))
+    script.write_text(script.read_text() + hostile_env + "\n")
+    (run / 'x<img src=x onerror="alert(2)">.log').write_text(log.read_text().splitlines()[5] + "\n")
+    return run
+
+
+@pytest.mark.parametrize("fmt", ["json", "md", "html", "txt"])
+def test_no_planted_secret_survives(tmp_path: Path, fmt: str) -> None:
+    run = _planted(tmp_path)
+    out = tmp_path / f"report.{fmt}"
+    proc = run_cli("report", str(run), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    for secret in SECRET_VALUES:
+        assert secret not in text, secret
+    if fmt != "txt":  # the terminal report shows no env table, so there is nothing to mask there
+        assert "[REDACTED]" in text
+    assert "CUDA_LAUNCH_BLOCKING" in text  # still diagnosed
+
+
+def test_no_redact_keeps_them(tmp_path: Path) -> None:
+    run = _planted(tmp_path)
+    proc = run_cli("report", str(run), "--format", "json", "--no-redact")
+    assert "plainvalue123" in proc.stdout
+
+
+def test_hostile_lines_stay_inert_in_html(tmp_path: Path) -> None:
+    run = _planted(tmp_path)
+    out = tmp_path / "r.html"
+    assert run_cli("report", str(run), "-o", str(out)).returncode == 0
+    html = out.read_text()
+    assert '<script>alert("pwned")</script>' not in html and "<img src=x" not in html
+    assert "&lt;script&gt;alert(" in html and "&lt;img src=x onerror=" in html
+    assert html.count("<script") == html.count("</script>") == 1 + html.count('class="chart')
+
+
+def test_hostile_lines_stay_inert_in_markdown(tmp_path: Path) -> None:
+    run = _planted(tmp_path)
+    text = run_cli("report", str(run), "--format", "md").stdout
+    # Inside fenced blocks GitHub shows text verbatim; everywhere else markup must arrive escaped.
+    outside = re.sub(r"^(`{3,})[a-z]*\n.*?^\1$", "", text, flags=re.M | re.S)
+    outside = re.sub(r"`[^`\n]*`", "", outside)  # inline code spans are verbatim too
+    assert "<script>" not in outside and "<img" not in outside and "&lt;img src=x" in outside
+    for fence_open in re.findall(r"^(`{3,})diff$", text, re.M):
+        assert fence_open == "```"
+
+
+def test_redact_hosts_is_consistent(tmp_path: Path) -> None:
+    doc = json.loads(run_cli("report", str(SEED), "--format", "json", "--redact-hosts").stdout)
+    text = json.dumps(doc)
+    assert "gpu-node-1" not in text and "10.0.0.1" not in text
+    assert doc["run"]["hostnames"] == ["host-1", "host-2", "host-3", "host-4"]
+
+
+def test_json_contract() -> None:
+    proc = run_cli("report", str(SEED), "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert doc["schema_version"] == 1
+    run = doc["run"]
+    assert set(run) >= {"world_size", "nodes", "gpus_per_node", "gpu_name", "model_params", "zero_stage",
+                        "offload_optimizer", "offload_param", "micro_batch_per_gpu", "grad_accum_steps", "precision",
+                        "nccl_transport", "env", "versions"}
+    assert (run["world_size"], run["nodes"], run["gpus_per_node"], run["zero_stage"]) == (16, 4, 4, 3)
+    assert run["gpu_name"] == "NVIDIA A100-SXM4-80GB" and run["model_params"] == 2_779_683_840
+    assert run["nccl_transport"] == "ib" and run["env"]["CUDA_LAUNCH_BLOCKING"] == "1"
+    assert doc["metrics"]["steps"]["p50_s"] == pytest.approx(18, rel=0.05)
+    f0 = doc["findings"][0]
+    assert f0["id"] == "cuda-launch-blocking" and f0["explains_slowdown"] is True
+    assert {"id", "title", "severity", "confidence", "explains_slowdown", "evidence", "fix"} <= set(f0)
+    assert f0["fix"]["changes"] == [{"target": "env", "key": "CUDA_LAUNCH_BLOCKING", "before": "1", "after": None}]
+    assert doc["plan"]["recommended"] == "ddp"
+
+
+def test_markdown_fits_a_github_comment() -> None:
+    model = parse([str(SEED)])
+    doc = document.build(model, diagnose(model))
+    doc["findings"] = doc["findings"] * 200  # a pathological report
+    text = markdown.render(doc)
+    assert len(text) < markdown.GITHUB_LIMIT and "shortened to fit a GitHub comment" in text
+
+
+@pytest.mark.parametrize("run", ALL_RUNS)
+def test_every_sample_renders_every_format(tmp_path: Path, run: str) -> None:
+    for fmt in ("json", "md", "html", "txt"):
+        out = tmp_path / f"r.{fmt}"
+        proc = run_cli("report", str(SAMPLES / run), "-o", str(out))
+        assert proc.returncode == 0, (fmt, proc.stderr)
+        assert out.stat().st_size > 200
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("* plotly.js v") == 1 and len(html) < 6_000_000  # plotly.js inlined once
+    assert html.count("Plotly.newPlot") == html.count('class="chart') and "<script src=" not in html
+
+
+def test_exit_codes_and_overwrite(tmp_path: Path) -> None:
+    out = tmp_path / "r.md"
+    assert run_cli("report", str(SEED), "-o", str(out)).returncode == 0
+    again = run_cli("report", str(SEED), "-o", str(out))
+    assert again.returncode == 2 and "--force" in again.stderr
+    assert run_cli("report", str(SEED), "-o", str(out), "--force").returncode == 0
+    assert run_cli("report", str(SEED), "--fail-on", "critical", "--format", "json").returncode == 1
+    healthy = SAMPLES / "ds_zero2_bf16"
+    assert run_cli("report", str(healthy), "--fail-on", "warning", "--format", "json").returncode == 0
+    assert run_cli("report", str(SEED), "--format", "pdf").returncode == 2
+    assert not list(tmp_path.glob(".r.md.*"))  # no temp files left behind
+
+
+def test_rules_command_prints_the_fixed_shape() -> None:
+    proc = run_cli("rules", "zero-stage-too-high")
+    assert proc.returncode == 0
+    for heading in ("What it detects", "Why it slows training", "Evidence it needs", "The fix"):
+        assert heading in proc.stdout
+    assert len(run_cli("rules").stdout.splitlines()) >= 20
+    assert run_cli("rules", "nope").returncode == 2
