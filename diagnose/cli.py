@@ -41,17 +41,20 @@ def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
     return typer.Exit(code)
 
 
-def load(sources: list[str]) -> RunModel:
+def load(sources: list[str], refresh: bool = False) -> RunModel:
     """Parse with a progress bar on an interactive terminal when the inputs are large."""
     total = sum(Path(s).stat().st_size for s in sources if Path(s).is_file())
     if total < PROGRESS_MIN_BYTES or not err.is_terminal:
-        return parse_sources(sources)
+        if err.is_terminal and any("/" in s and not Path(s).exists() for s in sources):
+            with err.status("fetching the W&B run…"):
+                return parse_sources(sources, refresh=refresh)
+        return parse_sources(sources, refresh=refresh)
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   console=err, transient=True) as bar:
         task = bar.add_task("reading logs", total=total)
-        return parse_sources(sources, progress=lambda n: bar.advance(task, n))
+        return parse_sources(sources, progress=lambda n: bar.advance(task, n), refresh=refresh)
 
 
 @app.command()
@@ -62,6 +65,7 @@ def parse(
                                                     "and the run facts as <DIR>/facts.json.")] = None,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Show secret-looking env values.")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the run model's frame schema and exit.")] = False,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
 ) -> None:
     """Read SOURCES into the run model and summarise it (frames, run facts, unparsed lines)."""
     if schema:
@@ -69,7 +73,7 @@ def parse(
         return
     if format not in ("json", "text"):
         raise _fail(f"--format must be json or text, not {format!r}")
-    model = _load_or_exit(sources)
+    model = _load_or_exit(sources, refresh)
     doc = run_json.summary(model, redact_secrets=not no_redact)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -82,9 +86,9 @@ def parse(
         _print_text(doc)
 
 
-def _load_or_exit(sources: list[str]) -> RunModel:
+def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
     try:
-        return load(sources)
+        return load(sources, refresh)
     except InputError as e:
         raise _fail(str(e)) from None
 
@@ -128,6 +132,7 @@ def report(
                                                "(consistently: same host, same alias).")] = False,
     gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
                                                         "logs do not name the GPU.")] = None,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
 ) -> None:
     """Diagnose SOURCES: why the run was slow, the exact fixes, the ZeRO plan; as text, JSON, Markdown or HTML."""
     fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
@@ -140,7 +145,7 @@ def report(
     from diagnose.engine import diagnose as run_diagnosis
     from reports import document
 
-    model = _load_or_exit(sources)
+    model = _load_or_exit(sources, refresh)
     diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
     doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts)
     if fmt == "text" and output is None:

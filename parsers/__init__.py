@@ -10,9 +10,11 @@ from parsers.sources import resolve, temp_dir
 __all__ = ["InputError", "RunModel", "parse"]
 
 
-def parse(sources: list[str], progress: Callable[[int], None] | None = None) -> RunModel:
-    """Read every source into one run model. Raises InputError for input that cannot be read at all."""
-    with temp_dir() as tmp:
-        from pathlib import Path
+def parse(sources: list[str], progress: Callable[[int], None] | None = None, refresh: bool = False) -> RunModel:
+    """Read every source into one run model. Raises InputError for input that cannot be read at all.
 
-        return build(resolve(sources, Path(tmp)), progress)
+    `refresh` refetches W&B runs instead of reading them from the local cache."""
+    from pathlib import Path
+
+    with temp_dir() as tmp:
+        return build(resolve(sources, Path(tmp)), progress, refresh)

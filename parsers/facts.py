@@ -93,6 +93,7 @@ class FactInputs:
     ds_configs: list[tuple[int, dict[str, Any]]]
     accelerate_configs: list[tuple[int, dict[str, Any]]]
     scripts: list[tuple[int, LaunchScript]]
+    wandb: list[tuple[int, Any]] = field(default_factory=list)  # (source, parsers.wandb_offline.WandbRun)
 
 
 class _Claims:
@@ -134,6 +135,8 @@ def assemble(inp: FactInputs) -> RunFacts:
     _log_claims(c, kv)
     for src, script in inp.scripts:
         _script_claims(c, script, src)
+    for src, run in inp.wandb:
+        _wandb_claims(c, run, src)
     nccl = _nccl(inp.nccl, c)
     _topology_from_hosts(c, inp, nccl)
     if flops:
@@ -402,6 +405,34 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
             c.add("precision", prec, o, src, a[key].line)
     if "gradient_checkpointing" in a:
         c.add("gradient_checkpointing", _bool(a["gradient_checkpointing"].value), o, src, a["gradient_checkpointing"].line)
+
+
+def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
+    """W&B config (the HF integration logs TrainingArguments and the model config) and run metadata."""
+    o, cfg, env = "wandb_config", run.config, run.environment
+    c.add("micro_batch_per_gpu", _int(cfg.get("per_device_train_batch_size")), o, src)
+    c.add("grad_accum_steps", _int(cfg.get("gradient_accumulation_steps")), o, src)
+    c.add("total_steps", _int(cfg.get("max_steps")) if (_int(cfg.get("max_steps")) or 0) > 0 else None, o, src)
+    c.add("dataloader_num_workers", _int(cfg.get("dataloader_num_workers")), o, src)
+    c.add("model_params", _int(cfg.get("model/num_parameters") or run.summary.get("model/num_parameters")), o, src)
+    if _bool(cfg.get("bf16")):
+        c.add("precision", "bf16", o, src)
+    elif _bool(cfg.get("fp16")):
+        c.add("precision", "fp16", o, src)
+    elif cfg.get("bf16") is not None and cfg.get("fp16") is not None:
+        c.add("precision", "fp32", o, src)
+    if cfg.get("gradient_checkpointing") is not None:
+        c.add("gradient_checkpointing", _bool(cfg.get("gradient_checkpointing")), o, src)
+    gpus = env.get("gpu_nvidia") or []
+    if gpus and isinstance(gpus, list) and isinstance(gpus[0], dict):
+        c.add("gpu_name", gpus[0].get("name"), "wandb_metadata", src)
+    c.add("gpu_name", env.get("gpu_type") or env.get("gpu"), "wandb_metadata", src)
+    c.add("gpus_per_node", _int(env.get("gpu_count")), "wandb_metadata", src)
+    c.add("hostname", env.get("host") or run.run.get("host"), "wandb_metadata", src)
+    if cfg.get("transformers_version"):
+        c.add("version.transformers", str(cfg["transformers_version"]), o, src)
+    if env.get("cuda_version"):
+        c.add("version.cuda", str(env["cuda_version"]), "wandb_metadata", src)
 
 
 def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:

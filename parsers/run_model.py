@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 
-from parsers import configs, launch_script
+from parsers import configs, launch_script, wandb_offline
 from parsers.errors import InputError
 from parsers.facts import FactInputs, RunFacts, assemble
 from parsers.ingest import LogResult, ingest_log
@@ -55,15 +55,21 @@ class _Acc:
     ds_configs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     accelerate: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     scripts: list[tuple[int, launch_script.LaunchScript]] = field(default_factory=list)
+    wandb: list[tuple[int, wandb_offline.WandbRun]] = field(default_factory=list)
     sources: list[SourceInfo] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
 
 
-def build(inputs: list[Input], progress: Callable[[int], None] | None = None) -> RunModel:
+def build(inputs: list[Input], progress: Callable[[int], None] | None = None, refresh: bool = False) -> RunModel:
     acc = _Acc()
     for inp in inputs:
-        assert inp.path is not None
         try:
+            if inp.wandb is not None:
+                from parsers import wandb_api
+
+                _add_wandb_run(inp.name, wandb_api.fetch(inp.wandb, refresh=refresh), len(acc.sources), acc,
+                               progress, 0)  # type: ignore[arg-type]
+                continue
             _read_one(inp, acc, progress)
         except InputError:
             if inp.explicit:
@@ -79,7 +85,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None) ->
     frames["timers"] = _number_timers(frames["timers"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
-                                acc.accelerate, acc.scripts))
+                                acc.accelerate, acc.scripts, acc.wandb))
     frames["steps"] = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped))
 
@@ -88,6 +94,9 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
     path = inp.path
     assert path is not None
     head = head_bytes(path)
+    if wandb_offline.is_wandb_file(head):
+        _read_wandb(inp, path, len(acc.sources), acc, progress)
+        return
     if is_binary(head):
         raise InputError(inp.name, "binary file, not a log, config or launch script")
     source_id = len(acc.sources)
@@ -109,6 +118,34 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
         acc.parts.setdefault(name, []).extend(parts)
     acc.blocks.append((source_id, result.blocks))
     _comms_from_table(result, source_id, acc)
+
+
+def _read_wandb(inp: Input, path: Path, source_id: int, acc: _Acc, progress: Callable[[int], None] | None) -> None:
+    """An offline run's transaction log: history, system metrics, config, and the console output as a log."""
+    try:
+        run = wandb_offline.read(path)
+    except ValueError as e:
+        raise InputError(inp.name, str(e)) from None
+    name = inp.name + (" (truncated)" if run.truncated else "")
+    _add_wandb_run(name, run, source_id, acc, progress, path.stat().st_size)
+
+
+def _add_wandb_run(name: str, run: wandb_offline.WandbRun, source_id: int, acc: _Acc,
+                   progress: Callable[[int], None] | None, size: int) -> None:
+    """Offline or fetched, a W&B run lands in the same frames: history -> steps, stats -> system, console -> log."""
+    import io
+
+    console = "\n".join(run.output).encode()
+    result = ingest_log(io.BytesIO(console), source_id, progress)
+    lines = len(run.history) + len(run.stats) + result.text_lines
+    acc.sources.append(SourceInfo(name, "wandb_run", lines=lines,
+                                  recognised=len(run.history) + len(run.stats) + result.used_lines, bytes=size))
+    for name, parts in result.parts.items():
+        acc.parts.setdefault(name, []).extend(parts)
+    acc.blocks.append((source_id, result.blocks))
+    acc.parts.setdefault("steps", []).append(wandb_offline.steps_frame(run.history, source_id))
+    acc.parts.setdefault("system", []).append(wandb_offline.system_frame(run.stats, source_id))
+    acc.wandb.append((source_id, run))
 
 
 def _read_small(inp: Input, path: Path, source_id: int, acc: _Acc) -> str | None:

@@ -28,7 +28,6 @@ SNIFF_BYTES = 64 * 1024
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash", ".sbatch",
                 ".slurm", ".stdout", ".stderr", ""}
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints", "wandb"}  # wandb: see the W&B reader
-WANDB_RUN_URL = re.compile(r"^https?://[^/]+/[^/]+/[^/]+/(?:runs|reports)/")
 
 
 @dataclass(frozen=True)
@@ -36,16 +35,20 @@ class Input:
     name: str  # as the user named it (path, URL, `-`)
     path: Path | None  # local file to read (a temp file for downloads and stdin)
     explicit: bool  # named on the command line (errors are fatal) vs found in a directory (skipped quietly)
+    wandb: object | None = None  # a parsers.wandb_api.WandbRef: fetched through the W&B API instead of read
 
 
 def resolve(sources: list[str], tmpdir: Path) -> list[Input]:
+    from parsers.wandb_api import parse_ref
+
     inputs: list[Input] = []
     for src in sources:
-        if src == "-":
+        ref = parse_ref(src)
+        if ref is not None:
+            inputs.append(Input(src, None, True, ref))
+        elif src == "-":
             inputs.append(Input("<stdin>", _spool_stdin(tmpdir), True))
         elif src.startswith(("http://", "https://")):
-            if WANDB_RUN_URL.match(src) or "wandb" in src.split("/")[2]:
-                raise InputError(src, "W&B run URLs are not supported yet; download the run's output.log and pass it")
             inputs.append(Input(src, download(src, tmpdir), True))
         else:
             inputs.extend(_local(src))
@@ -69,8 +72,21 @@ def _local(src: str) -> Iterator[Input]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
+    from parsers.wandb_offline import find_run_files
+
+    if root.name.startswith(("run-", "offline-run-")) or (root / "wandb").is_dir() and root.name == "wandb":
+        yield from find_run_files(root)
+        return
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
+        if Path(dirpath).name == "wandb":  # W&B run dirs: the transaction log holds everything (console too)
+            yield from find_run_files(Path(dirpath))
+            dirnames[:] = []
+            continue
+        if Path(dirpath).name.startswith(("run-", "offline-run-")) and find_run_files(Path(dirpath)):
+            yield from find_run_files(Path(dirpath))
+            dirnames[:] = []
+            continue
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS - {"wandb"} and not d.startswith("."))
         for name in filenames:
             p = Path(dirpath) / name
             suffix = p.suffix.lower()

@@ -42,7 +42,7 @@ def input_bound(ctx: Ctx) -> Finding | None:
     # alone does not point at the data pipeline.
     other = m.allocator_flushes > 0 or bool(m.stall_events)
     strong = gap is not None and gap >= INPUT_GAP_FACTOR and not other
-    return Finding("input-bound", "The input pipeline starves the GPUs", "warning",
+    return Finding("input-bound", "The input pipeline starves the GPUs", "warning" if strong else "info",
                    "high" if strong else "low", strong,
                    (f"Each step spends {gap:.1f}x the engine's compute time end to end; the difference is spent "
                     "outside the model (data loading, host work)." if strong else

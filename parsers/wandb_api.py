@@ -1,0 +1,200 @@
+"""W&B run references -> the run's data through the real `wandb.Api`, cached as parquet for finished runs.
+
+References: `https://wandb.ai/<entity>/<project>/runs/<id>[/<tab>][?query]`, `entity/project/runs/id`,
+`entity/project/id`, and self-hosted hosts (`https://wandb.example.com/<entity>/...` -> that host's API). Errors
+come back as InputError with one clear line; the client's own retry loop is bounded by a timeout (its default waits
+19 s and more), and an unreachable host is detected by a TCP pre-flight first.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import polars as pl
+
+from parsers.errors import InputError
+from parsers.wandb_offline import WandbRun
+
+API_TIMEOUT_S = 10  # wandb.Api(timeout=...): the issue's "fail within 10 s" for an unreachable service
+PREFLIGHT_TIMEOUT_S = 3.0
+RATE_LIMIT_RETRIES = (1.0, 2.0, 4.0)  # seconds of backoff before giving up on HTTP 429
+FULL_HISTORY_MAX = 10_000  # above this many rows the sampled history would hide stalls: scan the parquet history
+PUBLIC_HOSTS = {"wandb.ai", "app.wandb.ai", "www.wandb.ai"}
+DEFAULT_CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "diagnose" / "wandb"
+
+_PATH = re.compile(r"^/?(?P<entity>[\w.-]+)/(?P<project>[\w.-]+)/(?:runs/)?(?P<run>[\w-]+)(?:/[\w-]*)?/?$")
+
+
+@dataclass(frozen=True)
+class WandbRef:
+    entity: str
+    project: str
+    run_id: str
+    base_url: str | None  # None: the client's configured default (WANDB_BASE_URL or the public cloud)
+
+    @property
+    def path(self) -> str:
+        return f"{self.entity}/{self.project}/{self.run_id}"
+
+
+def parse_ref(text: str) -> WandbRef | None:
+    """A run URL or `entity/project/[runs/]id`; None when `text` is not a W&B reference."""
+    if text.startswith(("http://", "https://")):
+        url = urlparse(text)
+        if "/reports/" in url.path:
+            raise InputError(text, "this is a W&B report, not a run: open the report and pass the URL of each run "
+                                   "(…/runs/<id>) instead")
+        m = re.match(r"^/(?P<entity>[\w.-]+)/(?P<project>[\w.-]+)/runs/(?P<run>[\w-]+)(?:/[\w-]*)?/?$", url.path)
+        if not m:
+            return None
+        host = url.hostname or ""
+        base = None if host in PUBLIC_HOSTS else f"{url.scheme}://{url.netloc}"
+        return WandbRef(m["entity"], m["project"], m["run"], base)
+    if os.path.exists(text) or text.count("/") not in (2, 3):
+        return None
+    m = _PATH.match(text)
+    if not m or (text.count("/") == 3 and "/runs/" not in text):
+        return None
+    return WandbRef(m["entity"], m["project"], m["run"], None)
+
+
+def cache_dir(ref: WandbRef, root: Path | None = None) -> Path:
+    host = urlparse(ref.base_url).netloc if ref.base_url else "default"
+    return (root or Path(os.environ.get("DIAGNOSE_CACHE_DIR", DEFAULT_CACHE))) / host / ref.entity / ref.project / ref.run_id
+
+
+def load_cached(directory: Path) -> WandbRun | None:
+    meta_path = directory / "meta.json"
+    if not meta_path.is_file():
+        return None
+    meta = json.loads(meta_path.read_text())
+    run = WandbRun(run=meta["run"], config=meta["config"], summary=meta["summary"], environment=meta["environment"])
+    if (directory / "history.parquet").is_file():
+        run.history = pl.read_parquet(directory / "history.parquet").to_dicts()
+    if (directory / "system.parquet").is_file():
+        run.stats = pl.read_parquet(directory / "system.parquet").to_dicts()
+    if (directory / "output.log").is_file():
+        run.output = (directory / "output.log").read_text(errors="replace").split("\n")
+    return run
+
+
+def save_cache(directory: Path, run: WandbRun, state: str) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    meta = {"run": run.run, "config": run.config, "summary": run.summary, "environment": run.environment,
+            "state": state}
+    (directory / "meta.json").write_text(json.dumps(meta, default=str))
+    if run.history:
+        pl.from_dicts(run.history, infer_schema_length=None).write_parquet(directory / "history.parquet")
+    if run.stats:
+        pl.from_dicts(run.stats, infer_schema_length=None).write_parquet(directory / "system.parquet")
+    (directory / "output.log").write_text("\n".join(run.output))
+
+
+def fetch(ref: WandbRef, refresh: bool = False, cache_root: Path | None = None) -> WandbRun:
+    """The run's config, summary, metadata, history, system metrics and console output; cached once finished."""
+    directory = cache_dir(ref, cache_root)
+    if not refresh:
+        cached = load_cached(directory)
+        if cached is not None:
+            return cached
+    name = f"W&B run {ref.path}"
+    base = ref.base_url or os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
+    _preflight(name, base)
+    api = _api(name, ref)
+    wrun = _call(name, lambda: api.run(ref.path))
+    out = WandbRun(run={"run_id": wrun.id, "entity": ref.entity, "project": ref.project, "display_name": wrun.name,
+                        "state": wrun.state},
+                   config=dict(wrun.config), summary=dict(wrun.summary._json_dict))
+    rows = wrun.historyLineCount or 0
+    if rows > FULL_HISTORY_MAX:
+        out.history = _call(name, lambda: list(wrun.scan_history(page_size=1000)))
+    else:
+        out.history = _call(name, lambda: wrun.history(samples=max(rows, 1), pandas=False))
+    out.stats = _call(name, lambda: wrun.history(stream="system", pandas=False))
+    out.environment = _metadata(name, wrun)
+    out.output = _console(name, wrun)
+    if wrun.state in ("finished", "crashed", "failed", "killed"):
+        save_cache(directory, out, wrun.state)
+    return out
+
+
+def _preflight(name: str, base: str) -> None:
+    url = urlparse(base)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=PREFLIGHT_TIMEOUT_S).close()
+    except OSError as e:
+        raise InputError(name, f"cannot reach the W&B API at {base} ({e.strerror or e}); check the network, or "
+                               "WANDB_BASE_URL for a self-hosted server") from None
+
+
+def _api(name: str, ref: WandbRef) -> Any:
+    import wandb
+    from wandb.errors import AuthenticationError, UsageError
+
+    overrides = {"base_url": ref.base_url} if ref.base_url else {}
+    try:
+        return wandb.Api(overrides=overrides, timeout=API_TIMEOUT_S)
+    except UsageError:
+        raise InputError(name, "no W&B API key: set WANDB_API_KEY or run `wandb login`") from None
+    except AuthenticationError as e:
+        raise InputError(name, f"W&B did not accept the API key ({_first_line(e)})") from None
+
+
+def _call(name: str, fn: Any) -> Any:
+    from wandb.errors import CommError
+
+    for delay in (*RATE_LIMIT_RETRIES, None):
+        try:
+            return fn()
+        except CommError as e:
+            msg = _first_line(e)
+            low = msg.lower()
+            if ("429" in low or "rate limit" in low or "too many requests" in low) and delay is not None:
+                time.sleep(delay)
+                continue
+            if "could not find run" in low or "not found" in low:
+                raise InputError(name, "run not found (check entity, project and run id)") from None
+            if "permission" in low or "unauthorized" in low or "forbidden" in low:
+                raise InputError(name, "no permission to read this run with the configured API key") from None
+            if "429" in low or "rate limit" in low or "too many requests" in low:
+                raise InputError(name, "rate limited by the W&B API; try again in a minute") from None
+            if "did not respond in time" in low or "timed out" in low:
+                raise InputError(name, f"the W&B API did not answer within {API_TIMEOUT_S} s") from None
+            raise InputError(name, f"W&B API error: {msg}") from None
+    raise AssertionError("unreachable")
+
+
+def _metadata(name: str, wrun: Any) -> dict[str, Any]:
+    try:
+        meta = wrun.metadata
+    except Exception:  # a run without wandb-metadata.json  # noqa: BLE001
+        return {}
+    return dict(meta or {})
+
+
+def _console(name: str, wrun: Any) -> list[str]:
+    from wandb.errors import CommError
+
+    with tempfile.TemporaryDirectory(prefix="diagnose-wandb-") as tmp:
+        try:
+            f = wrun.file("output.log")
+            if not getattr(f, "url", None):
+                return []
+            f.download(root=tmp, replace=True)
+        except (CommError, ValueError, OSError):
+            return []
+        path = Path(tmp) / "output.log"
+        return path.read_text(errors="replace").split("\n") if path.is_file() else []
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

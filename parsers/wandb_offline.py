@@ -1,0 +1,201 @@
+"""W&B offline runs: our own reader of the binary `run-<id>.wandb` transaction log.
+
+wandb 0.31 ships no Python reader (the writer is Go wandb-core) but still ships the protobuf schema
+(`wandb.proto.wandb_internal_pb2.Record`). The framing is LevelDB's log format (../shared/reference/wandb.md §2):
+a 7-byte file header `:W&B` + magic 0xBEE1 + version, then 32 KiB blocks of chunks `<crc32 u32, length u16, type u8>`
+(1 full, 2 first, 3 middle, 4 last); fewer than 7 bytes left in a block are padding. A crashed run leaves a
+truncated tail: everything before it is read and `truncated` says so.
+"""
+from __future__ import annotations
+
+import json
+import re
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+HEADER = struct.Struct("<4sHB")
+CHUNK = struct.Struct("<IHB")
+BLOCK = 32768
+MAGIC = (b":W&B", 0xBEE1)
+FULL, FIRST, MIDDLE, LAST = 1, 2, 3, 4
+_GPU_KEY = re.compile(r"^(?:system\.)?gpu\.(?:process\.)?(\d+)\.(.+)$")
+
+
+@dataclass
+class WandbRun:
+    run: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    stats: list[dict[str, Any]] = field(default_factory=list)
+    output: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    truncated: bool = False
+    bad_crc: int = 0
+
+
+def is_wandb_file(head: bytes) -> bool:
+    return len(head) >= HEADER.size and HEADER.unpack_from(head)[:2] == MAGIC
+
+
+def iter_records(data: bytes, check_crc: bool = True) -> tuple[list[bytes], bool, int]:
+    """-> (record payloads, truncated, chunks with a bad CRC)."""
+    if not is_wandb_file(data):
+        raise ValueError("not a W&B transaction log (bad header)")
+    pos, out, parts, truncated, bad = HEADER.size, [], [], False, 0
+    while pos < len(data):
+        left = BLOCK - pos % BLOCK
+        if left < CHUNK.size:
+            pos += left
+            continue
+        if pos + CHUNK.size > len(data):
+            truncated = True
+            break
+        crc, length, ctype = CHUNK.unpack_from(data, pos)
+        start, end = pos + CHUNK.size, pos + CHUNK.size + length
+        if length == 0 and ctype == 0:  # zero padding at the end of a block
+            pos += left
+            continue
+        if end > len(data):
+            truncated = True
+            break
+        payload = data[start:end]
+        pos = end
+        if check_crc and zlib.crc32(payload, zlib.crc32(bytes([ctype]))) & 0xFFFFFFFF != crc:
+            bad += 1
+            parts = []
+            continue
+        if ctype == FULL:
+            out.append(payload)
+        elif ctype == FIRST:
+            parts = [payload]
+        elif ctype == MIDDLE and parts:
+            parts.append(payload)
+        elif ctype == LAST and parts:
+            parts.append(payload)
+            out.append(b"".join(parts))
+            parts = []
+    if parts:
+        truncated = True
+    return out, truncated, bad
+
+
+def _items(items: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for it in items:
+        nested = getattr(it, "nested_key", None)
+        key = ".".join(nested) if nested else it.key
+        try:
+            out[key] = json.loads(it.value_json) if it.value_json else None
+        except ValueError:
+            out[key] = it.value_json
+    return out
+
+
+def read(path: Path) -> WandbRun:
+    from google.protobuf.json_format import MessageToDict
+    from wandb.proto import wandb_internal_pb2 as pb
+
+    payloads, truncated, bad = iter_records(path.read_bytes())
+    run = WandbRun(truncated=truncated, bad_crc=bad)
+    raw_output: list[str] = []
+    for payload in payloads:
+        rec = pb.Record()
+        try:
+            rec.ParseFromString(payload)
+        except Exception:  # a damaged record: skip it, keep the rest  # noqa: BLE001
+            run.counts["undecodable"] = run.counts.get("undecodable", 0) + 1
+            continue
+        kind = rec.WhichOneof("record_type")
+        run.counts[kind or "?"] = run.counts.get(kind or "?", 0) + 1
+        if kind == "history":
+            run.history.append(_items(rec.history.item))
+        elif kind == "stats":
+            row = _items(rec.stats.item)
+            row["_timestamp"] = rec.stats.timestamp.seconds + rec.stats.timestamp.nanos / 1e9
+            run.stats.append(row)
+        elif kind == "config":
+            for k, v in _items(rec.config.update).items():
+                run.config[k] = v.get("value", v) if isinstance(v, dict) and set(v) <= {"value", "desc"} else v
+        elif kind == "summary":
+            run.summary.update(_items(rec.summary.update))
+        elif kind == "run":
+            r = rec.run
+            run.run = {"run_id": r.run_id, "entity": r.entity, "project": r.project, "display_name": r.display_name,
+                       "host": r.host, "start_time": r.start_time.seconds}
+            if len(r.config.update):
+                run.config.update(_items(r.config.update))
+        elif kind == "environment":
+            run.environment.update(MessageToDict(rec.environment, preserving_proto_field_name=True))
+        elif kind == "output_raw":
+            raw_output.append(rec.output_raw.line)
+        elif kind == "output":
+            raw_output.append(rec.output.line)
+    run.output = "".join(raw_output).replace("\r\n", "\n").split("\n") if raw_output else []
+    return run
+
+
+def system_frame(stats: list[dict[str, Any]], source_id: int) -> pl.DataFrame:
+    """Stats rows -> long (ts, gpu, metric, value) rows; `system.` prefix optional, non-GPU metrics have gpu null."""
+    rows = []
+    for row in stats:
+        ts = row.get("_timestamp") or row.get("system._timestamp")
+        for key, value in row.items():
+            if key.startswith("_") or not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            m = _GPU_KEY.match(key)
+            if m:
+                rows.append((ts, int(m.group(1)), m.group(2), float(value)))
+            else:
+                rows.append((ts, None, key.removeprefix("system."), float(value)))
+    frame = pl.DataFrame(rows, schema={"_t": pl.Float64, "gpu": pl.Int32, "metric": pl.String, "value": pl.Float64},
+                         orient="row")
+    return frame.with_columns(
+        pl.from_epoch((pl.col("_t") * 1000).cast(pl.Int64), time_unit="ms").alias("ts"),
+        pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit("wandb_stats").alias("origin"),
+    ).drop("_t")
+
+
+# History keys the HF integration and common scripts use, per steps column (first present wins).
+HISTORY_KEYS = {
+    "global_step": ("train/global_step", "global_step", "trainer/global_step", "step", "_step"),
+    "loss": ("train/loss", "loss", "train_loss"),
+    "lr": ("train/learning_rate", "learning_rate", "lr"),
+    "grad_norm": ("train/grad_norm", "grad_norm"),
+    "epoch": ("train/epoch", "epoch"),
+    "samples_per_sec": ("train/samples_per_second", "samples_per_sec", "throughput"),
+}
+
+
+def steps_frame(history: list[dict[str, Any]], source_id: int) -> pl.DataFrame:
+    rows = []
+    for h in history:
+        row: dict[str, Any] = {}
+        for col, keys in HISTORY_KEYS.items():
+            row[col] = next((h[k] for k in keys if isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool)),
+                            None)
+        row["_timestamp"] = h.get("_timestamp")
+        row["_runtime"] = h.get("_runtime")
+        if row["loss"] is not None or row["samples_per_sec"] is not None or row["lr"] is not None:
+            rows.append(row)
+    schema = {"global_step": pl.Float64, "loss": pl.Float64, "lr": pl.Float64, "grad_norm": pl.Float64,
+              "epoch": pl.Float64, "samples_per_sec": pl.Float64, "_timestamp": pl.Float64, "_runtime": pl.Float64}
+    frame = pl.DataFrame(rows, schema=schema, orient="row")
+    return frame.with_columns(
+        pl.col("global_step").cast(pl.Int64),
+        pl.from_epoch((pl.col("_timestamp") * 1000).cast(pl.Int64), time_unit="ms").alias("ts"),
+        pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit("wandb_history").alias("origin"),
+    ).drop("_timestamp", "_runtime")
+
+
+def find_run_files(path: Path) -> list[Path]:
+    """A `.wandb` file, a run directory, or a `wandb/` directory of runs -> the transaction logs in it."""
+    if path.is_file():
+        return [path]
+    return sorted(path.glob("run-*.wandb")) or sorted(path.glob("*/run-*.wandb"))
