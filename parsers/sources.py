@@ -74,9 +74,6 @@ def _local(src: str) -> Iterator[Input]:
 def _walk(root: Path) -> Iterator[Path]:
     from parsers.wandb_offline import find_run_files
 
-    if root.name.startswith(("run-", "offline-run-")) or (root / "wandb").is_dir() and root.name == "wandb":
-        yield from find_run_files(root)
-        return
     for dirpath, dirnames, filenames in os.walk(root):
         if Path(dirpath).name == "wandb":  # W&B run dirs: the transaction log holds everything (console too)
             yield from find_run_files(Path(dirpath))

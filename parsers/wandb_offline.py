@@ -198,4 +198,9 @@ def find_run_files(path: Path) -> list[Path]:
     """A `.wandb` file, a run directory, or a `wandb/` directory of runs -> the transaction logs in it."""
     if path.is_file():
         return [path]
-    return sorted(path.glob("run-*.wandb")) or sorted(path.glob("*/run-*.wandb"))
+    found = sorted(path.glob("run-*.wandb")) or sorted(path.glob("*/run-*.wandb"))
+    found.sort(key=lambda p: "latest-run" in p.parts)  # `latest-run` links to one of the run directories
+    unique: dict[Path, Path] = {}
+    for p in found:
+        unique.setdefault(p.resolve(), p)
+    return sorted(unique.values())

@@ -1,0 +1,212 @@
+"""W&B runs as sources, with the real wandb client: offline runs it writes during the test, read back by our
+`.wandb` reader; and the same run served by a loopback stand-in of the W&B API that the real client fetches over
+HTTP (with the cache and every error path). Every subprocess has a timeout."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from conftest import ROOT, run_cli
+from parsers import parse, wandb_offline
+from wandb_standin import StandIn
+
+STEPS = 240
+WRITER = r"""
+import os, sys, time, wandb
+run = wandb.init(project="p", config={"per_device_train_batch_size": 8, "gradient_accumulation_steps": 2,
+                 "bf16": True, "fp16": False, "model/num_parameters": 124000000},
+                 settings=wandb.Settings(x_stats_sampling_interval=0.2))
+print(f"run id {run.id}", flush=True)
+for i in range(STEPS):
+    run.log({"train/loss": 5.0 - i * 0.01, "train/learning_rate": 1e-4, "train/global_step": i + 1}, step=i)
+    if i % 40 == 0:
+        print(f"[Rank 0] time (ms) | fwd: {10 + i / 100:.2f} | bwd: 20.00 | bwd_inner: 15.00 | bwd_allreduce: 5.00 | step: 3.00", flush=True)
+    time.sleep(0.004)
+time.sleep(1.0)
+run.finish()
+""".replace("STEPS", str(STEPS))
+
+
+def _env(home: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WANDB_")}
+    env.update(HOME=str(home), WANDB_MODE="offline", WANDB_DIR=str(home), WANDB_SILENT="true",
+               DIAGNOSE_CACHE_DIR=str(home / "cache"), **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def offline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = tmp_path_factory.mktemp("wandb-home")
+    (home / "writer.py").write_text(WRITER)
+    proc = subprocess.run([sys.executable, str(home / "writer.py")], env=_env(home), capture_output=True, text=True,
+                          timeout=180, cwd=home)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = sorted((home / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1
+    return runs[0]
+
+
+def test_offline_run_reads_back(offline_run: Path) -> None:
+    m = parse([str(offline_run)])
+    hist = m.frames["steps"].filter(pl.col("origin") == "wandb_history").sort("global_step")
+    assert hist.height == STEPS
+    assert hist["global_step"].to_list() == list(range(1, STEPS + 1))
+    assert hist["loss"].to_list() == pytest.approx([5.0 - i * 0.01 for i in range(STEPS)])
+    system = m.frames["system"]
+    assert system.height > 0 and {"cpu", "proc.memory.rssMB"} & set(system["metric"].to_list())
+    f = m.facts
+    assert (f.micro_batch_per_gpu, f.grad_accum_steps, f.precision, f.model_params) == (8, 2, "bf16", 124_000_000)
+    timers = m.frames["timers"]
+    assert timers.height == STEPS // 40 and timers["fwd"][0] == 10.0  # console output went through the log parser
+
+
+def test_truncated_run_gives_what_it_can(offline_run: Path, tmp_path: Path) -> None:
+    src = next(offline_run.glob("run-*.wandb"))
+    cut = tmp_path / src.name
+    data = src.read_bytes()
+    cut.write_bytes(data[: int(len(data) * 0.6)])
+    run = wandb_offline.read(cut)
+    assert run.truncated and 0 < len(run.history) < STEPS
+    m = parse([str(cut)])
+    assert "(truncated)" in m.sources[0].name
+
+
+def test_not_a_wandb_file(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        wandb_offline.iter_records(b"garbage that is not a transaction log")
+
+
+def _standin_from(offline_run: Path) -> StandIn:
+    run = wandb_offline.read(next(offline_run.glob("run-*.wandb")))
+    system = [{("system." + k if not k.startswith("_") else k): v for k, v in row.items()} for row in run.stats]
+    system = [{**r, "system.gpu.0.gpu": 50.0 + i % 3, "system.gpu.0.memoryAllocated": 92.0}
+              for i, r in enumerate(system)]  # GPU keys as the API names them (no GPU writes them here)
+    config = {k: v for k, v in run.config.items() if k != "_wandb"}
+    return StandIn(run.run["run_id"], config, {"train/loss": 2.61}, run.history, system, "\n".join(run.output),
+                   {"host": "vm", "gpu_nvidia": [{"name": "NVIDIA A100-SXM4-80GB"}], "gpu_count": 4})
+
+
+KEY = "x" * 40
+
+
+def test_api_fetch_matches_offline_run_and_caches(offline_run: Path, tmp_path: Path) -> None:
+    offline = parse([str(offline_run)])
+    with _standin_from(offline_run) as standin:
+        ref = f"e/p/{standin.run_id}"
+        env = _env(tmp_path, WANDB_BASE_URL=standin.url, WANDB_API_KEY=KEY)
+        proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", ref, "--format", "json", "--out",
+                               str(tmp_path / "frames")], env=env, capture_output=True, text=True, timeout=120,
+                              cwd=ROOT)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        assert any(r.startswith("POST /graphql") for r in standin.requests)
+    steps = pl.read_parquet(tmp_path / "frames" / "steps.parquet").filter(pl.col("origin") == "wandb_history")
+    want = offline.frames["steps"].filter(pl.col("origin") == "wandb_history")
+    assert sorted(steps["global_step"].to_list()) == sorted(want["global_step"].to_list())
+    assert sorted(steps["loss"].to_list()) == pytest.approx(sorted(want["loss"].to_list()))
+    system = pl.read_parquet(tmp_path / "frames" / "system.parquet")
+    assert system.filter((pl.col("metric") == "gpu") & (pl.col("gpu") == 0)).height > 0
+    assert doc["facts"]["gpu_name"] == "NVIDIA A100-SXM4-80GB" and doc["facts"]["micro_batch_per_gpu"] == 8
+    assert doc["frames"]["timers"] == offline.frames["timers"].height  # console output.log through the parser
+    # the server is gone: the cache answers
+    again = subprocess.run([sys.executable, "-m", "diagnose", "parse", ref, "--format", "json"], env=env,
+                           capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["frames"] == doc["frames"]
+    refresh = subprocess.run([sys.executable, "-m", "diagnose", "parse", ref, "--refresh"], env=env,
+                             capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert refresh.returncode == 2 and "cannot reach" in refresh.stderr
+
+
+def _run_error(offline_run: Path, tmp_path: Path, mode: str, **env_extra: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    with _standin_from(offline_run) as standin:
+        standin.mode = mode
+        env = _env(tmp_path, WANDB_BASE_URL=standin.url, WANDB_API_KEY=KEY)
+        env.update(env_extra)
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", f"https://wandb.example.test/e/p/runs/"
+                               f"{standin.run_id}/overview?nw=1" if mode == "selfhosted" else f"e/p/{standin.run_id}"],
+                              env=env, capture_output=True, text=True, timeout=90, cwd=ROOT)
+        return proc, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("missing", "run not found"),
+    ("denied", "no permission"),
+    ("unauthorized", "did not accept the API key"),
+])
+def test_api_errors(offline_run: Path, tmp_path: Path, mode: str, message: str) -> None:
+    proc, _ = _run_error(offline_run, tmp_path, mode)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_rate_limit_is_retried(offline_run: Path, tmp_path: Path) -> None:
+    proc, _ = _run_error(offline_run, tmp_path, "ratelimit-once")
+    assert proc.returncode == 0 or "rate limited" in proc.stderr or "did not answer" in proc.stderr, proc.stderr
+
+
+def test_no_api_key(tmp_path: Path) -> None:
+    env = _env(tmp_path, WANDB_BASE_URL="http://127.0.0.1:9")
+    env.pop("WANDB_MODE")
+    proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", "e/p/abc123", "--refresh"], env=env,
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2
+    assert "cannot reach" in proc.stderr or "WANDB_API_KEY" in proc.stderr
+
+
+def test_no_api_key_with_a_reachable_server(offline_run: Path, tmp_path: Path) -> None:
+    with _standin_from(offline_run) as standin:
+        env = _env(tmp_path, WANDB_BASE_URL=standin.url)
+        env.pop("WANDB_MODE")
+        proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", f"e/p/{standin.run_id}"], env=env,
+                              capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 2 and "WANDB_API_KEY" in proc.stderr and "wandb login" in proc.stderr, proc.stderr
+
+
+def test_unreachable_fails_fast(tmp_path: Path) -> None:
+    env = _env(tmp_path, WANDB_BASE_URL="http://127.0.0.1:9", WANDB_API_KEY=KEY)
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", "e/p/abc123"], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2 and "cannot reach" in proc.stderr
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.parametrize("text, want", [
+    ("https://wandb.ai/ent/proj/runs/abc123", ("ent", "proj", "abc123", None)),
+    ("https://wandb.ai/ent/proj/runs/abc123/logs?nw=nwuser", ("ent", "proj", "abc123", None)),
+    ("https://wandb.ai/ent/proj/runs/abc123/system", ("ent", "proj", "abc123", None)),
+    ("https://wandb.example.com/ent/proj/runs/abc123/overview", ("ent", "proj", "abc123", "https://wandb.example.com")),
+    ("ent/proj/runs/abc123", ("ent", "proj", "abc123", None)),
+    ("ent/proj/abc123", ("ent", "proj", "abc123", None)),
+])
+def test_run_references(text: str, want: tuple) -> None:
+    from parsers.wandb_api import parse_ref
+
+    ref = parse_ref(text)
+    assert ref is not None and (ref.entity, ref.project, ref.run_id, ref.base_url) == want
+
+
+def test_report_url_asks_for_run_urls() -> None:
+    proc = run_cli("parse", "https://wandb.ai/ent/proj/reports/Slow-run--Vmlldzo1")
+    assert proc.returncode == 2 and "not a run" in proc.stderr
+
+
+def test_walking_a_run_directory_reads_the_transaction_log_once(offline_run: Path) -> None:
+    m = parse([str(offline_run.parent)])
+    assert [s.kind for s in m.sources] == ["wandb_run"]
+
+
+def test_offline_read_speed_figure(offline_run: Path) -> None:
+    """Not a timing assertion: the reader must simply produce every history row (benchmarks/wandb_read.py times it)."""
+    run = wandb_offline.read(next(offline_run.glob("run-*.wandb")))
+    assert len(run.history) == STEPS and run.counts["history"] == STEPS
