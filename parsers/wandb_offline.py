@@ -86,6 +86,114 @@ def iter_records(data: bytes, check_crc: bool = True) -> tuple[list[bytes], bool
     return out, truncated, bad
 
 
+def _record_field(payload: bytes) -> int:
+    """The field number of a serialized Record's first field other than `num` (1): its record type's number,
+    read without decoding the message (wandb-core writes fields in field-number order; types <= 15 have one-byte
+    tags, which is all we need to tell summaries (3) apart)."""
+    if not payload:
+        return -1
+    i = 0
+    if payload[0] == 0x08:  # num, a varint
+        i = 1
+        while i < len(payload) and payload[i] & 0x80:
+            i += 1
+        i += 1
+    return payload[i] >> 3 if i < len(payload) else -1
+
+
+SUMMARY_FIELD = 3
+# wandb-core writes about two summary records per logged step (200,001 for 100,000 steps); the final summary is
+# what matters, so only the first and the last few thousand are decoded (keys set once at the start survive).
+SUMMARY_HEAD, SUMMARY_TAIL = 500, 2000
+
+
+HISTORY_FIELD = 2
+# HistoryItem: key = 1, nested_key = 2 (repeated; wandb-core writes keys there), value_json = 16 (tag 0x82 0x01)
+_ITEM_TAG, _KEY_TAG, _NESTED_KEY_TAG, _VALUE_JSON_TAG = 0x0A, 0x0A, 0x12, 0x82
+
+
+def _history_fast(payload: bytes) -> dict[str, Any] | None:
+    """Decode a history Record straight from its bytes (flat keys + value_json, as wandb-core writes them);
+    None sends anything else (nested keys, typed values) to the protobuf path. 5-10x faster than upb objects."""
+    try:
+        i = 0
+        if payload[0] == 0x08:
+            i = 1
+            while payload[i] & 0x80:
+                i += 1
+            i += 1
+        if payload[i] != 0x12:
+            return None
+        i, length = _len(payload, i + 1)
+        end = i + length
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        while i < end:
+            tag = payload[i]
+            length = payload[i + 1]
+            if length < 0x80:  # one-byte lengths inline: most items are short (the hot loop of the reader)
+                i += 2
+            else:
+                i, length = _len(payload, i + 1)
+            if tag == _ITEM_TAG:
+                j, item_end = i, i + length
+                key = value = None
+                parts: list[bytes] = []
+                while j < item_end:
+                    t = payload[j]
+                    j += 2 if t == _VALUE_JSON_TAG else 1
+                    n = payload[j]
+                    if n < 0x80:
+                        j += 1
+                    else:
+                        j, n = _len(payload, j)
+                    if t == _NESTED_KEY_TAG:
+                        parts.append(payload[j:j + n])
+                    elif t == _VALUE_JSON_TAG:
+                        value = payload[j:j + n]
+                    elif t == _KEY_TAG:
+                        key = payload[j:j + n]
+                    else:
+                        return None
+                    j += n
+                key = key or (parts[0] if len(parts) == 1 else b".".join(parts))
+                if not key or value is None:
+                    return None
+                keys.append(key)
+                values.append(value)
+            i += length
+        decoded = json.loads(b"[" + b",".join(values) + b"]")
+        return dict(zip((k.decode() for k in keys), decoded))
+    except (IndexError, ValueError):
+        return None
+
+
+def _len(data: bytes, i: int) -> tuple[int, int]:
+    """A varint at i -> (position after it, value)."""
+    b = data[i]
+    if b < 0x80:
+        return i + 1, b
+    result, shift = 0, 0
+    while True:
+        b = data[i]
+        i += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return i, result
+        shift += 7
+
+
+def _history_row(items: Any) -> dict[str, Any]:
+    keys = [it.key or ".".join(it.nested_key) for it in items]
+    if not all(keys):
+        return _items(items)
+    try:
+        decoded = json.loads("[" + ",".join([it.value_json or "null" for it in items]) + "]")  # one parse per row
+    except ValueError:
+        return _items(items)
+    return dict(zip(keys, decoded))
+
+
 def _items(items: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for it in items:
@@ -105,7 +213,17 @@ def read(path: Path) -> WandbRun:
     payloads, truncated, bad = iter_records(path.read_bytes())
     run = WandbRun(truncated=truncated, bad_crc=bad)
     raw_output: list[str] = []
-    for payload in payloads:
+    summary_idx = [i for i, p in enumerate(payloads) if _record_field(p) == SUMMARY_FIELD]
+    skip = set(summary_idx[SUMMARY_HEAD:-SUMMARY_TAIL]) if len(summary_idx) > SUMMARY_HEAD + SUMMARY_TAIL else set()
+    if skip:
+        run.counts["summary_skipped"] = len(skip)
+    for i, payload in enumerate(payloads):
+        if i in skip:
+            continue
+        if (row := _history_fast(payload)) is not None:
+            run.history.append(row)
+            run.counts["history"] = run.counts.get("history", 0) + 1
+            continue
         rec = pb.Record()
         try:
             rec.ParseFromString(payload)
@@ -115,7 +233,7 @@ def read(path: Path) -> WandbRun:
         kind = rec.WhichOneof("record_type")
         run.counts[kind or "?"] = run.counts.get(kind or "?", 0) + 1
         if kind == "history":
-            run.history.append(_items(rec.history.item))
+            run.history.append(_history_row(rec.history.item))
         elif kind == "stats":
             row = _items(rec.stats.item)
             row["_timestamp"] = rec.stats.timestamp.seconds + rec.stats.timestamp.nanos / 1e9
