@@ -64,6 +64,10 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     acc = _Acc()
     for inp in inputs:
         try:
+            if inp.path is not None and inp.path.is_dir() and wandb_offline.is_legacy_run_dir(inp.path):
+                run = wandb_offline.read_legacy(inp.path)
+                _add_wandb_run(inp.name, run, len(acc.sources), acc, progress, 0)
+                continue
             if inp.wandb is not None:
                 from parsers import wandb_api
 

@@ -60,6 +60,11 @@ def _local(src: str) -> Iterator[Input]:
     if not path.exists():
         raise InputError(src, "no such file or directory")
     if path.is_dir():
+        from parsers.wandb_offline import is_legacy_run_dir
+
+        if is_legacy_run_dir(path):
+            yield Input(src, path, True)
+            return
         found = sorted(_walk(path))
         if not found:
             raise InputError(src, "directory holds no log, config or launch-script files")

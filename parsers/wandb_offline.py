@@ -312,11 +312,57 @@ def steps_frame(history: list[dict[str, Any]], source_id: int) -> pl.DataFrame:
     ).drop("_timestamp", "_runtime")
 
 
+LEGACY_FILES = ("wandb-history.jsonl", "wandb-events.jsonl", "wandb-summary.json", "wandb-metadata.json",
+                "config.yaml")
+
+
+def read_legacy(run_dir: Path) -> WandbRun:
+    """A run directory as older SDKs (and `wandb sync`) left it: JSON-lines history and system events,
+    wandb-summary.json, wandb-metadata.json, config.yaml (values wrapped in {value: ...}), output.log."""
+    import yaml
+
+    files = run_dir / "files" if (run_dir / "files").is_dir() else run_dir
+    run = WandbRun(run={"run_id": run_dir.name.rsplit("-", 1)[-1]})
+
+    def jsonl(name: str) -> list[dict[str, Any]]:
+        path = files / name
+        rows = []
+        if path.is_file():
+            for line in path.read_text(errors="replace").splitlines():
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:  # a run killed mid-write leaves a partial last line
+                    run.truncated = True
+        return rows
+
+    run.history = jsonl("wandb-history.jsonl")
+    run.stats = jsonl("wandb-events.jsonl")
+    if (files / "wandb-summary.json").is_file():
+        run.summary = json.loads((files / "wandb-summary.json").read_text(errors="replace") or "{}")
+    if (files / "wandb-metadata.json").is_file():
+        run.environment = json.loads((files / "wandb-metadata.json").read_text(errors="replace") or "{}")
+    if (files / "config.yaml").is_file():
+        cfg = yaml.safe_load((files / "config.yaml").read_text(errors="replace")) or {}
+        run.config = {k: v.get("value", v) if isinstance(v, dict) else v for k, v in cfg.items() if k != "wandb_version"}
+    if (files / "output.log").is_file():
+        run.output = (files / "output.log").read_text(errors="replace").split("\n")
+    run.counts = {"history": len(run.history), "stats": len(run.stats)}
+    return run
+
+
+def is_legacy_run_dir(path: Path) -> bool:
+    files = path / "files"
+    return path.is_dir() and any((files / n).is_file() for n in LEGACY_FILES[:2])
+
+
 def find_run_files(path: Path) -> list[Path]:
-    """A `.wandb` file, a run directory, or a `wandb/` directory of runs -> the transaction logs in it."""
+    """A `.wandb` file, a run directory, or a `wandb/` directory of runs -> the transaction logs in it (or, for
+    runs that have none, the legacy run directories)."""
     if path.is_file():
         return [path]
     found = sorted(path.glob("run-*.wandb")) or sorted(path.glob("*/run-*.wandb"))
+    if not found:
+        return [path] if is_legacy_run_dir(path) else sorted(p for p in path.glob("*") if is_legacy_run_dir(p))
     found.sort(key=lambda p: "latest-run" in p.parts)  # `latest-run` links to one of the run directories
     unique: dict[Path, Path] = {}
     for p in found:

@@ -210,3 +210,23 @@ def test_offline_read_speed_figure(offline_run: Path) -> None:
     """Not a timing assertion: the reader must simply produce every history row (benchmarks/wandb_read.py times it)."""
     run = wandb_offline.read(next(offline_run.glob("run-*.wandb")))
     assert len(run.history) == STEPS and run.counts["history"] == STEPS
+
+
+def test_legacy_run_directory(offline_run: Path, tmp_path: Path) -> None:
+    """Older SDKs and synced runs leave JSON files instead of (or beside) the transaction log."""
+    run = wandb_offline.read(next(offline_run.glob("run-*.wandb")))
+    legacy = tmp_path / "wandb" / "run-20240101_000000-legacy1"
+    files = legacy / "files"
+    files.mkdir(parents=True)
+    (files / "wandb-history.jsonl").write_text("\n".join(json.dumps(r) for r in run.history) + '\n{"_step": 9')
+    (files / "wandb-events.jsonl").write_text("\n".join(json.dumps({"system.gpu.0.gpu": 55.0, "_timestamp": 1.7e9 + i})
+                                                        for i in range(5)) + "\n")
+    (files / "wandb-summary.json").write_text(json.dumps({"train/loss": 2.61}))
+    (files / "wandb-metadata.json").write_text(json.dumps({"gpu_nvidia": [{"name": "NVIDIA H100 80GB HBM3"}]}))
+    (files / "config.yaml").write_text("wandb_version: 1\nper_device_train_batch_size:\n  desc: null\n  value: 8\n")
+    (files / "output.log").write_text("\n".join(run.output))
+    m = parse([str(tmp_path / "wandb")])
+    assert m.sources[0].kind == "wandb_run"
+    assert m.frames["steps"].filter(pl.col("origin") == "wandb_history").height == STEPS
+    assert m.frames["system"].filter(pl.col("metric") == "gpu")["value"].to_list() == [55.0] * 5
+    assert m.facts.gpu_name == "NVIDIA H100 80GB HBM3" and m.facts.micro_batch_per_gpu == 8
