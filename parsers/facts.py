@@ -138,7 +138,7 @@ def assemble(inp: FactInputs) -> RunFacts:
     for src, run in inp.wandb:
         _wandb_claims(c, run, src)
     nccl = _nccl(inp.nccl, c)
-    _topology_from_hosts(c, inp, nccl)
+    _topology_from_hosts(c, nccl)
     if flops:
         c.add("micro_batch_per_gpu", _int(flops.get("batch_size_per_gpu")), "flops_profile", -1)
         c.add("model_params", _scaled(flops.get("params_per_gpu")), "flops_profile", -1)
@@ -215,11 +215,9 @@ def _engine_claims(c: _Claims, eng: dict[str, Any], src: int, line: int | None) 
         if m:
             dev = m.group(2)
             c.add(fact, dev if dev and dev != "none" else "none", o, src, line)
-    comms = eng.get("comms_config")
     flops_cfg = eng.get("flops_profiler_config")
     if isinstance(flops_cfg, dict):
         c.add("flops_profiler", bool(flops_cfg.get("enabled")), o, src, line)
-    del comms
 
 
 def _ds_json_claims(c: _Claims, cfg: dict[str, Any], origin: str, src: int) -> None:
@@ -473,7 +471,7 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
                      n_ranks=n_ranks, n_nodes=n_nodes, local_ranks=local)
 
 
-def _topology_from_hosts(c: _Claims, inp: FactInputs, nccl: NcclFacts) -> None:
+def _topology_from_hosts(c: _Claims, nccl: NcclFacts) -> None:
     for h in nccl.hosts:
         c.add("hostname", h, "nccl", -1)
     if len(nccl.hosts) > 1:
@@ -498,8 +496,6 @@ def _env(inp: FactInputs, c: _Claims) -> dict[str, Evidence]:
             .alias("g"), "source", "line").unnest("g").drop_nulls()
         for r in rows.to_dicts():
             env.setdefault(r["k"], Evidence(r["v"], "nccl", r["source"], r["line"]))
-    for src, cfg in inp.accelerate_configs:
-        del src, cfg
     return env
 
 

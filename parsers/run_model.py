@@ -1,6 +1,7 @@
 """The run model: every source read into the frames of parsers/schema.py plus the merged run facts."""
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,8 +179,6 @@ def _read_small(inp: Input, path: Path, source_id: int, acc: _Acc) -> str | None
 
 
 def _looks_json(text: str) -> bool:
-    import json
-
     try:
         json.loads(text)
         return True
