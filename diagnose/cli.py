@@ -133,6 +133,8 @@ def report(
     gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
                                                         "logs do not name the GPU.")] = None,
     refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
+    images: Annotated[Optional[Path], typer.Option("--images", help="Also write each chart as a PNG into DIR (needs "
+                                                   "the `images` extra: kaleido, and a Chromium on PATH).")] = None,
 ) -> None:
     """Diagnose SOURCES: why the run was slow, the exact fixes, the ZeRO plan; as text, JSON, Markdown or HTML."""
     fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
@@ -159,6 +161,8 @@ def report(
         else:
             _write_atomic(output, text)
             err.print(f"wrote {output} ({len(text.encode()) / 1e6:.1f} MB)" if len(text) > 1e6 else f"wrote {output}")
+    if images is not None:
+        _write_images(images, model, diagnosis)
     if fail_on:
         levels = ("critical",) if fail_on == "critical" else ("critical", "warning")
         if any(f.severity in levels for f in diagnosis.findings):
@@ -183,6 +187,25 @@ def _render(fmt: str, doc: dict, model: RunModel, diagnosis: object) -> str:
     buf = StringIO()
     terminal.render(doc, Console(file=buf, width=110, no_color=True))
     return buf.getvalue()
+
+
+def _write_images(directory: Path, model: RunModel, diagnosis: object) -> None:
+    """PNG charts for places that take no HTML (a GitHub comment): kaleido drives a local Chromium."""
+    from reports import charts
+
+    try:
+        import kaleido  # noqa: F401
+    except ImportError:
+        raise _fail("--images needs kaleido: pip install 'diagnose[images]'") from None
+    directory.mkdir(parents=True, exist_ok=True)
+    written = 0
+    for name, fig in charts.figures(model, diagnosis):  # type: ignore[arg-type]
+        try:
+            fig.write_image(directory / f"{name}.png", width=1000, height=int(fig.layout.height or 320), scale=1)
+        except Exception as e:  # kaleido found no browser, or it failed to start  # noqa: BLE001
+            raise _fail(f"--images: could not render PNGs ({str(e).splitlines()[0][:160]}); is chromium installed?")
+        written += 1
+    err.print(f"wrote {written} chart image(s) to {directory}")
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -106,6 +106,9 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
         raise InputError(inp.name, "binary file, not a log, config or launch script")
     source_id = len(acc.sources)
     size = path.stat().st_size
+    if wandb_offline.sniff_panel_csv(head[:4096].decode("utf-8", "replace")):
+        _add_wandb_run(inp.name, wandb_offline.read_panel_csv(path), source_id, acc, None, size, "wandb_panel_csv")
+        return
     if size <= CONFIG_MAX_BYTES:
         kind = _read_small(inp, path, source_id, acc)
         if kind:
@@ -136,14 +139,14 @@ def _read_wandb(inp: Input, path: Path, source_id: int, acc: _Acc, progress: Cal
 
 
 def _add_wandb_run(name: str, run: wandb_offline.WandbRun, source_id: int, acc: _Acc,
-                   progress: Callable[[int], None] | None, size: int) -> None:
+                   progress: Callable[[int], None] | None, size: int, kind: str = "wandb_run") -> None:
     """Offline or fetched, a W&B run lands in the same frames: history -> steps, stats -> system, console -> log."""
     import io
 
     console = "\n".join(run.output).encode()
     result = ingest_log(io.BytesIO(console), source_id, progress)
     lines = len(run.history) + len(run.stats) + result.text_lines
-    acc.sources.append(SourceInfo(name, "wandb_run", lines=lines,
+    acc.sources.append(SourceInfo(name, kind, lines=lines,
                                   recognised=len(run.history) + len(run.stats) + result.used_lines, bytes=size))
     for name, parts in result.parts.items():
         acc.parts.setdefault(name, []).extend(parts)

@@ -26,7 +26,7 @@ DOWNLOAD_TIMEOUT_S = 20.0
 SNIFF_BYTES = 64 * 1024
 # Files a directory walk reads; anything else there is skipped (checkpoints, tensors, images, code).
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash", ".sbatch",
-                ".slurm", ".stdout", ".stderr", ""}
+                ".slurm", ".stdout", ".stderr", ".csv", ""}
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints", "wandb"}  # wandb: see the W&B reader
 
 

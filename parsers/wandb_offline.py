@@ -350,6 +350,41 @@ def read_legacy(run_dir: Path) -> WandbRun:
     return run
 
 
+PANEL_TIME_COLUMNS = {"Step": "step", "_step": "step", "Relative Time (Process)": "runtime",
+                      "Relative Time (Wall)": "runtime", "_runtime": "runtime", "Wall Time": "timestamp",
+                      "_timestamp": "timestamp"}
+
+
+def sniff_panel_csv(head: str) -> bool:
+    first = head.split("\n", 1)[0].strip().lstrip("\ufeff")
+    return first.split(",", 1)[0].strip('"') in PANEL_TIME_COLUMNS and "," in first
+
+
+def read_panel_csv(path: Path) -> WandbRun:
+    """A CSV exported from a W&B panel: a time/step column, then `<run name> - <metric>` columns (with
+    `__MIN` / `__MAX` bands, which are dropped). System panels name metrics `system/gpu.0.gpu` or `gpu.0.gpu`."""
+    frame = pl.read_csv(path, infer_schema_length=None, encoding="utf8-lossy")
+    time_col = frame.columns[0]
+    kind = PANEL_TIME_COLUMNS[time_col.lstrip("\ufeff")]
+    run = WandbRun(run={"run_id": path.stem})
+    metrics = {c: c.split(" - ", 1)[-1].replace("system/", "system.") for c in frame.columns[1:]
+               if not c.endswith(("__MIN", "__MAX"))}
+    for row in frame.iter_rows(named=True):
+        t = row[time_col]
+        base: dict[str, Any] = {"_step": t} if kind == "step" else ({"_runtime": t} if kind == "runtime" else
+                                                                  {"_timestamp": t})
+        values = {m: row[c] for c, m in metrics.items() if isinstance(row[c], (int, float))}
+        system = {k: v for k, v in values.items() if _GPU_KEY.match(k) or k.startswith("system.")}
+        hist = {k: v for k, v in values.items() if k not in system}
+        if system:
+            stamp = base.get("_timestamp", base.get("_runtime", base.get("_step")))
+            run.stats.append({"_timestamp": stamp, **system})
+        if hist:
+            run.history.append({**base, **hist})
+    run.counts = {"history": len(run.history), "stats": len(run.stats)}
+    return run
+
+
 def is_legacy_run_dir(path: Path) -> bool:
     files = path / "files"
     return path.is_dir() and any((files / n).is_file() for n in LEGACY_FILES[:2])

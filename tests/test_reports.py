@@ -168,3 +168,13 @@ def test_rules_command_prints_the_fixed_shape() -> None:
         assert heading in proc.stdout
     assert len(run_cli("rules").stdout.splitlines()) >= 20
     assert run_cli("rules", "nope").returncode == 2
+
+
+def test_images_writes_png_charts(tmp_path: Path) -> None:
+    pytest.importorskip("kaleido")
+    if shutil.which("chromium") is None:
+        pytest.skip("kaleido needs a Chromium")
+    proc = run_cli("report", str(SEED), "--format", "json", "--images", str(tmp_path / "img"), timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    pngs = sorted(p.name for p in (tmp_path / "img").glob("*.png"))
+    assert "step-time.png" in pngs and all((tmp_path / "img" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)

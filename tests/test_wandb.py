@@ -230,3 +230,20 @@ def test_legacy_run_directory(offline_run: Path, tmp_path: Path) -> None:
     assert m.frames["steps"].filter(pl.col("origin") == "wandb_history").height == STEPS
     assert m.frames["system"].filter(pl.col("metric") == "gpu")["value"].to_list() == [55.0] * 5
     assert m.facts.gpu_name == "NVIDIA H100 80GB HBM3" and m.facts.micro_batch_per_gpu == 8
+
+
+def test_panel_csv_export(tmp_path: Path) -> None:
+    """A CSV exported from a W&B system panel and one from a chart panel."""
+    gpu = tmp_path / "gpu-util.csv"
+    gpu.write_text('"Relative Time (Process)","phi2-cpt - system/gpu.0.gpu","phi2-cpt - system/gpu.0.gpu__MIN",'
+                   '"phi2-cpt - system/gpu.1.gpu"\n' + "\n".join(f"{i * 15},{50 + i % 2},{49},{48 + i % 3}"
+                                                                  for i in range(20)) + "\n")
+    loss = tmp_path / "loss.csv"
+    loss.write_text('"Step","phi2-cpt - train/loss","phi2-cpt - train/loss__MIN","phi2-cpt - train/loss__MAX"\n'
+                    + "\n".join(f"{i},{3 - i * 0.01},{2.9},{3.1}" for i in range(1, 31)) + "\n")
+    m = parse([str(gpu), str(loss)])
+    assert [s.kind for s in m.sources] == ["wandb_panel_csv", "wandb_panel_csv"]
+    sys_ = m.frames["system"]
+    assert sorted(set(sys_["gpu"].to_list())) == [0, 1] and sys_.height == 40
+    steps = m.frames["steps"].filter(pl.col("origin") == "wandb_history")
+    assert steps.height == 30 and steps["loss"][0] == pytest.approx(2.99)
