@@ -52,7 +52,10 @@ def classify(m: Metrics) -> str | None:
         return None
     util, mem, power = u["util_mean"], u.get("mem_mean"), u.get("power_mean")
     if util < LOW_UTIL and mem is not None and mem >= HIGH_MEM:
-        return f"low utilization ({util:.0f}%) at high memory ({mem:.0f}%)"
+        if m.util_pattern == "flat":
+            return (f"memory stayed at {mem:.0f}% while utilization sat flat at {util:.0f}% for the whole run: "
+                    "a kernel-launch, host-side or synchronisation limit, not memory")
+        return f"low utilization ({util:.0f}%, {m.util_pattern or 'varied'}) at high memory ({mem:.0f}%)"
     if util < LOW_UTIL:
         return f"low utilization ({util:.0f}%) at {'low' if (mem or 0) < 50 else 'moderate'} memory"
     if power is not None and power < 40:

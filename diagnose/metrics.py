@@ -17,6 +17,10 @@ WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); 
 SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-time analysis uses the same cut)
 TREND_FACTOR = 1.3  # last quarter's median 30% above the first quarter's = progressive slowdown
 IMBALANCE_FACTOR = 1.2  # a rank/GPU 20% slower than the median (nvidia-resiliency-ext straggler default)
+IDLE_UTIL = 10.0  # % NVML utilization below which a GPU sample counts as idle (causes.md §0.3 P-gaps: "runs of 0%")
+IDLE_MIN_SAMPLES = 2  # W&B samples every 15 s by default: two idle samples = at least ~15 s idle
+SAWTOOTH_SHARE = 0.2  # >= 20% of samples below 20% AND >= 20% above 80%: alternating idle/busy (P-sawtooth)
+FLAT_STD = 10.0  # utilization standard deviation under 10 points: a flat plateau (P-flat-mid)
 
 
 @dataclass(frozen=True)
@@ -64,6 +68,10 @@ class Metrics:
     first_flush_step: int | None = None
     stall_events: tuple[tuple[str, int | None, float | None], ...] = ()  # (kind, step, stall seconds)
     utilization: dict[str, float] = field(default_factory=dict)  # from system metrics when present
+    util_per_gpu: dict[int, float] = field(default_factory=dict)  # GPU index -> mean utilization %
+    util_pattern: str | None = None  # flat | sawtooth | gaps | varied
+    idle_windows: tuple[tuple[object, object, float], ...] = ()  # (start ts, end ts, seconds) all GPUs idle
+    stalls_in_idle: tuple[tuple[str, int | None, float], ...] = ()  # (event kind, step, idle seconds) that coincide
     wall_s: float | None = None
 
 
@@ -92,11 +100,15 @@ def compute(model: RunModel) -> Metrics:
     flush = model.frames["events"].filter(pl.col("kind") == "allocator_flush")
     flushes = int(flush["count"].fill_null(1).sum()) if flush.height else 0
     first_flush = _step_at(steps, flush.row(0, named=True)) if flush.height else None
+    system = model.frames["system"]
+    util = _utilization(system)
+    per_gpu, pattern, windows = _util_shape(system)
     return Metrics(steps=stats, step_series=series, samples_per_sec=sps, tokens_per_sec=tps, mfu=mfu,
                    mfu_basis=basis, breakdown=br, comm_total_ms=comm_total, comm_busbw_gbps=busbw, comm_ops=comm_ops,
                    rank_step_p50=rank_p50, imbalance=imbalance, skipped_fraction=skipped_frac,
                    overflow_after_warmup=overflow_late, allocator_flushes=flushes, first_flush_step=first_flush,
-                   stall_events=_stalls(model, series), utilization=_utilization(model.frames["system"]),
+                   stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
+                   util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps))
 
 
@@ -246,6 +258,52 @@ def _stalls(model: RunModel, series: pl.DataFrame | None) -> tuple[tuple[str, in
         if row["kind"] == "eval_result" and row["value_from"] is not None:
             stall = float(row["value_from"])
         out.append((key[0], step, stall))
+    return tuple(out)
+
+
+def _util_shape(system: pl.DataFrame) -> tuple[dict[int, float], str | None, tuple]:
+    """Per-GPU means, the utilization pattern, and the windows in which every GPU was idle (one clock: the
+    samples' own timestamps)."""
+    util = system.filter((pl.col("metric") == "gpu") & pl.col("gpu").is_not_null() & pl.col("ts").is_not_null())
+    if util.height < 4:
+        return {}, None, ()
+    per_gpu = {int(g): float(v) for g, v in util.group_by("gpu").agg(pl.col("value").mean()).iter_rows()}
+    v = util["value"]
+    low, high = float((v < 20).mean()), float((v > 80).mean())
+    by_ts = util.group_by("ts").agg(pl.col("value").max().alias("busiest")).sort("ts")
+    idle = by_ts.with_columns((pl.col("busiest") < IDLE_UTIL).alias("idle"))
+    idle = idle.with_columns((pl.col("idle") != pl.col("idle").shift(1)).fill_null(True).cum_sum().alias("run"))
+    runs = idle.filter(pl.col("idle")).group_by("run").agg(pl.col("ts").min().alias("start"),
+                                                            pl.col("ts").max().alias("end"), pl.len().alias("n"))
+    windows = tuple((r["start"], r["end"], max(15.0, (r["end"] - r["start"]).total_seconds()))
+                    for r in runs.sort("start").iter_rows(named=True) if r["n"] >= IDLE_MIN_SAMPLES)
+    if windows and low < SAWTOOTH_SHARE * 2:
+        pattern = "gaps"
+    elif low >= SAWTOOTH_SHARE and high >= SAWTOOTH_SHARE:
+        pattern = "sawtooth"
+    elif float(v.std() or 0.0) < FLAT_STD:
+        pattern = "flat"
+    else:
+        pattern = "varied"
+    return per_gpu, pattern, windows
+
+
+def _coincide(model: RunModel, windows: tuple) -> tuple[tuple[str, int | None, float], ...]:
+    """Checkpoint saves and evals whose log timestamp falls in (or within a sample of) an all-GPUs-idle window."""
+    if not windows:
+        return ()
+    ev = model.frames["events"].filter(pl.col("kind").is_in(["checkpoint_save", "eval"]) & pl.col("ts").is_not_null())
+    out, seen = [], set()
+    slack = 20.0  # one W&B sample period (15 s) plus clock skew between the log and the monitor
+    for row in ev.iter_rows(named=True):
+        for start, end, secs in windows:
+            if (start - row["ts"]).total_seconds() <= slack and (row["ts"] - end).total_seconds() <= slack:
+                key = (row["kind"], start)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(("checkpoint" if row["kind"] == "checkpoint_save" else "eval",
+                                _step_at(model.frames["steps"], row), secs))
+                break
     return tuple(out)
 
 

@@ -107,3 +107,31 @@ def test_fp16_warmup_overflows_are_normal(tmp_path) -> None:
     log = tmp_path / "fp16.log"
     log.write_text("\n".join(lines) + "\n")
     assert "fp16-overflow-skips" not in {f.id for f in diagnose(parse([str(log)])).findings}
+
+
+def test_utilization_and_log_timestamps_on_one_clock() -> None:
+    """SYNTHETIC: W&B samples idle on every GPU exactly while the log says a checkpoint was being saved."""
+    d = _diag("synthetic/checkpoint_stalls")
+    f = d.findings[0]
+    assert f.id == "periodic-stalls" and f.explains_slowdown
+    assert "at each checkpoint (steps 100, 200)" in f.summary
+    assert d.metrics.util_pattern == "gaps" and len(d.metrics.idle_windows) == 2
+
+
+def test_seed_picture_is_what_the_user_saw() -> None:
+    d = _diag("synthetic/seed_zero3_launch_blocking")
+    assert d.metrics.util_pattern == "flat"
+    assert d.picture.startswith("memory stayed at 92% while utilization sat flat at 50%")
+
+
+def test_one_gpu_different_from_wandb_metrics(tmp_path) -> None:
+    import json
+
+    files = tmp_path / "run-20260101_000000-strag001" / "files"
+    files.mkdir(parents=True)
+    rows = [{"_timestamp": 1.79e9 + 15 * i, **{f"system.gpu.{g}.gpu": (60.0 if g == 2 else 95.0) for g in range(4)}}
+            for i in range(20)]
+    (files / "wandb-events.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    d = diagnose(parse([str(tmp_path / "run-20260101_000000-strag001")]))
+    f = next(f for f in d.findings if f.id == "straggler")
+    assert f.data["gpu"] == 2

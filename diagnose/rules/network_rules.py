@@ -172,6 +172,8 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
           "keep GPUs homogeneous.")
 def straggler(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
+    if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and len(m.util_per_gpu) >= 2:
+        return _straggler_gpu(m)
     if m.imbalance is None or m.imbalance < STRAGGLER_FACTOR:
         return None
     slow_rank = max(m.rank_step_p50, key=m.rank_step_p50.get)  # type: ignore[arg-type]
@@ -185,6 +187,22 @@ def straggler(ctx: Ctx) -> Finding | None:
                    Fix(f"Inspect the node running rank {slow_rank} (clocks, temperature, power cap, PCIe/NIC) and "
                        "exclude it or fix it.", (), "Everyone runs at the median rank's pace."),
                    {"rank": slow_rank, "ratio": m.imbalance})
+
+
+def _straggler_gpu(m: object) -> Finding | None:
+    """W&B per-GPU utilization: the GPU that waits least is the one everyone else waits for (P-one-gpu-different)."""
+    util = m.util_per_gpu  # type: ignore[attr-defined]
+    ordered = sorted(util.values())
+    med = ordered[len(ordered) // 2]
+    odd = max(util, key=lambda g: abs(util[g] - med))
+    if med <= 0 or abs(util[odd] - med) / med < STRAGGLER_FACTOR - 1:
+        return None
+    return Finding("straggler", f"GPU {odd} behaves differently from the others", "warning", "medium", True,
+                   f"GPU {odd} averages {util[odd]:.0f}% utilization against a median of {med:.0f}%: one device (or "
+                   "its link) paces the collectives.",
+                   (Evidence(", ".join(f"GPU {g}: {v:.0f}%" for g, v in sorted(util.items())), kind="metric"),),
+                   Fix(f"Check GPU {odd}'s clocks, temperature and power cap; swap or exclude it.", (),
+                       "Every GPU at the median's pace."), {"gpu": odd})
 
 
 @rule("world-size-mismatch", "The launch config and the logs disagree about the job's size",

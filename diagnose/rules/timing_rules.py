@@ -63,6 +63,8 @@ def input_bound(ctx: Ctx) -> Finding | None:
       fix="Save and evaluate less often, save sharded ZeRO checkpoints (no 16-bit gather), WANDB_WATCH=false.")
 def periodic_stalls(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
+    if m.stalls_in_idle:
+        return _stalls_from_utilization(ctx)
     stats = m.steps
     if stats is None or not stats.spikes:
         return None
@@ -99,6 +101,29 @@ def periodic_stalls(ctx: Ctx) -> Finding | None:
                    + (f", adding {share:.0%} to the run's time." if share is not None else "."), tuple(ev),
                    Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
                        "The stall time, spread over fewer events."), {"stall_share": share})
+
+
+def _stalls_from_utilization(ctx: Ctx) -> Finding:
+    """W&B utilization samples and log timestamps on one clock: idle GPUs exactly when the run saved or evaluated."""
+    m = ctx.metrics
+    kinds = sorted({k for k, _, _ in m.stalls_in_idle})
+    idle = sum(s for _, _, s in m.stalls_in_idle)
+    share = idle / m.wall_s if m.wall_s else None
+    steps = [s for _, s, _ in m.stalls_in_idle if s is not None]
+    what = " and ".join(f"each {k}" for k in kinds)
+    text = (f"utilization fell below 10% on every GPU for ~{idle / len(m.stalls_in_idle) / 60:.1f} min at {what}"
+            + (f" (steps {', '.join(map(str, steps[:6]))})" if steps else ""))
+    changes = [Change("trainer_args", "save_steps", None, "<2-4x larger>")] if "checkpoint" in kinds else []
+    if "checkpoint" in kinds and ctx.facts.zero_stage == 3:
+        changes.append(Change("ds_config", "zero_optimization.stage3_gather_16bit_weights_on_model_save", None, False))
+    if "eval" in kinds:
+        changes.append(Change("trainer_args", "eval_steps", None, "<2-4x larger>"))
+    explains = share is None or share >= STALL_SHARE
+    return Finding("periodic-stalls", f"GPUs sit idle at {what}", "warning" if explains else "info", "high", explains,
+                   text[0].upper() + text[1:] + (f": {share:.0%} of the run." if share is not None else "."),
+                   (Evidence(text + " (W&B system metrics against log timestamps)", kind="metric"),),
+                   Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
+                       "The idle minutes, spread over fewer events."), {"stall_share": share, "idle_s": idle})
 
 
 @rule("progressive-slowdown", "Steps get slower as training goes on",

@@ -115,6 +115,23 @@ def write(name: str, files: dict[str, str]) -> None:
         (d / fname).write_text(text)
 
 
+def wandb_events(path: Path, start: datetime, seconds: float, gpus: int, util, mem, power, every: float = 15.0) -> None:
+    """A W&B run directory with system metrics in wandb-events.jsonl (the format older SDKs and synced runs
+    leave); keys as the API names them (`system.gpu.<i>.<metric>`)."""
+    rows, t = [], 0.0
+    while t <= seconds:
+        row = {"_timestamp": start.timestamp() + t, "_runtime": t}
+        for g in range(gpus):
+            row[f"system.gpu.{g}.gpu"] = util(t, g)
+            row[f"system.gpu.{g}.memoryAllocated"] = mem(t, g)
+            row[f"system.gpu.{g}.powerPercent"] = power(t, g)
+        rows.append(row)
+        t += every
+    files = path / "files"
+    files.mkdir(parents=True, exist_ok=True)
+    (files / "wandb-events.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+
+
 def seed_zero3_launch_blocking() -> None:
     """The motivating thread: phi-2 (2.78B), ZeRO-3, 4 nodes x 4 A100-80GB, CUDA_LAUNCH_BLOCKING=1 in the sbatch."""
     rng = random.Random(1)
@@ -147,6 +164,11 @@ srun deepspeed --num_nodes 4 --num_gpus 4 --hostfile hostfile train.py --deepspe
 """
     write("seed_zero3_launch_blocking", {"slurm-1234.out": "\n".join(log) + "\n", "ds_config.json": json.dumps(cfg, indent=2) + "\n",
                                          "train.sh": sbatch})
+    # What the user saw on W&B (node 0's 4 GPUs): ~50% utilization, flat, at ~92% memory and low power.
+    wrng = random.Random(21)
+    wandb_events(HERE / "seed_zero3_launch_blocking" / "wandb" / "run-20261120_090000-seed0001", T0, sum(steps), 4,
+                 lambda t, g: round(wrng.uniform(46, 55), 1), lambda t, g: round(wrng.uniform(91.5, 92.8), 1),
+                 lambda t, g: round(wrng.uniform(38, 46), 1))
 
 
 def multinode_socket() -> None:
@@ -299,7 +321,31 @@ def slow_optimizer_step() -> None:
     write("slow_optimizer_step", {"train.log": "\n".join(log + body) + "\n"})
 
 
-SCENARIOS = (seed_zero3_launch_blocking, multinode_socket, p2p_disabled, comm_bound, allocator_flush, straggler,
+def checkpoint_stalls() -> None:
+    """Checkpoints every 100 steps that idle every GPU for ~3 minutes, seen on W&B and in the log timestamps."""
+    rng = random.Random(13)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    n = 300
+    steps = [rng.uniform(1.9, 2.1) + (180.0 if s in (101, 201) else 0.0) for s in range(1, n + 1)]
+    saves: dict[int, list[str]] = {}
+    clock = t
+    for s in range(1, n + 1):
+        clock += timedelta(seconds=steps[s - 1])
+        if s in (100, 200, 300):
+            saves[s] = [ds(clock, LOG_DIST, f"[Rank 0] [Torch] Checkpoint global_step{s} is about to be saved!"),
+                        ds(clock, LOG_DIST, f"[Rank 0] Saving model checkpoint: /ckpt/global_step{s}/"
+                                            "zero_pp_rank_0_mp_rank_00_model_states.pt")]
+    body, _ = steps_block(t, n, steps, 8, 1, 8, rng, None, extra=saves)
+    save_t = [sum(steps[:s]) for s in (100, 200)]
+    wrng = random.Random(14)
+    wandb_events(HERE / "checkpoint_stalls" / "wandb" / "run-20261120_090000-ckpt0001", T0, sum(steps), 8,
+                 lambda t, g: 0.0 if any(st <= t <= st + 175 for st in save_t) else round(wrng.uniform(92, 99), 1),
+                 lambda t, g: 71.0, lambda t, g: 20.0 if any(st <= t <= st + 175 for st in save_t) else 88.0)
+    write("checkpoint_stalls", {"train.log": "\n".join(log + body) + "\n"})
+
+
+SCENARIOS = (seed_zero3_launch_blocking, checkpoint_stalls, multinode_socket, p2p_disabled, comm_bound, allocator_flush, straggler,
              world_size_mismatch, fp16_overflow, progressive_slowdown, small_micro_batch, input_bound,
              slow_optimizer_step)
 
