@@ -31,8 +31,8 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None) -> Plan | None
     if not f.model_params or not f.world_size or not mem:
         return None
     return plan(float(f.model_params), f.world_size, f.gpus_per_node, mem, grad_accum=f.grad_accum_steps or 1,
-                seq_len=f.seq_len, micro_batch=f.micro_batch_per_gpu,
-                activation_checkpointing=bool(f.gradient_checkpointing))
+                seq_len=f.seq_len, micro_batch=f.micro_batch_per_gpu, hidden=f.hidden_size, layers=f.num_layers,
+                heads=f.num_heads, activation_checkpointing=bool(f.gradient_checkpointing))
 
 
 def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None) -> Diagnosis:

@@ -82,7 +82,8 @@ def compute(model: RunModel) -> Metrics:
     stats = _stats(series, source) if series is not None and series.height >= 3 else None
     sps = _samples_per_sec(steps, f.train_batch_size, stats)
     tps = sps * f.seq_len if sps and f.seq_len else None
-    mfu, basis = _mfu(tps, f.model_params, f.world_size, f.gpu_name, f.precision)
+    mfu, basis = _mfu(tps, f.model_params, f.world_size, f.gpu_name, f.precision, f.num_layers, f.hidden_size,
+                      f.seq_len)
     br = _breakdown(model.frames["timers"])
     comms = model.frames["comms"]
     comm_ops = {}
@@ -172,13 +173,19 @@ def _samples_per_sec(steps: pl.DataFrame, train_batch: int | None, stats: StepSt
     return None
 
 
-def _mfu(tps: float | None, params: int | None, gpus: int | None, gpu: str | None,
-         precision: str | None) -> tuple[float | None, str | None]:
+def _mfu(tps: float | None, params: int | None, gpus: int | None, gpu: str | None, precision: str | None,
+         layers: int | None = None, hidden: int | None = None, seq: int | None = None) -> tuple[float | None, str | None]:
+    """PaLM's MFU (Chowdhery et al. 2022, appendix B): tokens/s x (6N + 12 L H Q T) over the GPUs' peak, where
+    H x Q is the model width; without the shape only the 6N term is counted (an underestimate for long T)."""
     peak = hardware.peak_tflops(gpu, precision)
     if not (tps and params and gpus and peak):
         return None, None
-    # 6N FLOPs per token (forward + backward); the attention term 12*L*H*Q*T needs the model shape.
-    return tps * 6 * params / (gpus * peak * 1e12), f"6N x tokens/s over {gpus} x {peak:.0f} TFLOP/s ({precision})"
+    per_token = 6 * params
+    basis = "6N"
+    if layers and hidden and seq:
+        per_token += 12 * layers * hidden * seq
+        basis = "6N + 12LHQT"
+    return tps * per_token / (gpus * peak * 1e12), f"{basis} x tokens/s over {gpus} x {peak:.0f} TFLOP/s ({precision})"
 
 
 def _breakdown(timers: pl.DataFrame) -> Breakdown | None:

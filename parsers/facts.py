@@ -71,6 +71,9 @@ class RunFacts:
     dataloader_num_workers: int | None = None
     total_steps: int | None = None
     seq_len: int | None = None
+    hidden_size: int | None = None
+    num_layers: int | None = None
+    num_heads: int | None = None
     versions: dict[str, str] = field(default_factory=dict)
     env: dict[str, Evidence] = field(default_factory=dict)
     nccl: NcclFacts = field(default_factory=NcclFacts)
@@ -170,7 +173,8 @@ def assemble(inp: FactInputs) -> RunFacts:
         contiguous_gradients=val("contiguous_gradients"), reduce_bucket_size=val("reduce_bucket_size"),
         allgather_bucket_size=val("allgather_bucket_size"), prefetch_bucket_size=val("prefetch_bucket_size"),
         gradient_checkpointing=val("gradient_checkpointing"), dataloader_num_workers=val("dataloader_num_workers"),
-        total_steps=val("total_steps"), seq_len=val("seq_len"),
+        total_steps=val("total_steps"), seq_len=val("seq_len"), hidden_size=val("hidden_size"),
+        num_layers=val("num_layers"), num_heads=val("num_heads"),
         versions=versions, env=env, nccl=nccl, hf=_hf_block(kv), accelerate=_accelerate_view(inp, kv),
         ds_config=ds_config, ds_engine=engine,
         script_args={k: s.value for _, sc in inp.scripts for k, s in sc.script_args.items()},
@@ -421,6 +425,12 @@ def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
         c.add("precision", "fp32", o, src)
     if cfg.get("gradient_checkpointing") is not None:
         c.add("gradient_checkpointing", _bool(cfg.get("gradient_checkpointing")), o, src)
+    # The HF integration also logs the model config: its shape gives MFU's attention term and the activations.
+    for fact, keys in (("hidden_size", ("hidden_size", "n_embd", "d_model")),
+                       ("num_layers", ("num_hidden_layers", "n_layer", "num_layers")),
+                       ("num_heads", ("num_attention_heads", "n_head", "num_heads")),
+                       ("seq_len", ("max_seq_length", "max_length", "seq_length", "block_size"))):
+        c.add(fact, next((_int(cfg[k]) for k in keys if _int(cfg.get(k))), None), o, src)
     gpus = env.get("gpu_nvidia") or []
     if gpus and isinstance(gpus, list) and isinstance(gpus[0], dict):
         c.add("gpu_name", gpus[0].get("name"), "wandb_metadata", src)

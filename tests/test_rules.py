@@ -135,3 +135,14 @@ def test_one_gpu_different_from_wandb_metrics(tmp_path) -> None:
     d = diagnose(parse([str(tmp_path / "run-20260101_000000-strag001")]))
     f = next(f for f in d.findings if f.id == "straggler")
     assert f.data["gpu"] == 2
+
+
+def test_mfu_uses_the_attention_term_when_the_shape_is_known() -> None:
+    from diagnose.metrics import _mfu
+
+    six_n, basis = _mfu(10_000.0, 2_780_000_000, 16, "NVIDIA A100-SXM4-80GB", "bf16")
+    full, basis_full = _mfu(10_000.0, 2_780_000_000, 16, "NVIDIA A100-SXM4-80GB", "bf16", 32, 2560, 2048)
+    assert six_n == pytest.approx(10_000 * 6 * 2.78e9 / (16 * 312e12))
+    assert full == pytest.approx(10_000 * (6 * 2.78e9 + 12 * 32 * 2560 * 2048) / (16 * 312e12))
+    assert basis.startswith("6N x") and basis_full.startswith("6N + 12LHQT")
+    assert _mfu(10_000.0, None, 16, "A100", "bf16") == (None, None)
