@@ -168,7 +168,9 @@ def _call(name: str, fn: Any) -> Any:
             if "429" in low or "rate limit" in low or "too many requests" in low:
                 raise InputError(name, "rate limited by the W&B API; try again in a minute") from None
             if "did not respond in time" in low or "timed out" in low:
-                raise InputError(name, f"the W&B API did not answer within {API_TIMEOUT_S} s") from None
+                # wandb-core retries 429 and 5xx answers itself until the deadline, so both end here
+                raise InputError(name, f"the W&B API did not answer within {API_TIMEOUT_S} s (the server is down "
+                                       "or rate limiting this key; try again later)") from None
             raise InputError(name, f"W&B API error: {msg}") from None
     raise AssertionError("unreachable")
 

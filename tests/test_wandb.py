@@ -149,9 +149,12 @@ def test_api_errors(offline_run: Path, tmp_path: Path, mode: str, message: str) 
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
-def test_rate_limit_is_retried(offline_run: Path, tmp_path: Path) -> None:
-    proc, _ = _run_error(offline_run, tmp_path, "ratelimit-once")
-    assert proc.returncode == 0 or "rate limited" in proc.stderr or "did not answer" in proc.stderr, proc.stderr
+def test_rate_limit_is_retried_then_reported(offline_run: Path, tmp_path: Path) -> None:
+    once, _ = _run_error(offline_run, tmp_path, "ratelimit-once")
+    assert once.returncode == 0, once.stderr  # one 429, then the answer: retried with backoff
+    always, seconds = _run_error(offline_run, tmp_path / "b", "ratelimit")
+    assert always.returncode == 2 and "rate limiting" in always.stderr and always.stderr.count("\n") == 1
+    assert seconds < 30
 
 
 def test_no_api_key(tmp_path: Path) -> None:
