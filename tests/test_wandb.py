@@ -250,3 +250,22 @@ def test_panel_csv_export(tmp_path: Path) -> None:
     assert sorted(set(sys_["gpu"].to_list())) == [0, 1] and sys_.height == 40
     steps = m.frames["steps"].filter(pl.col("origin") == "wandb_history")
     assert steps.height == 30 and steps["loss"][0] == pytest.approx(2.99)
+
+
+def test_big_runs_use_the_unsampled_parquet_history(offline_run: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Above FULL_HISTORY_MAX rows the sampled history would hide stalls: scan_history range-reads parquet."""
+    from parsers import wandb_api
+
+    with _standin_from(offline_run) as standin:
+        for k in [k for k in os.environ if k.startswith("WANDB_")]:
+            monkeypatch.delenv(k)
+        monkeypatch.setenv("HOME", str(tmp_path))
+        monkeypatch.setenv("WANDB_BASE_URL", standin.url)
+        monkeypatch.setenv("WANDB_API_KEY", KEY)
+        monkeypatch.setattr(wandb_api, "FULL_HISTORY_MAX", 10)
+        run = wandb_api.fetch(wandb_api.WandbRef("e", "p", standin.run_id, None), cache_root=tmp_path / "cache")
+        assert any(r.startswith("GET /files/history.parquet") for r in standin.requests)
+    assert len(run.history) == STEPS
+    assert sorted(float(r["train/loss"]) for r in run.history) == pytest.approx(
+        sorted(5.0 - i * 0.01 for i in range(STEPS)))

@@ -39,7 +39,19 @@ class StandIn:
         self.server.server_close()
 
     def _files(self) -> dict[str, bytes]:
-        return {"output.log": self.output.encode(), "wandb-metadata.json": json.dumps(self.metadata).encode()}
+        return {"output.log": self.output.encode(), "wandb-metadata.json": json.dumps(self.metadata).encode(),
+                "history.parquet": self._parquet()}
+
+    def _parquet(self) -> bytes:
+        if not hasattr(self, "_parquet_bytes"):
+            import io
+
+            import polars as pl
+
+            buf = io.BytesIO()
+            pl.from_dicts(self.history, infer_schema_length=None).write_parquet(buf)
+            self._parquet_bytes = buf.getvalue()
+        return self._parquet_bytes
 
     def answer(self, query: str, variables: dict[str, Any]) -> tuple[int, Any]:
         if self.mode == "unauthorized":
@@ -53,8 +65,13 @@ class StandIn:
                                              "flags": "{}", "teams": {"edges": []}}}}
         if self.mode == "denied":
             return 200, {"data": None, "errors": [{"message": "input: project permission denied"}]}
-        if self.mode == "missing" or variables.get("name") != self.run_id:
+        if self.mode == "missing" or (variables.get("name") or variables.get("runName")) != self.run_id:
             return 200, {"data": {"project": {"run": None, "internalId": "UHJvamVjdDox"}}}
+        if "parquetHistory" in query:  # scan_history: parquet files the client range-reads
+            return 200, {"data": {"project": {"run": {"parquetHistory": {
+                "parquetUrls": [f"{self.url}/files/history.parquet"], "liveData": []}}}}}
+        if re.search(r"run\(name: \$name\) \{ historyKeys \}", query):
+            return 200, {"data": {"project": {"run": {"historyKeys": {"keys": {}, "lastStep": len(self.history) - 1}}}}}
         if "history(samples" in query:
             return 200, {"data": {"project": {"run": {"history": [json.dumps(r) for r in self.history]}}}}
         if "events(samples" in query:
