@@ -48,38 +48,42 @@ def iter_records(data: bytes, check_crc: bool = True) -> tuple[list[bytes], bool
     """-> (record payloads, truncated, chunks with a bad CRC)."""
     if not is_wandb_file(data):
         raise ValueError("not a W&B transaction log (bad header)")
+    unpack, crc32, size, n = CHUNK.unpack_from, zlib.crc32, CHUNK.size, len(data)
+    type_crc = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
     pos, out, parts, truncated, bad = HEADER.size, [], [], False, 0
-    while pos < len(data):
+    append = out.append
+    while pos < n:
         left = BLOCK - pos % BLOCK
-        if left < CHUNK.size:
+        if left < size:
             pos += left
             continue
-        if pos + CHUNK.size > len(data):
+        if pos + size > n:
             truncated = True
             break
-        crc, length, ctype = CHUNK.unpack_from(data, pos)
-        start, end = pos + CHUNK.size, pos + CHUNK.size + length
+        crc, length, ctype = unpack(data, pos)
+        start = pos + size
+        end = start + length
         if length == 0 and ctype == 0:  # zero padding at the end of a block
             pos += left
             continue
-        if end > len(data):
+        if end > n:
             truncated = True
             break
         payload = data[start:end]
         pos = end
-        if check_crc and zlib.crc32(payload, zlib.crc32(bytes([ctype]))) & 0xFFFFFFFF != crc:
+        if check_crc and crc32(payload, type_crc.get(ctype, 0)) != crc:
             bad += 1
             parts = []
             continue
         if ctype == FULL:
-            out.append(payload)
+            append(payload)
         elif ctype == FIRST:
             parts = [payload]
         elif ctype == MIDDLE and parts:
             parts.append(payload)
         elif ctype == LAST and parts:
             parts.append(payload)
-            out.append(b"".join(parts))
+            append(b"".join(parts))
             parts = []
     if parts:
         truncated = True
@@ -168,6 +172,30 @@ def _history_fast(payload: bytes) -> dict[str, Any] | None:
         return None
 
 
+# One history item when every length fits in one byte (nearly always): 0x0a <len> 0x12 <klen> <key>
+# 0x82 0x01 <vlen> <value>. "\x82\x01" cannot occur inside UTF-8 text and JSON text never holds a raw 0x0a, so
+# the key and value runs are delimited; their length bytes are checked after matching.
+_ITEM_RE = re.compile(rb"\x0a[\x00-\x7f]\x12([\x00-\x7f])(.*?)\x82\x01([\x00-\x7f])([^\x0a]*)", re.S)
+
+
+def _history_regex(payload: bytes) -> dict[str, Any] | None:
+    """The common case of _history_fast without a per-byte Python loop; None when anything does not check out."""
+    found = _ITEM_RE.findall(payload)
+    if not found:
+        return None
+    keys, values = [], []
+    for klen, key, vlen, value in found:
+        if len(key) != klen[0] or len(value) < vlen[0]:
+            return None
+        keys.append(key.decode())
+        values.append(value[: vlen[0]])
+    try:
+        decoded = json.loads(b"[" + b",".join(values) + b"]")
+    except ValueError:
+        return None
+    return dict(zip(keys, decoded))
+
+
 def _len(data: bytes, i: int) -> tuple[int, int]:
     """A varint at i -> (position after it, value)."""
     b = data[i]
@@ -213,16 +241,19 @@ def read(path: Path) -> WandbRun:
     payloads, truncated, bad = iter_records(path.read_bytes())
     run = WandbRun(truncated=truncated, bad_crc=bad)
     raw_output: list[str] = []
-    summary_idx = [i for i, p in enumerate(payloads) if _record_field(p) == SUMMARY_FIELD]
+    fields = [_record_field(p) for p in payloads]
+    summary_idx = [i for i, f in enumerate(fields) if f == SUMMARY_FIELD]
     skip = set(summary_idx[SUMMARY_HEAD:-SUMMARY_TAIL]) if len(summary_idx) > SUMMARY_HEAD + SUMMARY_TAIL else set()
     if skip:
         run.counts["summary_skipped"] = len(skip)
+    history, history_fast = run.history, 0
     for i, payload in enumerate(payloads):
-        if i in skip:
-            continue
-        if (row := _history_fast(payload)) is not None:
-            run.history.append(row)
-            run.counts["history"] = run.counts.get("history", 0) + 1
+        if fields[i] == HISTORY_FIELD:
+            if (row := _history_regex(payload) or _history_fast(payload)) is not None:
+                history.append(row)
+                history_fast += 1
+                continue
+        elif i in skip:
             continue
         rec = pb.Record()
         try:
@@ -255,6 +286,8 @@ def read(path: Path) -> WandbRun:
             raw_output.append(rec.output_raw.line)
         elif kind == "output":
             raw_output.append(rec.output.line)
+    if history_fast:
+        run.counts["history"] = run.counts.get("history", 0) + history_fast
     run.output = "".join(raw_output).replace("\r\n", "\n").split("\n") if raw_output else []
     return run
 
