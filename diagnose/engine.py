@@ -58,6 +58,12 @@ def classify(m: Metrics) -> str | None:
         return f"low utilization ({util:.0f}%, {m.util_pattern or 'varied'}) at high memory ({mem:.0f}%)"
     if util < LOW_UTIL:
         return f"low utilization ({util:.0f}%) at {'low' if (mem or 0) < 50 else 'moderate'} memory"
+    if m.util_pattern == "gaps":
+        idle = sum(s for _, _, s in m.idle_windows)
+        return (f"utilization {util:.0f}% on average, with {len(m.idle_windows)} window(s) in which every GPU sat "
+                f"idle (~{idle / 60:.0f} min in all)")
+    if m.util_pattern == "sawtooth":
+        return f"utilization alternating between idle and busy (sawtooth), {util:.0f}% on average"
     if power is not None and power < 40:
         return f"high utilization ({util:.0f}%) at low power ({power:.0f}% of the limit): GPUs waiting in kernels"
     return f"utilization {util:.0f}%"
