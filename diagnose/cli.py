@@ -310,6 +310,7 @@ def main() -> None:
         if hasattr(e, "show") and hasattr(e, "exit_code"):  # click's usage errors (typer vendors click)
             e.show()
             sys.exit(EXIT_INPUT)
-        sys.stderr.write(f"diagnose: internal error: {type(e).__name__}: {e}\n")
+        first = (str(e).strip().splitlines() or [""])[0]
+        sys.stderr.write(f"diagnose: internal error: {type(e).__name__}: {first}\n")
         sys.exit(EXIT_INTERNAL)
     sys.exit(EXIT_OK)

@@ -112,7 +112,8 @@ def timers_wide(rows: pl.DataFrame) -> pl.DataFrame:
     for (shape,), part in rows.partition_by("_shape", as_dict=True).items():
         names = [n.strip().rstrip(":").removesuffix("_microstep") for n in shape.split("|") if n.strip()]
         names = [n.replace("forward", "fwd").replace("backward", "bwd") for n in names]
-        cols = [pl.col("_n").list.get(i).str.strip_chars(": ").cast(pl.Float64, strict=False).alias(name)
+        cols = [pl.col("_n").list.get(i, null_on_oob=True).str.strip_chars(": ").cast(pl.Float64, strict=False)
+                .alias(name)
                 for i, name in enumerate(names) if name in TIMER_NAMES]
         parts.append(part.select(*BASE_COLUMNS, pl.lit("_microstep:" in shape).alias("microstep"), *cols,
                                  "origin", "_row"))

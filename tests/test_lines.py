@@ -119,3 +119,28 @@ def test_chunk_boundaries_do_not_lose_blocks_or_lines(tmp_path: Path, monkeypatc
     for name in ("steps", "timers", "events", "comms", "facts"):
         assert small.frames[name].height == whole.frames[name].height, name
     assert small.facts.ds_engine == whole.facts.ds_engine and small.facts.ds_config == whole.facts.ds_config
+
+
+def test_garbled_log_gives_what_can_be_read(tmp_path: Path) -> None:
+    """A real log with lines cut short, doubled and shuffled (seeded), as a damaged paste or disk leaves them."""
+    import random
+
+    from conftest import run_cli
+
+    rng = random.Random(1)
+    out = []
+    for line in (SAMPLES / "ds_zero3_ckpt" / "train.log").read_text().splitlines():
+        r = rng.random()
+        if r < 0.2:
+            line = line[: rng.randint(0, len(line))]
+        elif r < 0.3:
+            line = line + line[::-1]
+        elif r < 0.35:
+            line = "".join(rng.sample(line, len(line)))
+        out.append(line)
+    p = tmp_path / "garbled.log"
+    p.write_text("\n".join(out))
+    m = parse([str(p)])
+    assert m.facts.zero_stage == 3 and m.frames["timers"].height > 0 and m.unrecognised_lines > 0
+    proc = run_cli("report", str(p), "--format", "md")
+    assert proc.returncode == 0, proc.stderr
