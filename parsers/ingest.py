@@ -70,7 +70,9 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
             drain_one()
     if pending is not None:
         _read_blocks(pending, source_id, result.blocks, final=True)
-    result.used_lines += result.blocks.lines_used
+    # Block windows can re-count lines a kind already matched (a garbled `}` makes a JSON value run on), so the
+    # sum is capped: "recognised" is an estimate, never more than the lines there are.
+    result.used_lines = min(result.text_lines, result.used_lines + result.blocks.lines_used)
     return result
 
 
