@@ -40,7 +40,7 @@ class Blocks:
     comms: list[dict[str, object]] = field(default_factory=list)  # summary-table rows
     flops: dict[str, str] = field(default_factory=dict)
     where: dict[str, tuple[int, int]] = field(default_factory=dict)  # block -> (source, line) of its header
-    lines_used: int = 0  # block lines that no line kind matches (JSON continuations, table rows), for the counts
+    lines_used: set[int] = field(default_factory=set)  # line numbers a block consumed (JSON continuations, table rows)
 
 
 def strip_prefix(text: str) -> tuple[str, str | None]:
@@ -55,30 +55,36 @@ def strip_prefix(text: str) -> tuple[str, str | None]:
     return rest, rank
 
 
-def parse_block(name: str, texts: list[str], blocks: Blocks, where: tuple[int, int]) -> None:
+def parse_block(name: str, texts: list[str], line_numbers: list[int], blocks: Blocks, where: tuple[int, int]) -> None:
     msgs = [strip_prefix(t) for t in texts]
     header_rank = msgs[0][1]
-    own = [m for m, r in msgs if r == header_rank]  # interleaved ranks: keep the header's rank only
+    keep = [i for i, (_, r) in enumerate(msgs) if r == header_rank]  # interleaved ranks: the header's rank only
+    own = [msgs[i][0] for i in keep]
     if name == "ds_config_dump":
         config, used = _config_dump(own[1:])
         blocks.ds_config = blocks.ds_config or config
+        positions = [0] + [1 + u for u in used]
     elif name == "ds_user_json":
-        user, used = _user_json(own)
+        user, n = _user_json(own)
         blocks.ds_user_config = blocks.ds_user_config or user
+        positions = list(range(n + 1))
     elif name == "comms_table":
-        rows, used = _comms_table(own[1:])
+        rows, n = _comms_table(own[1:])
         blocks.comms = blocks.comms or rows  # every rank prints the table; the first one is kept
+        positions = list(range(n))
     else:
-        flops, used = _flops(own[1:])
+        flops, n = _flops(own[1:])
         blocks.flops = blocks.flops or flops
+        positions = list(range(n))
     blocks.where.setdefault(name, where)
-    blocks.lines_used += used
+    blocks.lines_used.update(line_numbers[keep[p]] for p in positions if p < len(keep))
 
 
-def _config_dump(lines: list[str]) -> tuple[dict[str, object], int]:
+def _config_dump(lines: list[str]) -> tuple[dict[str, object], list[int]]:
     """Every `[config.py:N:print]   key .... value` line up to the user JSON; other ranks' output may interleave."""
     out: dict[str, object] = {}
-    i = used = 0
+    i = 0
+    used: list[int] = []
     while i < len(lines):
         line = lines[i]
         i += 1
@@ -87,13 +93,14 @@ def _config_dump(lines: list[str]) -> tuple[dict[str, object], int]:
         m = _CONFIG_KV.match(line)
         if not m:
             continue
+        used.append(i - 1)
         key, value = m.group("key"), m.group("value")
         if value.endswith("{"):  # a JSON value continues on unprefixed lines up to a closing `}`
             body = [value]
-            while i < len(lines) and not lines[i].startswith("[config.py:"):
+            while i < len(lines) and _json_continuation(lines[i]):
                 body.append(lines[i])
+                used.append(i)
                 i += 1
-                used += 1
                 if lines[i - 1].rstrip() == "}":
                     break
             value = _loads("\n".join(body)) or "\n".join(body)
@@ -105,11 +112,18 @@ def _user_json(lines: list[str]) -> tuple[dict[str, object], int]:
     first = lines[0]
     body = [first[first.index("json = {") + len("json = "):]]
     for line in lines[1:]:
+        if not _json_continuation(line):  # the closing brace was lost (a damaged log): stop at the next record
+            break
         body.append(line)
         if line.rstrip() == "}":
             break
     parsed = _loads("\n".join(body))
     return (parsed if isinstance(parsed, dict) else {}), len(body) - 1
+
+
+def _json_continuation(line: str) -> bool:
+    """Pretty-printed JSON lines are indented, or the closing brace; anything else is the next log record."""
+    return line[:1] in (" ", "\t") or line.rstrip() in ("}", "},", "]", "],")
 
 
 def _loads(text: str) -> object:

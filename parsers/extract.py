@@ -137,7 +137,6 @@ def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.Data
     tagged = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 1).alias("anchor")).filter(
         pl.col("anchor").is_not_null()
     )
-    out["_tagged_count"] = [pl.DataFrame({"n": [tagged.height]})]
     if tagged.height:
         tagged = with_prefix(tagged, source_id)
         parts = tagged.partition_by("anchor", as_dict=True, include_key=False)
@@ -168,6 +167,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.Data
         )
         if env.height:
             out.setdefault("env", []).append(env)
+    used = [part.select("line") for parts in out.values() for part in parts]
+    out["_lines"] = [pl.concat(used).unique() if used else pl.DataFrame({"line": []}, schema={"line": pl.UInt32})]
     return out
 
 

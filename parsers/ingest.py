@@ -21,7 +21,7 @@ class LogResult:
     parts: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
     blocks: Blocks = field(default_factory=Blocks)
     stats: ChunkStats = field(default_factory=ChunkStats)
-    used_lines: int = 0  # lines that matched a kind (an upper bound: tagged lines)
+    used_lines: int = 0  # physical lines that produced a row or belong to a block
     text_lines: int = 0  # logical lines after splitting tqdm redraws
 
 
@@ -42,21 +42,26 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
     pending: pl.DataFrame | None = None  # lines from a block header whose window ran past the chunk's end
     next_line = 1
     in_flight: deque[tuple[Future, int]] = deque()
+    # Lines counted in the previous chunk: a block deferred from it (its window ran on) may cover some of them.
+    counted_prev = pl.Series("line", [], dtype=pl.UInt32)
 
     def drain_one() -> None:
-        nonlocal pending
+        nonlocal pending, counted_prev
         future, size = in_flight.popleft()
         lines, extracted, stats = future.result()
         result.stats.physical_lines += stats.physical_lines
         result.stats.invalid_utf8 += stats.invalid_utf8
         result.text_lines += lines.height
+        used = extracted.pop("_lines")[0]["line"]
         for name, parts in extracted.items():
-            if name == "_tagged_count":
-                result.used_lines += int(parts[0]["n"][0])
-            else:
-                result.parts.setdefault(name, []).extend(parts)
+            result.parts.setdefault(name, []).extend(parts)
         context = lines if pending is None else pl.concat([pending, lines])
+        before = set(result.blocks.lines_used)
         pending = _read_blocks(context, source_id, result.blocks, final=False)
+        block_lines = pl.Series("line", sorted(result.blocks.lines_used - before), dtype=pl.UInt32)
+        both = pl.concat([counted_prev, used.cast(pl.UInt32), block_lines]).unique()
+        result.used_lines += both.len() - counted_prev.n_unique()
+        counted_prev = pl.concat([used.cast(pl.UInt32), block_lines]).unique()
         if progress:
             progress(size)
 
@@ -69,10 +74,11 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
         while in_flight:
             drain_one()
     if pending is not None:
+        before = set(result.blocks.lines_used)
         _read_blocks(pending, source_id, result.blocks, final=True)
-    # Block windows can re-count lines a kind already matched (a garbled `}` makes a JSON value run on), so the
-    # sum is capped: "recognised" is an estimate, never more than the lines there are.
-    result.used_lines = min(result.text_lines, result.used_lines + result.blocks.lines_used)
+        tail = pl.Series("line", sorted(result.blocks.lines_used - before), dtype=pl.UInt32)
+        result.used_lines += pl.concat([counted_prev, tail]).n_unique() - counted_prev.n_unique()
+    result.used_lines = min(result.used_lines, result.stats.physical_lines)
     return result
 
 
@@ -84,9 +90,10 @@ def _read_blocks(lines: pl.DataFrame, source_id: int, blocks: Blocks, final: boo
     for idx, line in zip(positions["_i"].to_list(), positions["line"].to_list()):
         if idx + WINDOW > lines.height and not final:
             return lines.slice(idx)
-        window = lines.slice(idx, WINDOW)["text"].to_list()
+        window = lines.slice(idx, WINDOW)
+        texts = window["text"].to_list()
         for name, literal in BLOCK_HEADERS.items():
-            if literal in window[0]:
-                parse_block(name, window, blocks, (source_id, line))
+            if literal in texts[0]:
+                parse_block(name, texts, window["line"].to_list(), blocks, (source_id, line))
                 break
     return None

@@ -116,9 +116,9 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
             return
     with open_input(path) as fh:
         result = ingest_log(fh, source_id, progress)
-    info = SourceInfo(inp.name, "log", lines=result.text_lines, recognised=result.used_lines,
+    info = SourceInfo(inp.name, "log", lines=result.stats.physical_lines, recognised=result.used_lines,
                       invalid_utf8=result.stats.invalid_utf8, bytes=size)
-    if result.used_lines == 0 and not any(result.parts.values()):
+    if result.used_lines == 0 and not any(p.height for parts in result.parts.values() for p in parts):
         raise InputError(inp.name, f"nothing recognisable in {result.text_lines} lines (not a DeepSpeed, "
                                    f"accelerate, HF Trainer, torchrun or NCCL log)")
     acc.sources.append(info)
@@ -145,7 +145,7 @@ def _add_wandb_run(name: str, run: wandb_offline.WandbRun, source_id: int, acc: 
 
     console = "\n".join(run.output).encode()
     result = ingest_log(io.BytesIO(console), source_id, progress)
-    lines = len(run.history) + len(run.stats) + result.text_lines
+    lines = len(run.history) + len(run.stats) + result.stats.physical_lines
     acc.sources.append(SourceInfo(name, kind, lines=lines,
                                   recognised=len(run.history) + len(run.stats) + result.used_lines, bytes=size))
     for name, parts in result.parts.items():
