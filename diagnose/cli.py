@@ -32,7 +32,8 @@ app = typer.Typer(
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
-SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs or '-'.",
+SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, W&B runs "
+                                                      "or '-'.",
                                                  show_default=False)]
 
 
@@ -59,7 +60,8 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
 
 @app.command()
 def parse(
-    sources: SourcesArg,
+    sources: Annotated[Optional[list[str]], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, "
+                                                           "W&B runs or '-'.", show_default=False)] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="json or text.")] = "text",
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Write each frame as <DIR>/<frame>.parquet "
                                                     "and the run facts as <DIR>/facts.json.")] = None,
@@ -71,6 +73,8 @@ def parse(
     if schema:
         out.print(describe(), markup=False)
         return
+    if not sources:
+        raise _fail("no SOURCES given; `diagnose parse --help` shows what they can be")
     if format not in ("json", "text"):
         raise _fail(f"--format must be json or text, not {format!r}")
     model = _load_or_exit(sources, refresh)
