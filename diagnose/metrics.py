@@ -62,6 +62,8 @@ class Metrics:
     comm_ops: dict[str, float] = field(default_factory=dict)  # op -> total latency ms
     rank_step_p50: dict[int, float] = field(default_factory=dict)  # rank -> p50 compute time (timers) seconds
     imbalance: float | None = None  # slowest rank / median rank
+    node_step_p50: dict[str, float] = field(default_factory=dict)  # host -> p50 timed step seconds (pdsh prefixes)
+    node_imbalance: float | None = None  # slowest node / median node
     skipped_fraction: float | None = None
     overflow_after_warmup: int = 0
     allocator_flushes: int = 0
@@ -97,6 +99,7 @@ def compute(model: RunModel) -> Metrics:
         bw = use.filter(pl.col("busbw_gbps") > 0)["busbw_gbps"]
         busbw = float(bw.median()) if bw.len() else None
     rank_p50, imbalance = _imbalance(model.frames["timers"])
+    node_p50, node_imbalance = _imbalance(model.frames["timers"], "node")
     skipped_frac, overflow_late = _overflow(steps, model.frames["events"])
     flush = model.frames["events"].filter(pl.col("kind") == "allocator_flush")
     flushes = int(flush["count"].fill_null(1).sum()) if flush.height else 0
@@ -106,7 +109,8 @@ def compute(model: RunModel) -> Metrics:
     per_gpu, pattern, windows = _util_shape(system)
     return Metrics(steps=stats, step_series=series, samples_per_sec=sps, tokens_per_sec=tps, mfu=mfu,
                    mfu_basis=basis, breakdown=br, comm_total_ms=comm_total, comm_busbw_gbps=busbw, comm_ops=comm_ops,
-                   rank_step_p50=rank_p50, imbalance=imbalance, skipped_fraction=skipped_frac,
+                   rank_step_p50=rank_p50, imbalance=imbalance, node_step_p50=node_p50,
+                   node_imbalance=node_imbalance, skipped_fraction=skipped_frac,
                    overflow_after_warmup=overflow_late, allocator_flushes=flushes, first_flush_step=first_flush,
                    stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
@@ -205,15 +209,16 @@ def _breakdown(timers: pl.DataFrame) -> Breakdown | None:
     return Breakdown(fwd, inner, allreduce, step, total, shares)
 
 
-def _imbalance(timers: pl.DataFrame) -> tuple[dict[int, float], float | None]:
-    glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col("rank").is_not_null())
-    if glob.height == 0 or glob["rank"].n_unique() < 2:
+def _imbalance(timers: pl.DataFrame, by: str = "rank") -> tuple[dict, float | None]:
+    """Median timed step per rank (or per node) and the slowest one's ratio to the median."""
+    glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col(by).is_not_null())
+    if glob.height == 0 or glob[by].n_unique() < 2:
         return {}, None
-    per = glob.group_by("rank").agg(((pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0))
-                                     .median() / 1000.0).alias("p50")).sort("rank")
-    rank_p50 = {int(r): float(v) for r, v in per.iter_rows()}
+    per = glob.group_by(by).agg(((pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0))
+                                 .median() / 1000.0).alias("p50")).sort(by)
+    out = {(int(k) if by == "rank" else str(k)): float(v) for k, v in per.iter_rows()}
     med = float(per["p50"].median())
-    return rank_p50, (max(rank_p50.values()) / med if med > 0 else None)
+    return out, (max(out.values()) / med if med > 0 else None)
 
 
 def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, int]:

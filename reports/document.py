@@ -128,6 +128,7 @@ def metrics_dict(d: Diagnosis) -> dict[str, Any]:
         "time_breakdown": None if m.breakdown is None else dataclasses.asdict(m.breakdown),
         "comm_total_ms": m.comm_total_ms, "comm_busbw_gbps": m.comm_busbw_gbps, "comm_ops": m.comm_ops,
         "rank_step_p50_s": {str(k): v for k, v in m.rank_step_p50.items()}, "imbalance": m.imbalance,
+        "node_step_p50_s": m.node_step_p50, "node_imbalance": m.node_imbalance,
         "skipped_fraction": m.skipped_fraction, "allocator_flushes": m.allocator_flushes,
         "stall_events": [{"kind": k, "step": s, "seconds": t} for k, s, t in m.stall_events],
         "utilization": m.utilization, "utilization_picture": d.picture, "wall_s": m.wall_s,

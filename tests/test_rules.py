@@ -146,3 +146,17 @@ def test_mfu_uses_the_attention_term_when_the_shape_is_known() -> None:
     assert full == pytest.approx(10_000 * (6 * 2.78e9 + 12 * 32 * 2560 * 2048) / (16 * 312e12))
     assert basis.startswith("6N x") and basis_full.startswith("6N + 12LHQT")
     assert _mfu(10_000.0, None, 16, "A100", "bf16") == (None, None)
+
+
+def test_slow_node_from_pdsh_prefixed_timers(tmp_path) -> None:
+    lines = []
+    for step in range(20):
+        for host, slow in (("node-1", 1.0), ("node-2", 1.0), ("node-3", 1.5)):
+            for rank in range(2):
+                lines.append(f"{host}: [Rank {rank}] time (ms) | fwd: {100 * slow:.2f} | bwd: {200 * slow:.2f} | "
+                             f"bwd_inner: {150 * slow:.2f} | bwd_allreduce: {50 * slow:.2f} | step: 10.00")
+    log = tmp_path / "nodes.log"
+    log.write_text("\n".join(lines) + "\n")
+    d = diagnose(parse([str(log)]))
+    f = next(f for f in d.findings if f.id == "straggler")
+    assert f.data["node"] == "node-3" and f.data["ratio"] == pytest.approx(1.5, rel=0.05)

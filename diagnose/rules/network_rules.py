@@ -172,6 +172,16 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
           "keep GPUs homogeneous.")
 def straggler(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
+    if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and (m.node_imbalance or 0) >= STRAGGLER_FACTOR:
+        slow = max(m.node_step_p50, key=m.node_step_p50.get)  # type: ignore[arg-type]
+        med = sorted(m.node_step_p50.values())[len(m.node_step_p50) // 2]
+        return Finding("straggler", f"Node {slow} is {m.node_imbalance:.1f}x slower than the median node", "warning",
+                       "medium", True, f"Ranks on {slow} take {m.node_step_p50[slow] * 1000:.0f} ms per timed step "
+                       f"against a median node's {med * 1000:.0f} ms; every collective waits for them.",
+                       (Evidence(", ".join(f"{n}: {v * 1000:.0f} ms" for n, v in sorted(m.node_step_p50.items())),
+                                 kind="metric"),),
+                       Fix(f"Check {slow} (clocks, temperature, power cap, NIC) and exclude or fix it.", (),
+                           "Every node at the median node's pace."), {"node": slow, "ratio": m.node_imbalance})
     if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and len(m.util_per_gpu) >= 2:
         return _straggler_gpu(m)
     if m.imbalance is None or m.imbalance < STRAGGLER_FACTOR:
