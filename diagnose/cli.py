@@ -46,7 +46,9 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
     """Parse with a progress bar on an interactive terminal when the inputs are large."""
     total = sum(Path(s).stat().st_size for s in sources if Path(s).is_file())
     if total < PROGRESS_MIN_BYTES or not err.is_terminal:
-        if err.is_terminal and any("/" in s and not Path(s).exists() for s in sources):
+        from parsers.wandb_api import parse_ref
+
+        if err.is_terminal and any(parse_ref(s) for s in sources):
             with err.status("fetching the W&B run…"):
                 return parse_sources(sources, refresh=refresh)
         return parse_sources(sources, refresh=refresh)

@@ -27,7 +27,7 @@ SNIFF_BYTES = 64 * 1024
 # Files a directory walk reads; anything else there is skipped (checkpoints, tensors, images, code).
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash", ".sbatch",
                 ".slurm", ".stdout", ".stderr", ".csv", ""}
-SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints", "wandb"}  # wandb: see the W&B reader
+SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints"}
 
 
 @dataclass(frozen=True)
@@ -80,15 +80,15 @@ def _walk(root: Path) -> Iterator[Path]:
     from parsers.wandb_offline import find_run_files
 
     for dirpath, dirnames, filenames in os.walk(root):
-        if Path(dirpath).name == "wandb":  # W&B run dirs: the transaction log holds everything (console too)
-            yield from find_run_files(Path(dirpath))
+        here = Path(dirpath)
+        # A W&B directory or run directory: its transaction log holds everything, the console output too, so its
+        # files/output.log is not read a second time.
+        runs = find_run_files(here) if here.name == "wandb" or here.name.startswith(("run-", "offline-run-")) else []
+        if runs:
+            yield from runs
             dirnames[:] = []
             continue
-        if Path(dirpath).name.startswith(("run-", "offline-run-")) and find_run_files(Path(dirpath)):
-            yield from find_run_files(Path(dirpath))
-            dirnames[:] = []
-            continue
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS - {"wandb"} and not d.startswith("."))
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for name in filenames:
             p = Path(dirpath) / name
             suffix = p.suffix.lower()

@@ -172,30 +172,6 @@ def _history_fast(payload: bytes) -> dict[str, Any] | None:
         return None
 
 
-# One history item when every length fits in one byte (nearly always): 0x0a <len> 0x12 <klen> <key>
-# 0x82 0x01 <vlen> <value>. "\x82\x01" cannot occur inside UTF-8 text and JSON text never holds a raw 0x0a, so
-# the key and value runs are delimited; their length bytes are checked after matching.
-_ITEM_RE = re.compile(rb"\x0a[\x00-\x7f]\x12([\x00-\x7f])(.*?)\x82\x01([\x00-\x7f])([^\x0a]*)", re.S)
-
-
-def _history_regex(payload: bytes) -> dict[str, Any] | None:
-    """The common case of _history_fast without a per-byte Python loop; None when anything does not check out."""
-    found = _ITEM_RE.findall(payload)
-    if not found:
-        return None
-    keys, values = [], []
-    for klen, key, vlen, value in found:
-        if len(key) != klen[0] or len(value) < vlen[0]:
-            return None
-        keys.append(key.decode())
-        values.append(value[: vlen[0]])
-    try:
-        decoded = json.loads(b"[" + b",".join(values) + b"]")
-    except ValueError:
-        return None
-    return dict(zip(keys, decoded))
-
-
 def _len(data: bytes, i: int) -> tuple[int, int]:
     """A varint at i -> (position after it, value)."""
     b = data[i]
@@ -249,7 +225,7 @@ def read(path: Path) -> WandbRun:
     history, history_fast = run.history, 0
     for i, payload in enumerate(payloads):
         if fields[i] == HISTORY_FIELD:
-            if (row := _history_regex(payload) or _history_fast(payload)) is not None:
+            if (row := _history_fast(payload)) is not None:
                 history.append(row)
                 history_fast += 1
                 continue

@@ -209,12 +209,6 @@ def test_walking_a_run_directory_reads_the_transaction_log_once(offline_run: Pat
     assert [s.kind for s in m.sources] == ["wandb_run"]
 
 
-def test_offline_read_speed_figure(offline_run: Path) -> None:
-    """Not a timing assertion: the reader must simply produce every history row (benchmarks/wandb_read.py times it)."""
-    run = wandb_offline.read(next(offline_run.glob("run-*.wandb")))
-    assert len(run.history) == STEPS and run.counts["history"] == STEPS
-
-
 def test_legacy_run_directory(offline_run: Path, tmp_path: Path) -> None:
     """Older SDKs and synced runs leave JSON files instead of (or beside) the transaction log."""
     run = wandb_offline.read(next(offline_run.glob("run-*.wandb")))

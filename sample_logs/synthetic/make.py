@@ -197,13 +197,19 @@ def p2p_disabled() -> None:
     write("p2p_disabled", {"train.log": "\n".join(log + body) + "\n"})
 
 
-def comm_bound() -> None:
-    rng = random.Random(4)
+def flat_run(name: str, seed: int, steps: int, step_s: tuple[float, float], stage: int, micro: int, world: int,
+             timers: tuple[float, float, float, float], extra: tuple[str, ...] = ()) -> None:
+    """A single-node nccl run with a config dump and steady step times: the shape several scenarios share."""
+    rng = random.Random(seed)
     t = T0
-    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
-    log += config_dump(t, 2, 2, 1, 32, True, True)
-    body, _ = steps_block(t, 40, [rng.uniform(3.0, 3.2) for _ in range(40)], 2, 1, 32, rng, (300.0, 600.0, 2100.0, 40.0))
-    write("comm_bound", {"train.log": "\n".join(log + body) + "\n"})
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl"), *extra]
+    log += config_dump(t, stage, micro, 1, world, True, True)
+    body, _ = steps_block(t, steps, [rng.uniform(*step_s) for _ in range(steps)], micro, 1, world, rng, timers)
+    write(name, {"train.log": "\n".join(log + body) + "\n"})
+
+
+def comm_bound() -> None:
+    flat_run("comm_bound", 4, 40, (3.0, 3.2), 2, 2, 32, (300.0, 600.0, 2100.0, 40.0))
 
 
 def allocator_flush() -> None:
@@ -301,24 +307,14 @@ def small_micro_batch() -> None:
 
 
 def input_bound() -> None:
-    rng = random.Random(11)
-    t = T0
-    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl"),
-           "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create "
-           "32 worker processes in total. Our suggested max number of worker in current system is 8, which is smaller "
-           "than what this DataLoader is going to create."]
-    log += config_dump(t, 1, 8, 1, 8, True, True)
-    body, _ = steps_block(t, 40, [rng.uniform(2.4, 2.6) for _ in range(40)], 8, 1, 8, rng, (300.0, 560.0, 140.0, 40.0))
-    write("input_bound", {"train.log": "\n".join(log + body) + "\n"})
+    flat_run("input_bound", 11, 40, (2.4, 2.6), 1, 8, 8, (300.0, 560.0, 140.0, 40.0), (
+        "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py:557: UserWarning: This DataLoader will create "
+        "32 worker processes in total. Our suggested max number of worker in current system is 8, which is smaller "
+        "than what this DataLoader is going to create.",))
 
 
 def slow_optimizer_step() -> None:
-    rng = random.Random(12)
-    t = T0
-    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
-    log += config_dump(t, 0, 8, 1, 8, True, True)
-    body, _ = steps_block(t, 30, [rng.uniform(1.9, 2.0) for _ in range(30)], 8, 1, 8, rng, (300.0, 560.0, 100.0, 900.0))
-    write("slow_optimizer_step", {"train.log": "\n".join(log + body) + "\n"})
+    flat_run("slow_optimizer_step", 12, 30, (1.9, 2.0), 0, 8, 8, (300.0, 560.0, 100.0, 900.0))
 
 
 def checkpoint_stalls() -> None:
