@@ -1,6 +1,8 @@
 """Apply the declared line kinds to one chunk of lines, as polars expressions over the whole chunk."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, LineKind
@@ -14,7 +16,9 @@ def rx_escape(literal: str) -> str:
     return "".join("\\" + c if c in _META else c for c in literal)
 
 
-ANCHOR_RE = "(" + "|".join(rx_escape(a) for a in sorted(ANCHORS, key=len, reverse=True)) + ")"
+# No capture group: a bare literal alternation runs on the regex crate's Aho-Corasick prefilter alone, 2.5x faster
+# than the same alternation wrapped in a group.
+ANCHOR_RE = "|".join(rx_escape(a) for a in sorted(ANCHORS, key=len, reverse=True))
 HEADER_RE = "|".join(rx_escape(h) for h in BLOCK_HEADERS.values())
 # Environment variables seen anywhere: `export X=1`, `X=1 cmd`, launcher echoes, `os.environ[X]=1` dumps.
 ENV_NAMES = (r"(?:NCCL|CUDA|TORCH|PYTORCH|OMP|DS|ACCELERATE|WANDB|HF|TRANSFORMERS|MASTER|WORLD|LOCAL|NVIDIA|FI|UCX|"
@@ -30,34 +34,47 @@ NUMBER_AFTER_COLON = r": [-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 
 
-# The outer prefixes of prefixes.py, taken apart with a few cheap patterns that run in parallel (one big pattern
-# with many optional groups costs six times as much on a large log).
-_RANK_DS = r"\[Rank (\d+)\] "
+# The outer prefixes of prefixes.py, taken apart with a few cheap patterns (one big pattern with many optional groups
+# costs six times as much on a large log). Whole-match extraction (group 0) lets the regex crate skip its capture
+# engines, 2-3x cheaper per line; the rarer prefixes are looked for only on the rows that still lack a value.
+_RANK_DS = r"\[Rank \d+\] "
 _RANK_OUTER = r"^(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee>\d+)\]:|\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<task>\d{1,5}): )"
-_HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(" + HOST + r"): "
-_TS = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})(?:\] \[| >> )"
-_ISO = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,3})?)"
+_RANK_OUTER_HINT = r"^(?:\S+ )?(?:\S+: )?(?:\[rank\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std|\s*\d{1,5}: )"
+_HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?" + HOST + r": "
+_TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}(?:\] \[| >> )"
+_ISO = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,3})?"
+
+
+def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.Series]) -> pl.Series:
+    """Fill `values` where `need` holds with `compute` run on those rows' text only."""
+    idx = need.arg_true()
+    if idx.len() == 0:
+        return values
+    return values.scatter(idx, compute(idx))
 
 
 def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
     """Add source, rank, node and ts (from outer prefixes) to a frame holding `text`."""
-    text = pl.col("text")
-    outer = text.str.extract_groups(_RANK_OUTER)
-    return frame.with_columns(
-        pl.lit(source_id, dtype=pl.UInt16).alias("source"),
-        pl.coalesce(
-            text.str.extract(_RANK_DS, 1).cast(pl.Int32, strict=False),
-            outer.struct.field("torch").cast(pl.Int32, strict=False),
-            outer.struct.field("tee").cast(pl.Int32, strict=False),
-            outer.struct.field("mpi").cast(pl.Int32, strict=False),
-            outer.struct.field("task").cast(pl.Int32, strict=False),
-        ).alias("rank"),
-        text.str.extract(_HOST, 1).alias("node"),
-        pl.coalesce(
-            text.str.extract(_TS, 1).str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"),
-            text.str.extract(_ISO, 1).str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="ms"),
-        ).alias("ts"),
-    )
+    text = frame["text"]
+    rank = text.str.extract(_RANK_DS, 0).str.slice(6).str.strip_suffix("] ").cast(pl.Int32, strict=False)
+
+    def outer_rank(idx: pl.Series) -> pl.Series:
+        groups = text.gather(idx).str.extract_groups(_RANK_OUTER).struct
+        return pl.select(pl.coalesce(*(groups.field(g).cast(pl.Int32, strict=False)
+                                       for g in ("torch", "tee", "mpi", "task")))).to_series()
+
+    rank = _fill(rank, rank.is_null() & text.str.contains(_RANK_OUTER_HINT), outer_rank)
+    node = text.str.extract(_HOST, 0).str.strip_suffix(": ")
+    # A container timestamp or accelerate's `stdout: ` may precede the host: keep the last word.
+    node = _fill(node, node.str.contains(" ", literal=True).fill_null(False),
+                 lambda idx: node.gather(idx).str.extract(r"[^ ]+$", 0))
+    ts = (text.str.extract(_TS, 0).str.slice(0, 23)
+          .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
+    ts = _fill(ts, ts.is_null() & text.str.starts_with("20"),
+               lambda idx: text.gather(idx).str.extract(_ISO, 0)
+               .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="ms"))
+    return frame.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"), rank.alias("rank"),
+                              node.alias("node"), ts.alias("ts"))
 
 
 def _cast(expr: pl.Expr, dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
@@ -134,7 +151,7 @@ DERIVED: dict[str, list[pl.Expr]] = {
 def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.DataFrame]]:
     """Classify and extract every line kind in one chunk. Returns frame name -> parts."""
     out: dict[str, list[pl.DataFrame]] = {}
-    tagged = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 1).alias("anchor")).filter(
+    tagged = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 0).alias("anchor")).filter(
         pl.col("anchor").is_not_null()
     )
     if tagged.height:
