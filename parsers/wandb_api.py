@@ -21,6 +21,7 @@ from urllib.parse import urlparse
 import polars as pl
 
 from parsers.errors import InputError
+from parsers import wandb_history
 from parsers.wandb_offline import WandbRun
 
 API_TIMEOUT_S = 10  # wandb.Api(timeout=...): the "fail within 10 s" for an unreachable service
@@ -78,7 +79,7 @@ def load_cached(directory: Path) -> WandbRun | None:
     meta = json.loads(meta_path.read_text())
     run = WandbRun(run=meta["run"], config=meta["config"], summary=meta["summary"], environment=meta["environment"])
     if (directory / "history.parquet").is_file():
-        run.history = pl.read_parquet(directory / "history.parquet").to_dicts()
+        run.history = pl.read_parquet(directory / "history.parquet")
     if (directory / "system.parquet").is_file():
         run.stats = pl.read_parquet(directory / "system.parquet").to_dicts()
     if (directory / "output.log").is_file():
@@ -91,8 +92,8 @@ def save_cache(directory: Path, run: WandbRun, state: str) -> None:
     meta = {"run": run.run, "config": run.config, "summary": run.summary, "environment": run.environment,
             "state": state}
     (directory / "meta.json").write_text(json.dumps(meta, default=str))
-    if run.history:
-        pl.from_dicts(run.history, infer_schema_length=None).write_parquet(directory / "history.parquet")
+    if run.history.height:
+        run.history.write_parquet(directory / "history.parquet")
     if run.stats:
         pl.from_dicts(run.stats, infer_schema_length=None).write_parquet(directory / "system.parquet")
     (directory / "output.log").write_text("\n".join(run.output))
@@ -115,9 +116,10 @@ def fetch(ref: WandbRef, refresh: bool = False, cache_root: Path | None = None) 
                    config=dict(wrun.config), summary=dict(wrun.summary._json_dict))
     rows = wrun.historyLineCount or 0
     if rows > FULL_HISTORY_MAX:
-        out.history = _call(name, lambda: list(wrun.scan_history(page_size=1000)))
+        history = _call(name, lambda: list(wrun.scan_history(page_size=1000)))
     else:
-        out.history = _call(name, lambda: wrun.history(samples=max(rows, 1), pandas=False))
+        history = _call(name, lambda: wrun.history(samples=max(rows, 1), pandas=False))
+    out.history = wandb_history.from_rows(history)
     out.stats = _call(name, lambda: wrun.history(stream="system", pandas=False))
     out.environment = _metadata(name, wrun)
     out.output = _console(name, wrun)

@@ -18,6 +18,8 @@ from typing import Any
 
 import polars as pl
 
+from parsers import wandb_history, wandb_schema
+
 HEADER = struct.Struct("<4sHB")
 CHUNK = struct.Struct("<IHB")
 BLOCK = 32768
@@ -32,7 +34,7 @@ class WandbRun:
     config: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: pl.DataFrame = field(default_factory=pl.DataFrame)  # wandb_history: a column per key
     stats: list[dict[str, Any]] = field(default_factory=list)
     output: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
@@ -90,21 +92,6 @@ def iter_records(data: bytes, check_crc: bool = True) -> tuple[list[bytes], bool
     return out, truncated, bad
 
 
-def _record_field(payload: bytes) -> int:
-    """The field number of a serialized Record's first field other than `num` (1): its record type's number,
-    read without decoding the message (wandb-core writes fields in field-number order; types <= 15 have one-byte
-    tags, which is all we need to tell summaries (3) apart)."""
-    if not payload:
-        return -1
-    i = 0
-    if payload[0] == 0x08:  # num, a varint
-        i = 1
-        while i < len(payload) and payload[i] & 0x80:
-            i += 1
-        i += 1
-    return payload[i] >> 3 if i < len(payload) else -1
-
-
 SUMMARY_FIELD = 3
 # wandb-core writes about two summary records per logged step (200,001 for 100,000 steps); the final summary is
 # what matters, so only the first and the last few thousand are decoded (keys set once at the start survive).
@@ -112,79 +99,19 @@ SUMMARY_HEAD, SUMMARY_TAIL = 500, 2000
 
 
 HISTORY_FIELD = 2
-# HistoryItem: key = 1, nested_key = 2 (repeated; wandb-core writes keys there), value_json = 16 (tag 0x82 0x01)
-_ITEM_TAG, _KEY_TAG, _NESTED_KEY_TAG, _VALUE_JSON_TAG = 0x0A, 0x0A, 0x12, 0x82
 
 
-def _history_fast(payload: bytes) -> dict[str, Any] | None:
-    """Decode a history Record straight from its bytes (flat keys + value_json, as wandb-core writes them);
-    None sends anything else (nested keys, typed values) to the protobuf path. 5-10x faster than upb objects."""
-    try:
-        i = 0
-        if payload[0] == 0x08:
-            i = 1
-            while payload[i] & 0x80:
-                i += 1
-            i += 1
-        if payload[i] != 0x12:
-            return None
-        i, length = _len(payload, i + 1)
-        end = i + length
-        keys: list[bytes] = []
-        values: list[bytes] = []
-        while i < end:
-            tag = payload[i]
-            length = payload[i + 1]
-            if length < 0x80:  # one-byte lengths inline: most items are short (the hot loop of the reader)
-                i += 2
-            else:
-                i, length = _len(payload, i + 1)
-            if tag == _ITEM_TAG:
-                j, item_end = i, i + length
-                key = value = None
-                parts: list[bytes] = []
-                while j < item_end:
-                    t = payload[j]
-                    j += 2 if t == _VALUE_JSON_TAG else 1
-                    n = payload[j]
-                    if n < 0x80:
-                        j += 1
-                    else:
-                        j, n = _len(payload, j)
-                    if t == _NESTED_KEY_TAG:
-                        parts.append(payload[j:j + n])
-                    elif t == _VALUE_JSON_TAG:
-                        value = payload[j:j + n]
-                    elif t == _KEY_TAG:
-                        key = payload[j:j + n]
-                    else:
-                        return None
-                    j += n
-                key = key or (parts[0] if len(parts) == 1 else b".".join(parts))
-                if not key or value is None:
-                    return None
-                keys.append(key)
-                values.append(value)
-            i += length
-        decoded = json.loads(b"[" + b",".join(values) + b"]")
-        return dict(zip((k.decode() for k in keys), decoded))
-    except (IndexError, ValueError):
-        return None
-
-
-def _len(data: bytes, i: int) -> tuple[int, int]:
-    """A varint at i -> (position after it, value)."""
-    b = data[i]
-    if b < 0x80:
-        return i + 1, b
-    result, shift = 0, 0
-    while True:
-        b = data[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return i, result
-        shift += 7
+def record_fields(payloads: pl.Series) -> pl.Series:
+    """The field number of each serialized Record's first field after `num` (1): its record type, read without
+    decoding the message (wandb-core writes fields in field-number order; all record types we tell apart have
+    one-byte tags). -1 where there is none."""
+    p = pl.col("p").bin
+    more = [(p.get(i, null_on_oob=True) >= 0x80).fill_null(False) for i in range(1, 5)]
+    num_size = 1 + more[0].cast(pl.Int64) + (more[0] & more[1]).cast(pl.Int64) + (more[0] & more[1] & more[2]).cast(
+        pl.Int64) + (more[0] & more[1] & more[2] & more[3]).cast(pl.Int64)
+    skip = pl.when(p.get(0, null_on_oob=True) == 0x08).then(1 + num_size).otherwise(0)
+    return (payloads.rename("p").to_frame().select((p.get(skip, null_on_oob=True) // 8).fill_null(-1).cast(pl.Int64))
+            .to_series())
 
 
 def _history_row(items: Any) -> dict[str, Any]:
@@ -212,25 +139,25 @@ def _items(items: Any) -> dict[str, Any]:
 
 def read(path: Path) -> WandbRun:
     from google.protobuf.json_format import MessageToDict
-    from wandb.proto import wandb_internal_pb2 as pb
+    pb = wandb_schema.internal_pb2()
 
     payloads, truncated, bad = iter_records(path.read_bytes())
     run = WandbRun(truncated=truncated, bad_crc=bad)
     raw_output: list[str] = []
-    fields = [_record_field(p) for p in payloads]
-    summary_idx = [i for i, f in enumerate(fields) if f == SUMMARY_FIELD]
-    skip = set(summary_idx[SUMMARY_HEAD:-SUMMARY_TAIL]) if len(summary_idx) > SUMMARY_HEAD + SUMMARY_TAIL else set()
-    if skip:
-        run.counts["summary_skipped"] = len(skip)
-    history, history_fast = run.history, 0
-    for i, payload in enumerate(payloads):
-        if fields[i] == HISTORY_FIELD:
-            if (row := _history_fast(payload)) is not None:
-                history.append(row)
-                history_fast += 1
-                continue
-        elif i in skip:
-            continue
+    records = pl.Series("p", payloads, dtype=pl.Binary)
+    fields = record_fields(records)
+    history_idx = (fields == HISTORY_FIELD).arg_true()
+    summary_idx = (fields == SUMMARY_FIELD).arg_true().to_list()
+    if len(summary_idx) > SUMMARY_HEAD + SUMMARY_TAIL:
+        run.counts["summary_skipped"] = len(summary_idx) - SUMMARY_HEAD - SUMMARY_TAIL
+        summary_idx = summary_idx[:SUMMARY_HEAD] + summary_idx[-SUMMARY_TAIL:]
+    history, failed = wandb_history.decode_records(records.gather(history_idx))
+    history_pos = {history_idx[j]: j for j in failed}  # records the columnar decoder handed back
+    exact: list[dict[str, Any]] = []
+    # Decoded one by one: everything but history and the skipped summaries.
+    wanted = (~fields.is_in([HISTORY_FIELD, SUMMARY_FIELD])).arg_true().to_list()
+    for i in sorted([*wanted, *summary_idx, *history_pos]):
+        payload = payloads[i]
         rec = pb.Record()
         try:
             rec.ParseFromString(payload)
@@ -240,7 +167,7 @@ def read(path: Path) -> WandbRun:
         kind = rec.WhichOneof("record_type")
         run.counts[kind or "?"] = run.counts.get(kind or "?", 0) + 1
         if kind == "history":
-            run.history.append(_history_row(rec.history.item))
+            exact.append({wandb_history.ROW: history_pos[i], **_history_row(rec.history.item)})
         elif kind == "stats":
             row = _items(rec.stats.item)
             row["_timestamp"] = rec.stats.timestamp.seconds + rec.stats.timestamp.nanos / 1e9
@@ -262,8 +189,11 @@ def read(path: Path) -> WandbRun:
             raw_output.append(rec.output_raw.line)
         elif kind == "output":
             raw_output.append(rec.output.line)
-    if history_fast:
-        run.counts["history"] = run.counts.get("history", 0) + history_fast
+    if exact:
+        history = pl.concat([history, wandb_history.from_rows(exact).with_columns(pl.col(wandb_history.ROW)
+                             .cast(pl.UInt32))], how="diagonal_relaxed").sort(wandb_history.ROW)
+    run.history = history.drop(wandb_history.ROW, strict=False)
+    run.counts["history"] = run.history.height
     run.output = "".join(raw_output).replace("\r\n", "\n").split("\n") if raw_output else []
     return run
 
@@ -300,25 +230,22 @@ HISTORY_KEYS = {
 }
 
 
-def steps_frame(history: list[dict[str, Any]], source_id: int) -> pl.DataFrame:
-    rows = []
-    for h in history:
-        row: dict[str, Any] = {}
-        for col, keys in HISTORY_KEYS.items():
-            row[col] = next((h[k] for k in keys if isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool)),
-                            None)
-        row["_timestamp"] = h.get("_timestamp")
-        row["_runtime"] = h.get("_runtime")
-        if row["loss"] is not None or row["samples_per_sec"] is not None or row["lr"] is not None:
-            rows.append(row)
-    schema = {"global_step": pl.Float64, "loss": pl.Float64, "lr": pl.Float64, "grad_norm": pl.Float64,
-              "epoch": pl.Float64, "samples_per_sec": pl.Float64, "_timestamp": pl.Float64, "_runtime": pl.Float64}
-    frame = pl.DataFrame(rows, schema=schema, orient="row")
-    return frame.with_columns(
+def steps_frame(history: pl.DataFrame, source_id: int) -> pl.DataFrame:
+    """History columns -> steps rows: per steps column the first HISTORY_KEYS key that holds a number in that row."""
+    numeric = {name for name, dtype in history.schema.items() if dtype.is_numeric()}
+
+    def first(keys: tuple[str, ...]) -> pl.Expr:
+        present = [pl.col(k).cast(pl.Float64) for k in keys if k in numeric]
+        return pl.coalesce(present) if present else pl.repeat(None, pl.len(), dtype=pl.Float64)
+
+    columns = {col: first(keys) for col, keys in HISTORY_KEYS.items()}
+    out = history.select(**columns, _timestamp=first(("_timestamp",)))
+    out = out.filter(pl.col("loss").is_not_null() | pl.col("samples_per_sec").is_not_null() | pl.col("lr").is_not_null())
+    return out.with_columns(
         pl.col("global_step").cast(pl.Int64),
         pl.from_epoch((pl.col("_timestamp") * 1000).cast(pl.Int64), time_unit="ms").alias("ts"),
         pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit("wandb_history").alias("origin"),
-    ).drop("_timestamp", "_runtime")
+    ).drop("_timestamp")
 
 
 LEGACY_FILES = ("wandb-history.jsonl", "wandb-events.jsonl", "wandb-summary.json", "wandb-metadata.json",
@@ -344,7 +271,7 @@ def read_legacy(run_dir: Path) -> WandbRun:
                     run.truncated = True
         return rows
 
-    run.history = jsonl("wandb-history.jsonl")
+    run.history = wandb_history.from_rows(jsonl("wandb-history.jsonl"))
     run.stats = jsonl("wandb-events.jsonl")
     if (files / "wandb-summary.json").is_file():
         run.summary = json.loads((files / "wandb-summary.json").read_text(errors="replace") or "{}")
@@ -378,6 +305,7 @@ def read_panel_csv(path: Path) -> WandbRun:
     run = WandbRun(run={"run_id": path.stem})
     metrics = {c: c.split(" - ", 1)[-1].replace("system/", "system.") for c in frame.columns[1:]
                if not c.endswith(("__MIN", "__MAX"))}
+    history: list[dict[str, Any]] = []
     for row in frame.iter_rows(named=True):
         t = row[time_col]
         base: dict[str, Any] = {"_step": t} if kind == "step" else ({"_runtime": t} if kind == "runtime" else
@@ -389,7 +317,8 @@ def read_panel_csv(path: Path) -> WandbRun:
             stamp = base.get("_timestamp", base.get("_runtime", base.get("_step")))
             run.stats.append({"_timestamp": stamp, **system})
         if hist:
-            run.history.append({**base, **hist})
+            history.append({**base, **hist})
+    run.history = wandb_history.from_rows(history)
     run.counts = {"history": len(run.history), "stats": len(run.stats)}
     return run
 

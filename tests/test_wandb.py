@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from conftest import ROOT, run_cli
-from parsers import parse, wandb_offline
+from parsers import parse, wandb_history, wandb_offline, wandb_schema
 from wandb_standin import StandIn
 
 STEPS = 240
@@ -26,7 +26,10 @@ run = wandb.init(project="p", config={"per_device_train_batch_size": 8, "gradien
                  settings=wandb.Settings(x_stats_sampling_interval=0.2))
 print(f"run id {run.id}", flush=True)
 for i in range(STEPS):
-    run.log({"train/loss": 5.0 - i * 0.01, "train/learning_rate": 1e-4, "train/global_step": i + 1}, step=i)
+    extra = {}
+    if i % 60 == 7:  # values the columnar history decoder hands to the exact one, or types it keeps as JSON text
+        extra = {"eval/note": "n" * 150, "eval/ok": True, "eval/nan": float("nan"), "eval/nested": {"a": 1}}
+    run.log({"train/loss": 5.0 - i * 0.01, "train/learning_rate": 1e-4, "train/global_step": i + 1, **extra}, step=i)
     if i % 40 == 0:
         print(f"[Rank 0] time (ms) | fwd: {10 + i / 100:.2f} | bwd: 20.00 | bwd_inner: 15.00 | bwd_allreduce: 5.00 | step: 3.00", flush=True)
     time.sleep(0.004)
@@ -68,6 +71,29 @@ def test_offline_run_reads_back(offline_run: Path) -> None:
     assert timers.height == STEPS // 40 and timers["fwd"][0] == 10.0  # console output went through the log parser
 
 
+def test_columnar_history_matches_the_exact_decoder(offline_run: Path) -> None:
+    """The polars decoder of history records gives what protobuf's own parser gives, record for record; records
+    with an item of 128 bytes or more (the long note) go through the exact decoder."""
+    wfile = next(offline_run.glob("run-*.wandb"))
+    payloads, _, _ = wandb_offline.iter_records(wfile.read_bytes())
+    pb = wandb_schema.internal_pb2()
+    exact, history = [], []
+    for payload in payloads:
+        rec = pb.Record()
+        rec.ParseFromString(payload)
+        if rec.WhichOneof("record_type") == "history":
+            exact.append(wandb_offline._history_row(rec.history.item))
+            history.append(payload)
+    _, handed_back = wandb_history.decode_records(pl.Series(history, dtype=pl.Binary))
+    assert handed_back == [i for i in range(STEPS) if i % 60 == 7]
+    want = wandb_history.from_rows(exact)
+    got = wandb_offline.read(wfile).history
+    assert sorted(got.columns) == sorted(want.columns) and got.height == STEPS
+    assert got.select(sorted(want.columns)).equals(want.select(sorted(want.columns)))
+    assert got.schema["eval/ok"] == pl.String and got.schema["eval/nan"] == pl.Float64
+    assert got["eval/note"].drop_nulls().to_list() == ['"' + "n" * 150 + '"'] * 4
+
+
 def test_truncated_run_gives_what_it_can(offline_run: Path, tmp_path: Path) -> None:
     src = next(offline_run.glob("run-*.wandb"))
     cut = tmp_path / src.name
@@ -90,7 +116,8 @@ def _standin_from(offline_run: Path) -> StandIn:
     system = [{**r, "system.gpu.0.gpu": 50.0 + i % 3, "system.gpu.0.memoryAllocated": 92.0}
               for i, r in enumerate(system)]  # GPU keys as the API names them (no GPU writes them here)
     config = {k: v for k, v in run.config.items() if k != "_wandb"}
-    return StandIn(run.run["run_id"], config, {"train/loss": 2.61}, run.history, system, "\n".join(run.output),
+    history = run.history.select(pl.exclude("^eval/.*$"))  # the decoder test's extra keys; training keys only
+    return StandIn(run.run["run_id"], config, {"train/loss": 2.61}, history.to_dicts(), system, "\n".join(run.output),
                    {"host": "vm", "gpu_nvidia": [{"name": "NVIDIA A100-SXM4-80GB"}], "gpu_count": 4})
 
 
@@ -215,7 +242,8 @@ def test_legacy_run_directory(offline_run: Path, tmp_path: Path) -> None:
     legacy = tmp_path / "wandb" / "run-20240101_000000-legacy1"
     files = legacy / "files"
     files.mkdir(parents=True)
-    (files / "wandb-history.jsonl").write_text("\n".join(json.dumps(r) for r in run.history) + '\n{"_step": 9')
+    (files / "wandb-history.jsonl").write_text("\n".join(json.dumps(r) for r in run.history.to_dicts())
+                                               + '\n{"_step": 9')
     (files / "wandb-events.jsonl").write_text("\n".join(json.dumps({"system.gpu.0.gpu": 55.0, "_timestamp": 1.7e9 + i})
                                                         for i in range(5)) + "\n")
     (files / "wandb-summary.json").write_text(json.dumps({"train/loss": 2.61}))
@@ -261,5 +289,5 @@ def test_big_runs_use_the_unsampled_parquet_history(offline_run: Path, tmp_path:
         run = wandb_api.fetch(wandb_api.WandbRef("e", "p", standin.run_id, None), cache_root=tmp_path / "cache")
         assert any(r.startswith("GET /files/history.parquet") for r in standin.requests)
     assert len(run.history) == STEPS
-    assert sorted(float(r["train/loss"]) for r in run.history) == pytest.approx(
+    assert sorted(run.history["train/loss"].to_list()) == pytest.approx(
         sorted(5.0 - i * 0.01 for i in range(STEPS)))
