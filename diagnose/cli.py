@@ -45,15 +45,28 @@ def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
 def load(sources: list[str], refresh: bool = False) -> RunModel:
     """Parse with a progress bar on an interactive terminal when the inputs are large."""
     total = sum(Path(s).stat().st_size for s in sources if Path(s).is_file())
-    if total < PROGRESS_MIN_BYTES or not err.is_terminal:
-        from parsers.wandb_api import parse_ref
-
-        if err.is_terminal and any(parse_ref(s) for s in sources):
-            with err.status("fetching the W&B run…"):
-                return parse_sources(sources, refresh=refresh)
+    if not err.is_terminal:
         return parse_sources(sources, refresh=refresh)
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+    from parsers.wandb_api import parse_ref
+    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TaskID,
+                               TimeElapsedColumn, TransferSpeedColumn)
 
+    if any(parse_ref(s) for s in sources):
+        # A W&B download: what is being fetched, and a bar with rows done of rows in all for the history.
+        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=err, transient=True) as bar:
+            tasks: dict[str, TaskID] = {}  # a line per stage; a stage with a known size gets a filling bar
+
+            def fetched(what: str, done: int, total: int | None) -> None:
+                if what not in tasks:
+                    for earlier in tasks.values():
+                        bar.update(earlier, completed=bar.tasks[earlier].total or 1, total=bar.tasks[earlier].total or 1)
+                    tasks[what] = bar.add_task(f"W&B: {what}", total=total)
+                bar.update(tasks[what], completed=done, total=total)
+
+            return parse_sources(sources, refresh=refresh, fetch_progress=fetched)
+    if total < PROGRESS_MIN_BYTES:
+        return parse_sources(sources, refresh=refresh)
     with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                   console=err, transient=True) as bar:
         task = bar.add_task("reading logs", total=total)

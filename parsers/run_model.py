@@ -61,7 +61,8 @@ class _Acc:
     skipped: list[str] = field(default_factory=list)
 
 
-def build(inputs: list[Input], progress: Callable[[int], None] | None = None, refresh: bool = False) -> RunModel:
+def build(inputs: list[Input], progress: Callable[[int], None] | None = None, refresh: bool = False,
+          fetch_progress: Callable[[str, int, int | None], None] | None = None) -> RunModel:
     acc = _Acc()
     for inp in inputs:
         try:
@@ -72,7 +73,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
             if inp.wandb is not None:
                 from parsers import wandb_api
 
-                _add_wandb_run(inp.name, wandb_api.fetch(inp.wandb, refresh=refresh), len(acc.sources), acc,
+                _add_wandb_run(inp.name, wandb_api.fetch(inp.wandb, refresh=refresh, progress=fetch_progress),
+                               len(acc.sources), acc,
                                progress, 0)  # type: ignore[arg-type]
                 continue
             _read_one(inp, acc, progress)

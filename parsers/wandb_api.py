@@ -7,12 +7,16 @@ come back as InputError with one clear line; the client's own retry loop is boun
 """
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
 import socket
 import tempfile
 import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +24,8 @@ from urllib.parse import urlparse
 
 import polars as pl
 
-from parsers.errors import InputError
 from parsers import wandb_history
+from parsers.errors import InputError
 from parsers.wandb_offline import WandbRun
 
 API_TIMEOUT_S = 10  # wandb.Api(timeout=...): the issue's "fail within 10 s" for an unreachable service
@@ -99,28 +103,41 @@ def save_cache(directory: Path, run: WandbRun, state: str) -> None:
     (directory / "output.log").write_text("\n".join(run.output))
 
 
-def fetch(ref: WandbRef, refresh: bool = False, cache_root: Path | None = None) -> WandbRun:
+# Called as (what is being fetched, items done, items in all or None) while a run downloads.
+FetchProgress = Callable[[str, int, "int | None"], None]
+PROGRESS_EVERY_ROWS = 1000
+
+
+def fetch(ref: WandbRef, refresh: bool = False, cache_root: Path | None = None,
+          progress: FetchProgress | None = None) -> WandbRun:
     """The run's config, summary, metadata, history, system metrics and console output; cached once finished."""
     directory = cache_dir(ref, cache_root)
     if not refresh:
         cached = load_cached(directory)
         if cached is not None:
             return cached
+    report = progress or (lambda what, done, total: None)
     name = f"W&B run {ref.path}"
     base = ref.base_url or os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
     _preflight(name, base)
+    report("connecting to W&B", 0, None)
     api = _api(name, ref)
-    wrun = _call(name, lambda: api.run(ref.path))
+    probe = lambda: _probe_status(base, getattr(api, "api_key", None) or os.environ.get("WANDB_API_KEY"), ref)  # noqa: E731
+    wrun = _call(name, lambda: api.run(ref.path), probe)
     out = WandbRun(run={"run_id": wrun.id, "entity": ref.entity, "project": ref.project, "display_name": wrun.name,
                         "state": wrun.state},
                    config=dict(wrun.config), summary=dict(wrun.summary._json_dict))
     rows = wrun.historyLineCount or 0
+    report("history rows", 0, rows or None)
     if rows > FULL_HISTORY_MAX:
-        history = _call(name, lambda: list(wrun.scan_history(page_size=1000)))
+        history = _call(name, lambda: _counted(wrun.scan_history(page_size=1000), rows, report), probe)
     else:
-        history = _call(name, lambda: wrun.history(samples=max(rows, 1), pandas=False))
+        history = _call(name, lambda: wrun.history(samples=max(rows, 1), pandas=False), probe)
+    report("history rows", len(history), rows or None)
     out.history = wandb_history.from_rows(history)
-    out.stats = _call(name, lambda: wrun.history(stream="system", pandas=False))
+    report("system metrics", 0, None)
+    out.stats = _call(name, lambda: wrun.history(stream="system", pandas=False), probe)
+    report("metadata and console output", 0, None)
     out.environment = _metadata(name, wrun)
     out.output = _console(name, wrun)
     if wrun.state in ("finished", "crashed", "failed", "killed"):
@@ -151,7 +168,35 @@ def _api(name: str, ref: WandbRef) -> Any:
         raise InputError(name, f"W&B did not accept the API key ({_first_line(e)})") from None
 
 
-def _call(name: str, fn: Any) -> Any:
+def _counted(rows: Iterable[dict[str, Any]], total: int, report: FetchProgress) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        out.append(row)
+        if len(out) % PROGRESS_EVERY_ROWS == 0:
+            report("history rows", len(out), total)
+    return out
+
+
+def _probe_status(base: str, key: str | None, ref: WandbRef) -> int | None:
+    """One plain GraphQL request for the run, to tell why wandb-core gave up: it retries HTTP 429 and 5xx answers
+    itself until its deadline and then reports only a timeout. The HTTP status, or None when the server answered."""
+    body = json.dumps({"query": "query Probe($entity: String, $project: String!, $name: String!) "
+                                "{ project(name: $project, entityName: $entity) { run(name: $name) { id } } }",
+                       "variables": {"entity": ref.entity, "project": ref.project, "name": ref.run_id}}).encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "diagnose"}
+    if key:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"api:{key}".encode()).decode()
+    request = urllib.request.Request(base.rstrip("/") + "/graphql", data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=PREFLIGHT_TIMEOUT_S):
+            return None
+    except urllib.error.HTTPError as e:
+        return e.code
+    except (urllib.error.URLError, OSError):
+        return None
+
+
+def _call(name: str, fn: Any, probe: Callable[[], int | None] | None = None) -> Any:
     from wandb.errors import CommError
 
     for delay in (*RATE_LIMIT_RETRIES, None):
@@ -170,9 +215,16 @@ def _call(name: str, fn: Any) -> Any:
             if "429" in low or "rate limit" in low or "too many requests" in low:
                 raise InputError(name, "rate limited by the W&B API; try again in a minute") from None
             if "did not respond in time" in low or "timed out" in low:
-                # wandb-core retries 429 and 5xx answers itself until the deadline, so both end here
+                # wandb-core retries 429 and 5xx answers itself (with backoff) until the deadline, so both end here
+                status = probe() if probe else None
+                if status == 429:
+                    raise InputError(name, f"rate limited by the W&B API (HTTP 429 for {API_TIMEOUT_S} s of retries "
+                                           "with backoff); try again in a minute") from None
+                if status is not None and status >= 500:
+                    raise InputError(name, f"the W&B API kept failing with HTTP {status} for {API_TIMEOUT_S} s of "
+                                           "retries; the service may be down, try again later") from None
                 raise InputError(name, f"the W&B API did not answer within {API_TIMEOUT_S} s (the server is down "
-                                       "or rate limiting this key; try again later)") from None
+                                       "or overloaded; try again later)") from None
             raise InputError(name, f"W&B API error: {msg}") from None
     raise AssertionError("unreachable")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -180,7 +181,15 @@ def test_rate_limit_is_retried_then_reported(offline_run: Path, tmp_path: Path) 
     once, _ = _run_error(offline_run, tmp_path, "ratelimit-once")
     assert once.returncode == 0, once.stderr  # one 429, then the answer: retried with backoff
     always, seconds = _run_error(offline_run, tmp_path / "b", "ratelimit")
-    assert always.returncode == 2 and "rate limiting" in always.stderr and always.stderr.count("\n") == 1
+    assert always.returncode == 2 and always.stderr.count("\n") == 1, always.stderr
+    assert "rate limited by the W&B API (HTTP 429" in always.stderr
+    assert seconds < 30
+
+
+def test_server_errors_are_named(offline_run: Path, tmp_path: Path) -> None:
+    """wandb-core retries 5xx answers until its deadline and then reports a timeout; a probe names the status."""
+    proc, seconds = _run_error(offline_run, tmp_path, "servererror")
+    assert proc.returncode == 2 and "kept failing with HTTP 500" in proc.stderr and proc.stderr.count("\n") == 1
     assert seconds < 30
 
 
@@ -286,8 +295,23 @@ def test_big_runs_use_the_unsampled_parquet_history(offline_run: Path, tmp_path:
         monkeypatch.setenv("WANDB_BASE_URL", standin.url)
         monkeypatch.setenv("WANDB_API_KEY", KEY)
         monkeypatch.setattr(wandb_api, "FULL_HISTORY_MAX", 10)
-        run = wandb_api.fetch(wandb_api.WandbRef("e", "p", standin.run_id, None), cache_root=tmp_path / "cache")
+        monkeypatch.setattr(wandb_api, "PROGRESS_EVERY_ROWS", 100)
+        seen: list[tuple[str, int, int | None]] = []
+        run = wandb_api.fetch(wandb_api.WandbRef("e", "p", standin.run_id, None), cache_root=tmp_path / "cache",
+                              progress=lambda what, done, total: seen.append((what, done, total)))
         assert any(r.startswith("GET /files/history.parquet") for r in standin.requests)
     assert len(run.history) == STEPS
+    rows = [(done, total) for what, done, total in seen if what == "history rows"]
+    assert rows == [(0, STEPS), (100, STEPS), (200, STEPS), (STEPS, STEPS)]  # the bar's steps while rows arrive
+    assert [what for what, _, _ in seen][-2:] == ["system metrics", "metadata and console output"]
     assert sorted(run.history["train/loss"].to_list()) == pytest.approx(
         sorted(5.0 - i * 0.01 for i in range(STEPS)))
+
+
+def test_progress_shows_on_a_terminal(offline_run: Path, tmp_path: Path) -> None:
+    """On a terminal (rich honours FORCE_COLOR as one) the fetch draws a progress display on stderr, then erases it."""
+    proc, _ = _run_error(offline_run, tmp_path, "ok", FORCE_COLOR="1", COLUMNS="100")
+    assert proc.returncode == 0, proc.stderr
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", proc.stderr).replace("━", "")
+    assert re.search(r"W&B: history rows +240/240", shown), shown[-1500:]
+    assert "W&B: system metrics" in shown and "steps=" in proc.stdout

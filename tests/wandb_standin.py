@@ -20,7 +20,7 @@ class StandIn:
                  system: list[dict[str, Any]], output: str, metadata: dict[str, Any]) -> None:
         self.run_id, self.config, self.summary = run_id, config, summary
         self.history, self.system, self.output, self.metadata = history, system, output, metadata
-        self.mode = "ok"  # ok | missing | denied | unauthorized | ratelimit-once | ratelimit
+        self.mode = "ok"  # ok | missing | denied | unauthorized | ratelimit-once | ratelimit | servererror
         self.requests: list[str] = []
         self._rate_limited = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -56,6 +56,8 @@ class StandIn:
     def answer(self, query: str, variables: dict[str, Any]) -> tuple[int, Any]:
         if self.mode == "unauthorized":
             return 401, {"errors": [{"message": "unauthorized"}]}
+        if self.mode == "servererror" and re.search(r"\brun\(name", query):
+            return 500, {"errors": [{"message": "internal error"}]}
         if self.mode.startswith("ratelimit") and re.search(r"\brun\(name", query):
             if self.mode == "ratelimit" or self._rate_limited == 0:
                 self._rate_limited += 1
