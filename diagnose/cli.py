@@ -60,7 +60,8 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
             def fetched(what: str, done: int, total: int | None) -> None:
                 if what not in tasks:
                     for earlier in tasks.values():
-                        bar.update(earlier, completed=bar.tasks[earlier].total or 1, total=bar.tasks[earlier].total or 1)
+                        size = bar.tasks[earlier].total or 1
+                        bar.update(earlier, completed=size, total=size)
                     tasks[what] = bar.add_task(f"W&B: {what}", total=total)
                 bar.update(tasks[what], completed=done, total=total)
 

@@ -122,7 +122,11 @@ def fetch(ref: WandbRef, refresh: bool = False, cache_root: Path | None = None,
     _preflight(name, base)
     report("connecting to W&B", 0, None)
     api = _api(name, ref)
-    probe = lambda: _probe_status(base, getattr(api, "api_key", None) or os.environ.get("WANDB_API_KEY"), ref)  # noqa: E731
+    key = getattr(api, "api_key", None) or os.environ.get("WANDB_API_KEY")
+
+    def probe() -> int | None:
+        return _probe_status(base, key, ref)
+
     wrun = _call(name, lambda: api.run(ref.path), probe)
     out = WandbRun(run={"run_id": wrun.id, "entity": ref.entity, "project": ref.project, "display_name": wrun.name,
                         "state": wrun.state},
