@@ -25,7 +25,9 @@ class LogResult:
     text_lines: int = 0  # logical lines after splitting tqdm redraws
 
 
-WORKERS = 2  # chunks in flight: polars releases the GIL, so a second chunk's regex work overlaps the first's
+# Chunks in flight: polars releases the GIL, so chunks' regex work overlaps; a third keeps both cores busy while
+# the main thread merges the oldest (15 s against 18 s with two on the 1 GB benchmark).
+WORKERS = 3
 
 
 def _work(data: bytes, first_line: int, source_id: int) -> tuple[pl.DataFrame, dict[str, list[pl.DataFrame]],
@@ -37,7 +39,7 @@ def _work(data: bytes, first_line: int, source_id: int) -> tuple[pl.DataFrame, d
 
 
 def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | None = None) -> LogResult:
-    """Chunks are extracted two at a time and merged in order; multi-line blocks are read in order afterwards."""
+    """Chunks are extracted WORKERS at a time and merged in order; multi-line blocks are read in order afterwards."""
     result = LogResult()
     pending: pl.DataFrame | None = None  # lines from a block header whose window ran past the chunk's end
     next_line = 1
