@@ -28,6 +28,12 @@ def _byte(pos: pl.Expr, offset: int = 0) -> pl.Expr:
     return pl.col("p").bin.get(pos + offset, null_on_oob=True).cast(pl.Int64)
 
 
+def varint_size(pos: pl.Expr) -> pl.Expr:
+    """Bytes in the varint at `pos`: one, plus one per continuation byte (>= 0x80) before it ends (4 at most)."""
+    more = [(_byte(pos, i) >= 0x80).fill_null(False).cast(pl.Int64) for i in range(3)]
+    return 1 + more[0] + more[0] * more[1] + more[0] * more[1] * more[2]
+
+
 def _varint(pos: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     """(value, byte length) of the varint at `pos`; lengths and tags fit in 4 bytes (values < 2**28)."""
     b = [_byte(pos, i) for i in range(4)]
@@ -35,8 +41,7 @@ def _varint(pos: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
              .when(b[1] < 0x80).then(b[0] - 0x80 + b[1] * 0x80)
              .when(b[2] < 0x80).then(b[0] - 0x80 + (b[1] - 0x80) * 0x80 + b[2] * 0x4000)
              .when(b[3] < 0x80).then(b[0] - 0x80 + (b[1] - 0x80) * 0x80 + (b[2] - 0x80) * 0x4000 + b[3] * 0x200000))
-    size = pl.when(b[0] < 0x80).then(1).when(b[1] < 0x80).then(2).when(b[2] < 0x80).then(3).when(b[3] < 0x80).then(4)
-    return value, size
+    return value, varint_size(pos)
 
 
 def decode_records(payloads: pl.Series) -> tuple[pl.DataFrame, list[int]]:

@@ -106,12 +106,8 @@ def record_fields(payloads: pl.Series) -> pl.Series:
     decoding the message (wandb-core writes fields in field-number order; all record types we tell apart have
     one-byte tags). -1 where there is none."""
     p = pl.col("p").bin
-    byte = [p.get(i, null_on_oob=True) for i in range(4)]
-    # `num` is tag 0x08 and a varint: 1 byte, plus one per continuation byte (>= 0x80) before it ends
-    more1 = (byte[1] >= 0x80).fill_null(False).cast(pl.Int64)
-    more2 = more1 * (byte[2] >= 0x80).fill_null(False).cast(pl.Int64)
-    more3 = more2 * (byte[3] >= 0x80).fill_null(False).cast(pl.Int64)
-    skip = pl.when(byte[0] == 0x08).then(2 + more1 + more2 + more3).otherwise(0)
+    # `num` (tag 0x08, a varint) comes first unless it is 0
+    skip = pl.when(p.get(0, null_on_oob=True) == 0x08).then(1 + wandb_history.varint_size(pl.lit(1))).otherwise(0)
     return (payloads.rename("p").to_frame().select((p.get(skip, null_on_oob=True) // 8).fill_null(-1).cast(pl.Int64))
             .to_series())
 
