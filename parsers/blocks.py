@@ -16,10 +16,16 @@ _PREFIX = re.compile(OUTER_PREFIX)
 _CONFIG_KV = re.compile(r"^\[config\.py:\d+:print\]\s+(?P<key>[a-z_0-9]+)(?: \.+ | {2,}| )(?P<value>.*?)\s*$")
 _DS_LOGGER = re.compile(r"^\[?\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \[[A-Z]+\] \[(?P<src>[\w.]+:\d+:\w+)\] ")
 _NUM = r"[-+]?\d[\d.]*(?:[eE][-+]?\d+)?"
+# A row of either comms-logger table: message size, count, then four numbers whose meaning the header gives.
 _COMMS_ROW = re.compile(
-    rf"^\s{{8,}}(?P<size>{_NUM}\s?[KMGT]?B)\s+(?P<count>\d+)\s+(?P<total>{_NUM})\s+(?P<avg>{_NUM})\s+"
-    rf"(?P<algbw>{_NUM})\s+(?P<busbw>{_NUM})\s*$"
+    rf"^\s{{8,}}(?P<size>{_NUM}\s?[KMGT]?B)\s+(?P<count>\d+)\s+(?P<a>{_NUM})\s+(?P<b>{_NUM})\s+"
+    rf"(?P<c>{_NUM})\s+(?P<d>{_NUM})\s*$"
 )
+# `Total Latency(ms)  Avg Latency(ms)  tput_avg (Gbps)  busbw_avg (Gbps)`, and with show_straggler (0.14+) a second
+# table after `Breakdown with straggler effect`: `Total comm lat(ms)  Total straggler(ms)  Avg comm lat(ms)
+# Avg straggler(ms)`, where comm lat is the fastest rank's and straggler the time this rank waited beyond it.
+_COMMS_COLUMNS = ("total_latency_ms", "avg_latency_ms", "algbw_gbps", "busbw_gbps")
+_STRAGGLER_COLUMNS = ("total_latency_ms", "total_straggler_ms", "avg_latency_ms", "avg_straggler_ms")
 _COMMS_OP = re.compile(r"^(?P<op>[a-z][a-z_0-9]*)\s*$")
 _SIZE_UNITS = {"B": 1.0, "KB": 1024.0, "MB": 1024.0**2, "GB": 1024.0**3, "TB": 1024.0**4}
 _FLOPS_KEYS = {
@@ -38,6 +44,7 @@ class Blocks:
     ds_config: dict[str, object] = field(default_factory=dict)  # engine dump: key -> value (str or parsed JSON)
     ds_user_config: dict[str, object] = field(default_factory=dict)  # the `json = {...}` user config
     comms: list[dict[str, object]] = field(default_factory=list)  # summary-table rows
+    comms_straggler: list[dict[str, object]] = field(default_factory=list)  # straggler-breakdown rows
     flops: dict[str, str] = field(default_factory=dict)
     where: dict[str, tuple[int, int]] = field(default_factory=dict)  # block -> (source, line) of its header
     lines_used: set[int] = field(default_factory=set)  # line numbers a block consumed (JSON continuations, table rows)
@@ -69,8 +76,14 @@ def parse_block(name: str, texts: list[str], line_numbers: list[int], blocks: Bl
         blocks.ds_user_config = blocks.ds_user_config or user
         positions = list(range(n + 1))
     elif name == "comms_table":
-        rows, n = _comms_table(own[1:])
-        blocks.comms = blocks.comms or rows  # every rank prints the table; the first one is kept
+        straggler = "straggler" in own[0]
+        rows, n = _comms_table(own[1:], _STRAGGLER_COLUMNS if straggler else _COMMS_COLUMNS)
+        # every rank prints the tables; the first of each is kept
+        if straggler:
+            blocks.comms_straggler = blocks.comms_straggler or rows
+            name = "comms_straggler"  # its own header line as the rows' evidence
+        else:
+            blocks.comms = blocks.comms or rows
         positions = list(range(n))
     else:
         flops, n = _flops(own[1:])
@@ -134,7 +147,7 @@ def _loads(text: str) -> object:
         return None
 
 
-def _comms_table(lines: list[str]) -> tuple[list[dict[str, object]], int]:
+def _comms_table(lines: list[str], columns: tuple[str, ...]) -> tuple[list[dict[str, object]], int]:
     rows: list[dict[str, object]] = []
     op = None
     used = 1
@@ -144,8 +157,7 @@ def _comms_table(lines: list[str]) -> tuple[list[dict[str, object]], int]:
                 break
             size = m.group("size")
             rows.append({"op": op, "msg_size": size, "msg_bytes": size_bytes(size), "count": int(m.group("count")),
-                         "total_latency_ms": float(m.group("total")), "avg_latency_ms": float(m.group("avg")),
-                         "algbw_gbps": float(m.group("algbw")), "busbw_gbps": float(m.group("busbw"))})
+                         **{col: float(m.group(g)) for col, g in zip(columns, "abcd")}})
         elif m := _COMMS_OP.match(line):
             op = m.group("op")
         else:

@@ -192,13 +192,13 @@ def _looks_json(text: str) -> bool:
 
 
 def _comms_from_table(result: LogResult, source_id: int, acc: _Acc) -> None:
-    rows = result.blocks.comms
-    if rows:
-        where = result.blocks.where.get("comms_table", (source_id, 0))
-        frame = pl.DataFrame(rows).with_columns(
-            pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
-            pl.lit("comms_table").alias("origin"))
-        acc.parts.setdefault("comms", []).append(frame)
+    for rows, origin in ((result.blocks.comms, "comms_table"), (result.blocks.comms_straggler, "comms_straggler")):
+        if rows:
+            where = result.blocks.where.get(origin, (source_id, 0))
+            frame = pl.DataFrame(rows).with_columns(
+                pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
+                pl.lit(origin).alias("origin"))
+            acc.parts.setdefault("comms", []).append(frame)
 
 
 def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.DataFrame:

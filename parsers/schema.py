@@ -61,6 +61,8 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
         "avg_latency_ms": (pl.Float64, "average latency"),
         "algbw_gbps": (pl.Float64, "algorithmic bandwidth (tput_avg), Gbps"),
         "busbw_gbps": (pl.Float64, "bus bandwidth, Gbps"),
+        "total_straggler_ms": (pl.Float64, "straggler table: time this rank waited beyond the fastest rank, total"),
+        "avg_straggler_ms": (pl.Float64, "straggler table: the same per call (trimmed mean)"),
     },
     "memory": {
         "label": (pl.String, "see_memory_usage message (e.g. `Engine before forward`)"),

@@ -101,6 +101,10 @@ HF_DS_CONFIG = {
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("ds_zero0", "ZeRO-0 (plain data parallel), INFO logging, timers and comms logger: a healthy run",
              "deepspeed", ("--steps", "40", "--ds_log_level", "info"), ds_config(0)),
+    Scenario("ds_zero1_straggler", "ZeRO-1 with rank 1 sleeping 40 ms before each backward (a straggler the other "
+             "rank waits for in the all-reduce); comms summary with the straggler breakdown",
+             "deepspeed", ("--steps", "20", "--ds_log_level", "info", "--show_straggler", "--slow_rank", "1",
+                           "--slow_ms", "40"), ds_config(1)),
     Scenario("ds_zero0_default_loglevel", "ZeRO-0 at DeepSpeed's default WARNING worker log level",
              "deepspeed", ("--steps", "30"), ds_config(0)),
     Scenario("ds_zero1_ga2_torchrun", "ZeRO-1, gradient accumulation 2, memory_breakdown, launched with torchrun",

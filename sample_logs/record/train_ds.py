@@ -27,6 +27,9 @@ def main() -> None:
     ap.add_argument("--print_env", action="store_true")
     ap.add_argument("--n_layer", type=int, default=2)
     ap.add_argument("--n_embd", type=int, default=64)
+    ap.add_argument("--show_straggler", action="store_true", help="comms summary with the straggler breakdown")
+    ap.add_argument("--slow_rank", type=int, default=-1, help="this rank sleeps before each backward: a straggler")
+    ap.add_argument("--slow_ms", type=float, default=0.0)
     args = ap.parse_args()
 
     if args.ds_log_level:
@@ -57,6 +60,8 @@ def main() -> None:
         for _ in range(gas):
             ids = torch.randint(0, cfg.vocab_size, (micro, args.seq_len), generator=gen).to(device)
             out = engine(input_ids=ids, labels=ids)
+            if rank == args.slow_rank:
+                time.sleep(args.slow_ms / 1000)  # the other ranks wait for it in the gradient all-reduce
             engine.backward(out.loss)
             engine.step()
         if rank == 0:
@@ -67,7 +72,7 @@ def main() -> None:
         engine.save_checkpoint(args.save_dir)
     if engine.config.get("comms_logger", {}).get("enabled") if isinstance(engine.config, dict) else True:
         try:
-            deepspeed.comm.log_summary()
+            deepspeed.comm.log_summary(show_straggler=args.show_straggler)
         except Exception:  # comms logger off: nothing to summarise
             pass
     if rank == 0:
