@@ -6,6 +6,8 @@ train_runtime; the wall_clock_breakdown timers give the compute/communication sp
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -16,6 +18,11 @@ from parsers.run_model import RunModel
 WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); the first steps build caches
 SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-time analysis uses the same cut)
 TREND_FACTOR = 1.3  # last quarter's median 30% above the first quarter's = progressive slowdown
+# DeepSpeed 0.18.3 stopped clearing a timer's events when they are summed (deepspeed/utils/timer.py
+# `_get_elapsed_msec`; 0.18.2 still clears them), and the comms logger reads `elapsed(reset=False)` after every call:
+# from then on each logged latency is the running total of that op's calls so far (read in the 0.18.0-0.19.8
+# sources). Totals and averages in its tables are overstated about (calls + 1) / 2-fold, bus bandwidth understated.
+COMMS_RUNNING_TOTALS_SINCE = (0, 18, 3)
 IMBALANCE_FACTOR = 1.2  # a rank/GPU 20% slower than the median (nvidia-resiliency-ext straggler default)
 IDLE_UTIL = 10.0  # % NVML utilization below which a GPU sample counts as idle (causes.md §0.3 P-gaps: "runs of 0%")
 IDLE_MIN_SAMPLES = 2  # W&B samples every 15 s by default: two idle samples = at least ~15 s idle
@@ -60,6 +67,11 @@ class Metrics:
     comm_total_ms: float | None = None
     comm_busbw_gbps: float | None = None
     comm_ops: dict[str, float] = field(default_factory=dict)  # op -> total latency ms
+    # The comms logger's straggler breakdown (show_straggler): the printing rank's collective time beyond the
+    # fastest rank's, and (fastest + waiting) / fastest.
+    comm_straggler_ms: float | None = None
+    comm_straggler_ratio: float | None = None
+    comm_running_totals: bool = False  # the logger's latencies are running totals (see COMMS_RUNNING_TOTALS_SINCE)
     rank_step_p50: dict[int, float] = field(default_factory=dict)  # rank -> p50 compute time (timers) seconds
     imbalance: float | None = None  # slowest rank / median rank
     node_step_p50: dict[str, float] = field(default_factory=dict)  # host -> p50 timed step seconds (pdsh prefixes)
@@ -92,12 +104,16 @@ def compute(model: RunModel) -> Metrics:
     comm_total = busbw = None
     if comms.height:
         table = comms.filter(pl.col("origin") == "comms_table")
-        use = table if table.height else comms
+        use = table if table.height else comms.filter(pl.col("origin") != "comms_straggler")
         agg = use.group_by("op").agg(pl.col("total_latency_ms").sum())
         comm_ops = {r["op"]: float(r["total_latency_ms"] or 0.0) for r in agg.iter_rows(named=True)}
         comm_total = sum(comm_ops.values())
         bw = use.filter(pl.col("busbw_gbps") > 0)["busbw_gbps"]
         busbw = float(bw.median()) if bw.len() else None
+    straggler_ms, straggler_ratio = _comm_straggler(comms)
+    running_totals = bool(comms.height) and _version(f.versions.get("deepspeed")) >= COMMS_RUNNING_TOTALS_SINCE
+    if running_totals:
+        busbw = None  # understated by the running totals: not a measurement to quote
     rank_p50, imbalance = _imbalance(model.frames["timers"])
     node_p50, node_imbalance = _imbalance(model.frames["timers"], "node")
     skipped_frac, overflow_late = _overflow(steps, model.frames["events"])
@@ -109,6 +125,8 @@ def compute(model: RunModel) -> Metrics:
     per_gpu, pattern, windows = _util_shape(system)
     return Metrics(steps=stats, step_series=series, samples_per_sec=sps, tokens_per_sec=tps, mfu=mfu,
                    mfu_basis=basis, breakdown=br, comm_total_ms=comm_total, comm_busbw_gbps=busbw, comm_ops=comm_ops,
+                   comm_straggler_ms=straggler_ms, comm_straggler_ratio=straggler_ratio,
+                   comm_running_totals=running_totals,
                    rank_step_p50=rank_p50, imbalance=imbalance, node_step_p50=node_p50,
                    node_imbalance=node_imbalance, skipped_fraction=skipped_frac,
                    overflow_after_warmup=overflow_late, allocator_flushes=flushes, first_flush_step=first_flush,
@@ -207,6 +225,21 @@ def _breakdown(timers: pl.DataFrame) -> Breakdown | None:
     shares = {"fwd": fwd / total, "bwd": (inner or 0.0) / total, "allreduce": (allreduce or 0.0) / total,
               "optimizer": step / total}
     return Breakdown(fwd, inner, allreduce, step, total, shares)
+
+
+def _version(text: str | None) -> tuple[int, ...]:
+    """`0.19.8` / `0.18.3+abc` -> (0, 19, 8); unknown -> ()."""
+    parts = re.findall(r"\d+", (text or "").split("+")[0])[:3]
+    return tuple(int(p) for p in parts)
+
+
+def _comm_straggler(comms: pl.DataFrame) -> tuple[float | None, float | None]:
+    rows = comms.filter(pl.col("origin") == "comms_straggler")
+    if not rows.height:
+        return None, None
+    fastest = float(rows["total_latency_ms"].sum())
+    waited = float(rows["total_straggler_ms"].sum())
+    return waited, ((fastest + waited) / fastest if fastest > 0 else None)
 
 
 def _imbalance(timers: pl.DataFrame, by: str = "rank") -> tuple[dict, float | None]:

@@ -82,7 +82,10 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
     if m.comm_ops:
         ops = sorted(m.comm_ops.items(), key=lambda kv: -kv[1])
         fig = go.Figure(go.Bar(x=[safe(k) for k, _ in ops], y=[v for _, v in ops], marker_color="#ff9900"))
-        fig.update_layout(title="Comms logger: total latency per collective", yaxis_title="ms", **LAYOUT)
+        title = "Comms logger: total latency per collective"
+        if m.comm_running_totals:  # see diagnose.metrics.COMMS_RUNNING_TOTALS_SINCE
+            title += " (this DeepSpeed logs running totals: overstated, compare ops only)"
+        fig.update_layout(title=title, yaxis_title="ms", **LAYOUT)
         out.append(("comms", fig))
     mem = model.frames["memory"]
     if mem.height:

@@ -127,6 +127,7 @@ def metrics_dict(d: Diagnosis) -> dict[str, Any]:
         "mfu_basis": m.mfu_basis,
         "time_breakdown": None if m.breakdown is None else dataclasses.asdict(m.breakdown),
         "comm_total_ms": m.comm_total_ms, "comm_busbw_gbps": m.comm_busbw_gbps, "comm_ops": m.comm_ops,
+        "comm_running_totals": m.comm_running_totals, "comm_straggler_ratio": m.comm_straggler_ratio,
         "rank_step_p50_s": {str(k): v for k, v in m.rank_step_p50.items()}, "imbalance": m.imbalance,
         "node_step_p50_s": m.node_step_p50, "node_imbalance": m.node_imbalance,
         "skipped_fraction": m.skipped_fraction, "allocator_flushes": m.allocator_flushes,

@@ -2,6 +2,9 @@
 scenario for GPU-only signals), and silence on the healthy recordings."""
 from __future__ import annotations
 
+import re
+
+import polars as pl
 import pytest
 
 from conftest import SAMPLES
@@ -160,3 +163,49 @@ def test_slow_node_from_pdsh_prefixed_timers(tmp_path) -> None:
     d = diagnose(parse([str(log)]))
     f = next(f for f in d.findings if f.id == "straggler")
     assert f.data["node"] == "node-3" and f.data["ratio"] == pytest.approx(1.5, rel=0.05)
+
+
+def _straggler_rows_from_text() -> list[tuple]:
+    """The straggler table read straight from the recorded log: an op line, then rows padded to 20 columns."""
+    lines = (SAMPLES / "ds_zero1_straggler" / "train.log").read_text().splitlines()
+    start = lines.index("Breakdown with straggler effect")
+    rows, op = [], None
+    for line in lines[start + 3:]:
+        if line and not line.startswith(" "):
+            op = line.strip()
+            continue
+        cells = re.split(r"\s{2,}", line.strip())
+        if len(cells) != 6:
+            break
+        rows.append((op, cells[0], int(cells[1]), *map(float, cells[2:])))
+    return rows
+
+
+def test_straggler_from_the_comms_logger_breakdown() -> None:
+    """A real recording with a slow rank: the straggler table is parsed row for row, and the rule reads it."""
+    model = parse([str(SAMPLES / "ds_zero1_straggler")])
+    got = (model.frames["comms"].filter(pl.col("origin") == "comms_straggler")
+           .select("op", "msg_size", "count", "total_latency_ms", "total_straggler_ms", "avg_latency_ms",
+                   "avg_straggler_ms").rows())
+    want = _straggler_rows_from_text()
+    assert got == want and len(want) >= 10
+    assert model.frames["comms"].filter(pl.col("origin") == "comms_table").height > 0  # the plain table too
+    d = diagnose(model)
+    f = next(f for f in d.findings if f.id == "straggler")
+    fastest = sum(r[3] for r in want)
+    ratio = (fastest + sum(r[4] for r in want)) / fastest
+    assert f.explains_slowdown and f"{ratio:.1f}x" in f.title and d.findings[0].id == "straggler"
+    header = (SAMPLES / "ds_zero1_straggler" / "train.log").read_text().splitlines()[f.evidence[0].line - 1]
+    assert "Total straggler(ms)" in header
+    assert d.metrics.comm_running_totals and d.metrics.comm_busbw_gbps is None  # DeepSpeed 0.19.8
+
+
+def test_comms_running_totals_only_from_0_18_3(tmp_path) -> None:
+    """DeepSpeed 0.18.3 began logging running totals; an older banner keeps the bus bandwidth."""
+    text = (SAMPLES / "ds_zero0" / "train.log").read_text()
+    assert "version=0.19.8" in text
+    log = tmp_path / "train.log"
+    log.write_text(text.replace("version=0.19.8", "version=0.18.2"))
+    old = diagnose(parse([str(log)])).metrics
+    assert not old.comm_running_totals and old.comm_busbw_gbps is not None
+    assert diagnose(parse([str(SAMPLES / "ds_zero0" / "train.log")])).metrics.comm_running_totals

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from diagnose.metrics import Metrics
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
 COMM_BOUND_SHARE = 0.4  # allreduce > 40% of the timed step: compute cannot hide it (causes.md C2/C12, HTA's
@@ -165,9 +166,11 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
 
 
 @rule("straggler", "One rank is slower than the others",
-      detects="Per-rank step (timer) medians or per-GPU utilization where one rank is 20% slower than the median.",
+      detects="Per-rank step (timer) medians or per-GPU utilization where one rank is 20% slower than the median, "
+              "or a comms-logger straggler breakdown where collectives take 20% longer than on the fastest rank.",
       why="Collectives wait for the slowest rank, so one slow GPU, node or link sets everyone's pace.",
-      evidence="wall_clock_breakdown timers from every rank (rank prefixes), or per-GPU W&B system metrics.",
+      evidence="wall_clock_breakdown timers from every rank (rank prefixes), per-GPU W&B system metrics, or the "
+               "comms logger's `Breakdown with straggler effect` table (comms_logger + log_summary(show_straggler)).",
       fix="Find the slow node (pairwise all_reduce tests, nvidia-smi clocks/temps/power), exclude or repair it; "
           "keep GPUs homogeneous.")
 def straggler(ctx: Ctx) -> Finding | None:
@@ -185,7 +188,35 @@ def straggler(ctx: Ctx) -> Finding | None:
     if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and len(m.util_per_gpu) >= 2:
         return _straggler_gpu(m)
     if m.imbalance is None or m.imbalance < STRAGGLER_FACTOR:
+        return _straggler_comms(ctx)
+    return _straggler_rank(m)
+
+
+def _straggler_comms(ctx: Ctx) -> Finding | None:
+    """The comms logger's straggler table: comm lat is the fastest rank's, straggler the printing rank's wait."""
+    m = ctx.metrics
+    if m.comm_straggler_ratio is None or m.comm_straggler_ratio < STRAGGLER_FACTOR:
         return None
+    rows = ctx.model.frames["comms"].filter(pl.col("origin") == "comms_straggler").sort("total_straggler_ms",
+                                                                                        descending=True)
+    worst = rows.row(0, named=True)
+    caveat = (" (this DeepSpeed's logger records running totals, so the table's milliseconds are overstated; the "
+              "ratio is about right)" if m.comm_running_totals else "")
+    return Finding("straggler", f"Collectives wait for a late rank: {m.comm_straggler_ratio:.1f}x the fastest "
+                   "rank's time", "warning", "medium", True,
+                   f"In the comms logger's straggler breakdown, collectives on the printing rank take "
+                   f"{m.comm_straggler_ratio:.1f}x as long as on the fastest rank, most of the wait in {worst['op']} "
+                   f"({worst['msg_size']}, {worst['count']} calls){caveat}. Some rank reaches each collective late.",
+                   (Evidence(f"Breakdown with straggler effect: {worst['op']} {worst['msg_size']} total comm lat "
+                             f"{worst['total_latency_ms']:.2f} ms, total straggler "
+                             f"{worst['total_straggler_ms']:.2f} ms",
+                             ctx.model.source_name(worst["source"]), worst["line"]),),
+                   Fix("Find the late rank: enable wall_clock_breakdown on every rank (or per-GPU W&B metrics) and "
+                       "compare; then check that node's clocks, temperature, power cap, data loading and NIC.", (),
+                       "Collectives at the fastest rank's pace."), {"ratio": m.comm_straggler_ratio})
+
+
+def _straggler_rank(m: Metrics) -> Finding:
     slow_rank = max(m.rank_step_p50, key=m.rank_step_p50.get)  # type: ignore[arg-type]
     med = sorted(m.rank_step_p50.values())[len(m.rank_step_p50) // 2]
     return Finding("straggler", f"Rank {slow_rank} is {m.imbalance:.1f}x slower than the median rank", "warning",
