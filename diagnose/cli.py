@@ -43,35 +43,36 @@ def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
 
 
 def load(sources: list[str], refresh: bool = False) -> RunModel:
-    """Parse with a progress bar on an interactive terminal when the inputs are large."""
+    """Parse, showing progress on an interactive terminal: a bar of bytes for large logs, and for W&B runs a line
+    per download stage, the history's with a bar of rows."""
     total = sum(Path(s).stat().st_size for s in sources if Path(s).is_file())
     if not err.is_terminal:
         return parse_sources(sources, refresh=refresh)
     from parsers.wandb_api import parse_ref
-    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TaskID,
-                               TimeElapsedColumn, TransferSpeedColumn)
 
-    if any(parse_ref(s) for s in sources):
-        # A W&B download: what is being fetched, and a bar with rows done of rows in all for the history.
-        with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=err, transient=True) as bar:
-            tasks: dict[str, TaskID] = {}  # a line per stage; a stage with a known size gets a filling bar
-
-            def fetched(what: str, done: int, total: int | None) -> None:
-                if what not in tasks:
-                    for earlier in tasks.values():
-                        size = bar.tasks[earlier].total or 1
-                        bar.update(earlier, completed=size, total=size)
-                    tasks[what] = bar.add_task(f"W&B: {what}", total=total)
-                bar.update(tasks[what], completed=done, total=total)
-
-            return parse_sources(sources, refresh=refresh, fetch_progress=fetched)
-    if total < PROGRESS_MIN_BYTES:
+    wandb = any(parse_ref(s) for s in sources)
+    if not wandb and total < PROGRESS_MIN_BYTES:
         return parse_sources(sources, refresh=refresh)
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err, transient=True) as bar:
-        task = bar.add_task("reading logs", total=total)
-        return parse_sources(sources, progress=lambda n: bar.advance(task, n), refresh=refresh)
+        stages: dict[str, tuple[TaskID, int | None]] = {}  # W&B stage -> its line and size
+
+        def fetched(what: str, done: int, of: int | None) -> None:
+            if what not in stages:
+                for task, size in stages.values():  # the stage before has ended
+                    bar.update(task, completed=size or 1, total=size or 1)
+                stages[what] = (bar.add_task(f"W&B: {what}", total=of), of)
+            task, _ = stages[what]
+            stages[what] = (task, of)
+            bar.update(task, completed=done, total=of)
+
+        progress = None
+        if total >= PROGRESS_MIN_BYTES:
+            logs = bar.add_task("reading logs (MB)", total=total // 1_000_000)
+            progress = lambda n: bar.advance(logs, n / 1_000_000)  # noqa: E731
+        return parse_sources(sources, progress=progress, refresh=refresh, fetch_progress=fetched if wandb else None)
 
 
 @app.command()
