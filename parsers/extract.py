@@ -200,6 +200,3 @@ def _with_memory_labels(rows: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame
     )
     return rows.join(labels, on="line", how="left")
 
-
-def header_rows(lines: pl.DataFrame) -> pl.DataFrame:
-    return lines.filter(pl.col("text").str.contains(HEADER_RE))

@@ -460,7 +460,7 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
     )
     env = dict(
         msgs.select(pl.col("msg").str.extract_groups(r"^(?P<k>[A-Z][A-Z0-9_]+) set by environment to (?P<v>\S+?)\.?$"))
-        .unnest("msg").drop_nulls().unique(subset="k", keep="first").rows()
+        .unnest("msg").drop_nulls().unique(subset="k", keep="first", maintain_order=True).rows()
     )
     comm = msgs.select(pl.col("msg").str.extract_groups(
         r"nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")).unnest("msg").drop_nulls()
@@ -495,7 +495,8 @@ def _env(inp: FactInputs, c: _Claims) -> dict[str, Evidence]:
         for key, s in script.env.items():
             env.setdefault(key, Evidence(s.value, "launch_script", src, s.line))
     if inp.env.height:
-        for r in inp.env.select("key", "value", "source", "line").unique(subset="key", keep="first").to_dicts():
+        first = inp.env.select("key", "value", "source", "line").unique(subset="key", keep="first", maintain_order=True)
+        for r in first.to_dicts():
             env.setdefault(r["key"], Evidence(r["value"], "log", r["source"], r["line"]))
     for r in _fact_rows(inp.facts):
         if r["key"].startswith("env."):

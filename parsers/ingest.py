@@ -1,4 +1,4 @@
-"""One log stream -> frame parts, chunk by chunk, holding no more than a chunk of lines at a time."""
+"""One log stream -> frame parts, chunk by chunk, holding no more than a few chunks of lines at a time."""
 from __future__ import annotations
 
 from collections import deque
@@ -10,9 +10,10 @@ from typing import BinaryIO
 import polars as pl
 
 from parsers.blocks import WINDOW, Blocks, parse_block
-from parsers.extract import extract_chunk, header_rows
+from parsers.extract import HEADER_RE as _HEADER_RE
+from parsers.extract import extract_chunk
 from parsers.kinds import BLOCK_HEADERS
-from parsers.lines import ChunkStats, iter_byte_chunks, lines_frame
+from parsers.lines import Chunk, ChunkStats, iter_chunks, lines_frame
 from parsers.schema import FRAMES, conform
 
 
@@ -30,72 +31,102 @@ class LogResult:
 WORKERS = 3
 
 
-def _work(data: bytes, first_line: int, source_id: int) -> tuple[pl.DataFrame, dict[str, list[pl.DataFrame]],
-                                                                  ChunkStats]:
+@dataclass(frozen=True)
+class _Parsed:
+    """One chunk's result, with line numbers counted from 1 at the chunk's start."""
+
+    lines: pl.DataFrame
+    parts: dict[str, list[pl.DataFrame]]
+    used: pl.Series  # distinct lines that produced a row
+    headers: pl.Series  # row positions in `lines` of block headers
+    stats: ChunkStats
+
+
+def _work(chunk: Chunk, source_id: int) -> _Parsed:
     stats = ChunkStats()
-    lines = lines_frame(data, first_line, stats)
+    lines = lines_frame(chunk.read(), 1, stats)
     extracted = extract_chunk(lines, source_id)
-    return lines, {name: [conform(name, parts)] if name in FRAMES else parts for name, parts in extracted.items()}, stats
+    used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
+    parts = {name: [conform(name, p)] if name in FRAMES else p for name, p in extracted.items()}
+    headers = lines.select(pl.arg_where(pl.col("text").str.contains(_HEADER_RE))).to_series()
+    return _Parsed(lines, parts, used, headers, stats)
+
+
+def _shift(frame: pl.DataFrame, offset: int) -> pl.DataFrame:
+    return frame.with_columns(pl.col("line") + pl.lit(offset, dtype=frame.schema["line"])) if offset else frame
 
 
 def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | None = None) -> LogResult:
     """Chunks are extracted WORKERS at a time and merged in order; multi-line blocks are read in order afterwards."""
     result = LogResult()
     pending: pl.DataFrame | None = None  # lines from a block header whose window ran past the chunk's end
-    next_line = 1
-    in_flight: deque[tuple[Future, int]] = deque()
-    # Lines counted in the previous chunk: a block deferred from it (its window ran on) may cover some of them.
-    counted_prev = pl.Series("line", [], dtype=pl.UInt32)
+    in_flight: deque[tuple[Future[_Parsed], int]] = deque()
+    # Used lines (absolute) of the chunks a pending block may still cover: a block's lines that also produced a row
+    # are counted once.
+    retained: list[pl.Series] = []
 
     def drain_one() -> None:
-        nonlocal pending, counted_prev
+        nonlocal pending
         future, size = in_flight.popleft()
-        lines, extracted, stats = future.result()
-        result.stats.physical_lines += stats.physical_lines
-        result.stats.invalid_utf8 += stats.invalid_utf8
-        result.text_lines += lines.height
-        used = extracted.pop("_lines")[0]["line"]
-        for name, parts in extracted.items():
-            result.parts.setdefault(name, []).extend(parts)
-        context = lines if pending is None else pl.concat([pending, lines])
-        before = set(result.blocks.lines_used)
-        pending = _read_blocks(context, source_id, result.blocks, final=False)
-        block_lines = pl.Series("line", sorted(result.blocks.lines_used - before), dtype=pl.UInt32)
-        both = pl.concat([counted_prev, used.cast(pl.UInt32), block_lines]).unique()
-        result.used_lines += both.len() - counted_prev.n_unique()
-        counted_prev = pl.concat([used.cast(pl.UInt32), block_lines]).unique()
+        parsed = future.result()
+        offset = result.stats.physical_lines
+        result.stats.physical_lines += parsed.stats.physical_lines
+        result.stats.invalid_utf8 += parsed.stats.invalid_utf8
+        result.text_lines += parsed.lines.height
+        for name, parts in parsed.parts.items():
+            result.parts.setdefault(name, []).extend(_shift(p, offset) for p in parts)
+        result.used_lines += parsed.used.len()
+        if pending is not None or parsed.headers.len():
+            retained.append(parsed.used + offset)
+            before = set(result.blocks.lines_used)
+            lines = _shift(parsed.lines, offset)
+            positions = parsed.headers + (0 if pending is None else pending.height)
+            if pending is not None:
+                positions = pl.concat([_header_positions(pending), positions])
+                lines = pl.concat([pending, lines])
+            pending = _read_blocks(lines, positions, source_id, result.blocks, final=False)
+            result.used_lines += _newly_used(result.blocks.lines_used - before, retained)
+            if pending is None:
+                retained.clear()
         if progress:
             progress(size)
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        for data in iter_byte_chunks(fh, result.stats):
-            in_flight.append((pool.submit(_work, data, next_line, source_id), len(data)))
-            next_line += data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        for chunk in iter_chunks(fh, result.stats):
+            in_flight.append((pool.submit(_work, chunk, source_id), chunk.size))
             while len(in_flight) >= WORKERS:
                 drain_one()
         while in_flight:
             drain_one()
     if pending is not None:
         before = set(result.blocks.lines_used)
-        _read_blocks(pending, source_id, result.blocks, final=True)
-        tail = pl.Series("line", sorted(result.blocks.lines_used - before), dtype=pl.UInt32)
-        result.used_lines += pl.concat([counted_prev, tail]).n_unique() - counted_prev.n_unique()
+        _read_blocks(pending, _header_positions(pending), source_id, result.blocks, final=True)
+        result.used_lines += _newly_used(result.blocks.lines_used - before, retained)
     result.used_lines = min(result.used_lines, result.stats.physical_lines)
     return result
 
 
-def _read_blocks(lines: pl.DataFrame, source_id: int, blocks: Blocks, final: bool) -> pl.DataFrame | None:
-    headers = header_rows(lines)
-    if headers.height == 0:
-        return None
-    positions = lines.with_row_index("_i").join(headers.select("line").unique(), on="line", how="semi")
-    for idx, line in zip(positions["_i"].to_list(), positions["line"].to_list()):
+def _newly_used(block_lines: set[int], retained: list[pl.Series]) -> int:
+    """Block lines that did not already produce a row."""
+    if not block_lines:
+        return 0
+    lines = sorted(block_lines)
+    return len(block_lines) - sum(int(used.is_in(lines).sum()) for used in retained)
+
+
+def _header_positions(lines: pl.DataFrame) -> pl.Series:
+    return lines.select(pl.arg_where(pl.col("text").str.contains(_HEADER_RE))).to_series()
+
+
+def _read_blocks(lines: pl.DataFrame, positions: pl.Series, source_id: int, blocks: Blocks,
+                 final: bool) -> pl.DataFrame | None:
+    for idx in positions.to_list():
         if idx + WINDOW > lines.height and not final:
             return lines.slice(idx)
         window = lines.slice(idx, WINDOW)
         texts = window["text"].to_list()
         for name, literal in BLOCK_HEADERS.items():
             if literal in texts[0]:
-                parse_block(name, texts, window["line"].to_list(), blocks, (source_id, line))
+                parse_block(name, texts, window["line"].to_list(), blocks, (source_id, window["line"][0]))
                 break
     return None

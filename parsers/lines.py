@@ -7,8 +7,12 @@ whole chunk: there is no per-line Python.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
+import io
+import os
+import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import BinaryIO
 
 import polars as pl
@@ -31,6 +35,56 @@ class ChunkStats:
     physical_lines: int = 0
     invalid_utf8: int = 0
     bytes_read: int = 0
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One block of the input that ends on a line boundary; `read` is called on the worker that parses it."""
+
+    read: Callable[[], bytes]
+    size: int
+
+
+def iter_chunks(fh: BinaryIO, stats: ChunkStats, chunk_bytes: int | None = None) -> Iterator[Chunk]:
+    """A regular file is cut at line ends found with small positional reads, and each worker reads its own block
+    (the main thread copying 1 GB through `read` cost 5 s of a 16 s parse); streams are read here, in order."""
+    chunk_bytes = chunk_bytes or CHUNK_BYTES
+    fd = _regular_fd(fh)
+    if fd is None:
+        for data in iter_byte_chunks(fh, stats, chunk_bytes):
+            yield Chunk(_const(data), len(data))
+        return
+    pos, size = fh.tell(), os.fstat(fd).st_size
+    while pos < size:
+        end = _line_end(fd, min(pos + chunk_bytes, size), size)
+        stats.bytes_read += end - pos
+        yield Chunk(partial(os.pread, fd, end - pos, pos), end - pos)
+        pos = end
+
+
+def _const(data: bytes) -> Callable[[], bytes]:
+    return lambda: data
+
+
+def _regular_fd(fh: BinaryIO) -> int | None:
+    if not isinstance(fh, io.BufferedReader) or not hasattr(os, "pread"):
+        return None
+    try:
+        fd = fh.fileno()
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _line_end(fd: int, end: int, size: int) -> int:
+    """The offset just past the first newline at or after `end` (or the file's size)."""
+    while end < size:
+        window = os.pread(fd, 1 << 16, end)
+        cut = window.find(b"\n")
+        if cut >= 0:
+            return end + cut + 1
+        end += len(window)
+    return size
 
 
 def iter_byte_chunks(fh: BinaryIO, stats: ChunkStats, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:

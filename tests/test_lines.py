@@ -114,7 +114,6 @@ def test_chunk_boundaries_do_not_lose_blocks_or_lines(tmp_path: Path, monkeypatc
     log = SAMPLES / "ds_zero3_ckpt" / "train.log"
     whole = parse([str(log)])
     monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 4096)
-    monkeypatch.setattr(parsers.lines.iter_byte_chunks, "__defaults__", (4096,))
     small = parse([str(log)])
     for name in ("steps", "timers", "events", "comms", "facts"):
         assert small.frames[name].height == whole.frames[name].height, name
