@@ -1,6 +1,7 @@
 """Apply the declared line kinds to one chunk of lines, as polars expressions over the whole chunk."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import polars as pl
@@ -37,7 +38,7 @@ BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 # The outer prefixes of prefixes.py, taken apart with a few cheap patterns (one big pattern with many optional groups
 # costs six times as much on a large log). Whole-match extraction (group 0) lets the regex crate skip its capture
 # engines, 2-3x cheaper per line; the rarer prefixes are looked for only on the rows that still lack a value.
-_RANK_DS = r"\[Rank \d+\] "
+_RANK_DS = "[Rank "
 _RANK_OUTER = r"^(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee>\d+)\]:|\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<task>\d{1,5}): )"
 _RANK_OUTER_HINT = r"^(?:\S+ )?(?:\S+: )?(?:\[rank\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std|\s*\d{1,5}: )"
 _HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?" + HOST + r": "
@@ -56,14 +57,17 @@ def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.
 def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
     """Add source, rank, node and ts (from outer prefixes) to a frame holding `text`."""
     text = frame["text"]
-    rank = text.str.extract(_RANK_DS, 0).str.slice(6).str.strip_suffix("] ").cast(pl.Int32, strict=False)
+    # `[Rank N] `: a literal find and casts of short slices, half the cost of a capture group on a long line.
+    digits = text.str.slice(text.str.find(_RANK_DS, literal=True) + len(_RANK_DS), 12)
+    rank = digits.str.head(digits.str.find("] ", literal=True)).cast(pl.UInt32, strict=False).cast(pl.Int32)
 
     def outer_rank(idx: pl.Series) -> pl.Series:
         groups = text.gather(idx).str.extract_groups(_RANK_OUTER).struct
         return pl.select(pl.coalesce(*(groups.field(g).cast(pl.Int32, strict=False)
                                        for g in ("torch", "tee", "mpi", "task")))).to_series()
 
-    rank = _fill(rank, rank.is_null() & text.str.contains(_RANK_OUTER_HINT), outer_rank)
+    rank = _fill(rank, _where(rank.is_null(), lambda idx: text.gather(idx).str.contains(_RANK_OUTER_HINT)),
+                 outer_rank)
     node = text.str.extract(_HOST, 0).str.strip_suffix(": ")
     # A container timestamp or accelerate's `stdout: ` may precede the host: keep the last word.
     node = _fill(node, node.str.contains(" ", literal=True).fill_null(False),
@@ -75,6 +79,14 @@ def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
                .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="ms"))
     return frame.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"), rank.alias("rank"),
                               node.alias("node"), ts.alias("ts"))
+
+
+def _where(mask: pl.Series, test: Callable[[pl.Series], pl.Series]) -> pl.Series:
+    """`mask` narrowed by `test`, which is run on the masked rows only (given their positions)."""
+    idx = mask.arg_true()
+    if idx.len() == 0:
+        return mask
+    return pl.repeat(False, mask.len(), eager=True).scatter(idx, test(idx).fill_null(False))
 
 
 def _cast(expr: pl.Expr, dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
@@ -93,7 +105,56 @@ def _tail(anchor: str) -> pl.Expr:
 def apply_kind(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
     """Rows already known to carry one of the kind's anchors -> typed rows of this kind (may be empty)."""
     if kind.frame == "timers":
-        return timers_wide(rows.with_columns(_tail(kind.after).alias("body"), pl.lit(kind.name).alias("origin")))
+        return timers_wide(rows.with_columns(pl.lit(kind.name).alias("origin")), kind.after)
+    fast = None
+    if kind.layout is not None:
+        fast, rows = _by_layout(kind, rows)
+    out = _general(kind, rows) if rows.height else None
+    if fast is not None and out is not None and out.height:
+        out = pl.concat([fast, out.select(fast.columns)]).sort("_row")
+    elif fast is not None:
+        out = fast
+    assert out is not None
+    consts = [pl.lit(v).alias(k) for k, v in kind.constants.items() if k != "key_prefix"]
+    if "key_prefix" in kind.constants:
+        consts.append((pl.lit(kind.constants["key_prefix"]) + pl.col("key")).alias("key"))
+    keep = [*BASE_COLUMNS, *kind.fields]
+    out = out.with_columns(*consts, pl.lit(kind.name).alias("origin"))
+    extra = [c for c in kind.constants if c != "key_prefix"] + (["key"] if "key_prefix" in kind.constants else [])
+    return out.select(list(dict.fromkeys([*keep, *extra, "origin"])))
+
+
+def _by_layout(kind: LineKind, rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """-> (rows read by the kind's layout, typed; rows left for the general path)."""
+    lay = kind.layout
+    assert lay is not None
+    text = pl.col("text")
+    for other in lay.also:
+        text = text.str.replace_all(other, lay.sep, literal=True)
+    rows = rows.with_columns(text.str.split(lay.sep).alias("_p"))
+    n = len(lay.fields)
+    count = pl.col("_p").list.len()
+    rows = rows.with_columns(pl.col("_p").list.get(i, null_on_oob=True).alias(f"_s{i}") for i in range(n))
+    rows = rows.with_columns((count >= n if kind.min_numbers else count == n).alias("_ok")).drop("_p")
+    values, checks = [], [pl.col("_ok")]
+    for i, (label, name) in enumerate(lay.fields):
+        piece = pl.col(f"_s{i}")
+        if i == 0:
+            value = piece.str.slice(piece.str.find(label, literal=True) + len(label))
+        else:
+            checks.append(piece.str.starts_with(label))
+            value = piece.str.slice(len(label))
+        if lay.strip:
+            value = value.str.strip_chars(lay.strip)
+        values.append(value.cast(kind.fields[name], strict=False).alias(name))
+        checks.append(pl.col(name).is_not_null())
+    rows = rows.with_columns(values).with_columns(pl.all_horizontal(checks).fill_null(False).alias("_ok"))
+    temp = ["_ok", *(f"_s{i}" for i in range(n))]
+    return (rows.filter(pl.col("_ok")).drop(temp),
+            rows.filter(~pl.col("_ok")).drop(*temp, *(name for _, name in lay.fields)))
+
+
+def _general(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
     if kind.numbers:
         n = len(kind.numbers)
         nums = rows.with_columns(_tail(kind.after).str.extract_all(NUMBER).alias("_n"))
@@ -108,36 +169,94 @@ def apply_kind(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
         )
     if kind.required:
         out = out.filter(pl.col(kind.required).is_not_null())
-    out = out.with_columns(_cast(pl.col(n), t).alias(n) for n, t in kind.fields.items())
-    consts = [pl.lit(v).alias(k) for k, v in kind.constants.items() if k != "key_prefix"]
-    if "key_prefix" in kind.constants:
-        consts.append((pl.lit(kind.constants["key_prefix"]) + pl.col("key")).alias("key"))
-    keep = [*BASE_COLUMNS, *kind.fields]
-    out = out.with_columns(*consts, pl.lit(kind.name).alias("origin"))
-    extra = [c for c in kind.constants if c != "key_prefix"] + (["key"] if "key_prefix" in kind.constants else [])
-    return out.select(list(dict.fromkeys([*keep, *extra, "origin"])))
+    return out.with_columns(_cast(pl.col(n), t).alias(n) for n, t in kind.fields.items())
 
 
-def timers_wide(rows: pl.DataFrame) -> pl.DataFrame:
-    """`a: 1 | b_microstep: 2 | ...` bodies -> one column per known timer, plus the microstep flag.
+TIMER_SEP = " | "
+TIMER_HEAD = "time (ms)"  # the text before the first separator of a timer line
+_SHAPE_SAMPLE = 256  # timer lines read the slow way to learn a chunk's shapes
+_MAX_SHAPES = 4  # shapes tried on the fast path; lines of any other shape take the slow one
 
-    A body's names (its numbers removed) are its shape; each distinct shape, of which a log has a handful, maps
-    its numbers to columns by position. Old names (forward, backward) map to the new (fwd, bwd)."""
+
+def timers_wide(rows: pl.DataFrame, after: str) -> pl.DataFrame:
+    """`time (ms) | a: 1 | b_microstep: 2 | ...` lines -> one column per known timer, plus the microstep flag.
+
+    A line's names (its numbers removed) are its shape; each distinct shape, of which a log has a handful, maps
+    its numbers to columns by position. Old names (forward, backward) map to the new (fwd, bwd). The shapes seen
+    in a sample are tried first, each on a split of the line checked name by name (a third of the cost of
+    taking every line apart with regexes); lines of other shapes take the regex path."""
+    shapes = _sample_shapes(rows, after)
+    split = rows.select(*BASE_COLUMNS, "origin", "_row", pl.col("text").str.split(TIMER_SEP).alias("_p"))
+    # Each line goes to the sampled shape that its piece count and first name point to, and is then checked name
+    # by name; anything else takes the regex path.
+    first, count = pl.col("_p").list.get(1, null_on_oob=True), pl.col("_p").list.len()
+    sid = pl.lit(None, pl.Int8)
+    for j, names in reversed(list(enumerate(shapes))):
+        sid = (pl.when((count == len(names) + 1) & first.str.starts_with(names[0] + ": "))
+               .then(pl.lit(j, pl.Int8)).otherwise(sid))
+    parts, slow = [], []
+    for (j,), part in split.with_columns(sid.alias("_sid")).partition_by("_sid", as_dict=True).items():
+        if j is None:
+            slow.append(part["_row"])
+            continue
+        names = shapes[j]
+        part = part.with_columns(pl.col("_p").list.get(i, null_on_oob=True).alias(f"_s{i}")
+                                 for i in range(len(names) + 1)).drop("_p")
+        part = part.with_columns(pl.col(f"_s{i + 1}").str.slice(len(raw) + 2).cast(pl.Float64, strict=False)
+                                 .alias(f"_v{i}") for i, raw in enumerate(names))
+        ok = pl.all_horizontal(pl.col("_s0").str.ends_with(TIMER_HEAD),
+                               *(pl.col(f"_s{i + 1}").str.starts_with(raw + ": ") for i, raw in enumerate(names)),
+                               *(pl.col(f"_v{i}").is_not_null() for i in range(len(names)))).fill_null(False)
+        part = part.with_columns(ok.alias("_ok"))
+        microstep = pl.lit(any(n.endswith("_microstep") for n in names)).alias("microstep")
+        parts.append(part.filter(pl.col("_ok")).select(
+            *BASE_COLUMNS, microstep, *(pl.col(f"_v{i}").alias(name) for i, name in _timer_columns(names)),
+            "origin", "_row"))
+        slow.append(part.filter(~pl.col("_ok"))["_row"])
+    rest = rows.join(pl.concat(slow).to_frame(), on="_row", how="semi") if slow else rows.clear()
+    if rest.height:
+        parts.extend(_timers_by_shape(rest.with_columns(_tail(after).alias("body"))))
+    out = pl.concat(parts, how="diagonal") if len(parts) > 1 else parts[0]
+    if len(parts) > 1:
+        out = out.sort("_row")
+    return out.select(*BASE_COLUMNS, "microstep",
+                      *[pl.col(n) if n in out.columns else pl.lit(None, pl.Float64).alias(n) for n in TIMER_NAMES],
+                      "origin")
+
+
+def _timer_columns(raw_names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
+    """Positions and schema names of the known timers among a shape's names."""
+    names = [n.removesuffix("_microstep").replace("forward", "fwd").replace("backward", "bwd") for n in raw_names]
+    return [(i, n) for i, n in enumerate(names) if n in TIMER_NAMES]
+
+
+def _shape_names(shape: str) -> list[str]:
+    return [n.strip().rstrip(":") for n in shape.split("|") if n.strip()]
+
+
+def _sample_shapes(rows: pl.DataFrame, after: str) -> list[tuple[str, ...]]:
+    """The most common shapes among some of the rows, as tuples of plain names."""
+    step = max(1, rows.height // _SHAPE_SAMPLE)
+    sample = rows.gather_every(step).head(_SHAPE_SAMPLE).select(
+        _tail(after).str.replace_all(NUMBER_AFTER_COLON, ":").alias("_shape"))
+    counts = sample["_shape"].value_counts(sort=True)
+    shapes = [tuple(_shape_names(shape)) for shape in counts["_shape"].to_list()]
+    return [names for names in shapes if names and all(_NAME.fullmatch(n) for n in names)][:_MAX_SHAPES]
+
+
+_NAME = re.compile(r"\w+")
+
+
+def _timers_by_shape(rows: pl.DataFrame) -> list[pl.DataFrame]:
     rows = rows.with_columns(pl.col("body").str.replace_all(NUMBER_AFTER_COLON, ":").alias("_shape"),
                              pl.col("body").str.extract_all(NUMBER_AFTER_COLON).alias("_n"))
     parts = []
     for (shape,), part in rows.partition_by("_shape", as_dict=True).items():
-        names = [n.strip().rstrip(":").removesuffix("_microstep") for n in shape.split("|") if n.strip()]
-        names = [n.replace("forward", "fwd").replace("backward", "bwd") for n in names]
         cols = [pl.col("_n").list.get(i, null_on_oob=True).str.strip_chars(": ").cast(pl.Float64, strict=False)
-                .alias(name)
-                for i, name in enumerate(names) if name in TIMER_NAMES]
+                .alias(name) for i, name in _timer_columns(_shape_names(shape))]
         parts.append(part.select(*BASE_COLUMNS, pl.lit("_microstep:" in shape).alias("microstep"), *cols,
                                  "origin", "_row"))
-    out = pl.concat(parts, how="diagonal").sort("_row")
-    return out.select(*BASE_COLUMNS, "microstep",
-                      *[pl.col(n) if n in out.columns else pl.lit(None, pl.Float64).alias(n) for n in TIMER_NAMES],
-                      "origin")
+    return parts
 
 
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.

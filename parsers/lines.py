@@ -25,9 +25,9 @@ _GLUED_START = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \[|\[Rank \d+\] |\{'(?
 _GLUE = r"([^\s\r])(" + _GLUED_START + ")"
 _AFTER_BAR = r"((?:it/s|s/it)\])([^\s\r])"
 # Lines that may need splitting: a `\r` redraw, an escape sequence, or a progress bar's rate, after which the next
-# library line may follow without a newline (a paste that lost its `\r`). One Aho-Corasick pass over literals; the
-# glue patterns then run on those few lines only, not on every line of a large log.
-_MESSY = ["\r", "\x1b", "it/s]", "s/it]"]
+# library line may follow without a newline (a paste that lost its `\r`). One cheap pass (this regex measured half
+# the cost of `contains_any` over the same literals); the glue patterns then run on those few lines only.
+_MESSY = r"[\r\x1b]|it/s\]|s/it\]"
 
 
 @dataclass
@@ -116,7 +116,7 @@ def lines_frame(data: bytes, first_line: int, stats: ChunkStats) -> pl.DataFrame
         frame = pl.read_lines(text.encode(), name="text", row_index_name="line", row_index_offset=first_line)
     stats.physical_lines += frame.height
     frame = frame.with_columns(pl.col("line").cast(pl.UInt32))
-    messy_mask = frame.select(pl.col("text").str.contains_any(_MESSY)).to_series()
+    messy_mask = frame.select(pl.col("text").str.contains(_MESSY)).to_series()
     if messy_mask.any():
         plain = frame.filter(~messy_mask)
         messy = (
