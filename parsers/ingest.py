@@ -1,6 +1,7 @@
 """One log stream -> frame parts, chunk by chunk, holding no more than a few chunks of lines at a time."""
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -26,9 +27,10 @@ class LogResult:
     text_lines: int = 0  # logical lines after splitting tqdm redraws
 
 
-# Chunks in flight: polars releases the GIL, so chunks' regex work overlaps; a third keeps both cores busy while
-# the main thread merges the oldest (15 s against 18 s with two on the 1 GB benchmark).
-WORKERS = 3
+# Chunks in flight: polars releases the GIL, so chunks' work overlaps. One more than the cores keeps them busy
+# while the main thread merges the oldest (on 2 cores, 3 measured 15 s against 18 s with 2 on the 1 GB benchmark);
+# at most 5, since each chunk in flight holds its bytes, its lines and their intermediate columns.
+WORKERS = min(os.cpu_count() or 2, 4) + 1
 
 
 @dataclass(frozen=True)
