@@ -129,7 +129,11 @@ def conform(frame: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
     if not fixed:
         return pl.DataFrame(schema=target)
     out = pl.concat(fixed, how="vertical", rechunk=False)
-    return out.sort(["source", "line"], maintain_order=True) if out.height <= SORT_MAX_ROWS else out
+    if out.height > SORT_MAX_ROWS:
+        return out
+    # One source (a chunk's parts): one integer key sorts at a fraction of the cost of two.
+    keys = ["line"] if out["source"].n_unique() <= 1 else ["source", "line"]
+    return out.sort(keys, maintain_order=True)
 
 
 def describe() -> str:
