@@ -41,7 +41,6 @@ def main() -> int:
     else:
         (tmp / "writer.py").write_text(WRITER.format(steps=args.steps))
         env = {**os.environ, "HOME": str(tmp), "WANDB_MODE": "offline", "WANDB_DIR": str(tmp), "WANDB_SILENT": "true"}
-        t0 = time.perf_counter()
         subprocess.run([sys.executable, str(tmp / "writer.py")], env=env, check=True, cwd=tmp)
         run_dir = next((tmp / "wandb").glob("offline-run-*"))
     wfile = next(run_dir.glob("run-*.wandb"))

@@ -42,7 +42,7 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
         if m.steps and m.steps.spikes:
             spk = m.step_series.filter(pl.col("step").is_in(list(m.steps.spikes)))
             fig.add_trace(go.Scatter(x=spk["step"].to_list(), y=spk["step_time_s"].to_list(), mode="markers",
-                                     name=f"spikes (>= 2x median)", marker=dict(color="#dc3912", size=8)))
+                                     name="spikes (>= 2x median)", marker=dict(color="#dc3912", size=8)))
         if m.steps:
             fig.add_hline(y=m.steps.p50_s, line_dash="dot", line_color="#888", annotation_text="median")
         fig.update_layout(title=f"Step time per step ({m.steps.source if m.steps else ''})", xaxis_title="step",

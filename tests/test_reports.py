@@ -51,7 +51,7 @@ def _planted(tmp_path: Path) -> Path:
     script.write_text(script.read_text().replace("export NCCL_DEBUG=INFO", exports + "\nexport NCCL_DEBUG=INFO"))
     log = run / "slurm-1234.out"
     extra = [f"[2026-11-20 09:00:00,000] [WARNING] [x.py:1:f] {v}" for v in SECRETS.values()]
-    extra += [f"Traceback (most recent call last):", f"ValueError: {HOSTILE[0]} {HOSTILE[1]}"]
+    extra += ["Traceback (most recent call last):", f"ValueError: {HOSTILE[0]} {HOSTILE[1]}"]
     log.write_text(log.read_text() + "\n".join(extra) + "\n")
     # hostile text where reports do show log content: env values, file names
     hostile_env = "\n".join(f"export NCCL_HOSTILE_{i}='{h}'" for i, h in enumerate(HOSTILE))

@@ -251,7 +251,7 @@ def world_size_mismatch() -> None:
     log = []
     for i, h in enumerate(hosts):
         pfx = f"{h}:{7000 + i}:{7100 + i} [0] NCCL INFO "
-        log.append(pfx + f"comm 0x7f00 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0")
+        log.append(pfx + "comm 0x7f00 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0")
     body, _ = steps_block(t, 20, [rng.uniform(2.0, 2.1) for _ in range(20)], 4, 1, 8, rng, None)
     yaml = ("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmachine_rank: 0\nmain_process_ip: "
             "10.0.0.1\nmain_process_port: 29500\nmixed_precision: bf16\nnum_machines: 1\nnum_processes: 8\n"
