@@ -115,9 +115,25 @@ def test_chunk_boundaries_do_not_lose_blocks_or_lines(tmp_path: Path, monkeypatc
     whole = parse([str(log)])
     monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 4096)
     small = parse([str(log)])
-    for name in ("steps", "timers", "events", "comms", "facts"):
-        assert small.frames[name].height == whole.frames[name].height, name
-    assert small.facts.ds_engine == whole.facts.ds_engine and small.facts.ds_config == whole.facts.ds_config
+    gz = tmp_path / "train.log.gz"  # a stream: read in order by the main thread, not by positional reads
+    gz.write_bytes(gzip.compress(log.read_bytes()))
+    small_stream = parse([str(gz)])
+    for cut in (small, small_stream):
+        for name in ("steps", "timers", "events", "comms", "facts"):
+            assert cut.frames[name].height == whole.frames[name].height, name
+        assert cut.facts.ds_engine == whole.facts.ds_engine and cut.facts.ds_config == whole.facts.ds_config
+        assert cut.sources[0].recognised == whole.sources[0].recognised
+        assert cut.sources[0].lines == whole.sources[0].lines
+    # Recognised lines are those that produced a row or belong to a block (the config dump's lines do both), once.
+    from parsers.ingest import ingest_log
+
+    for path in (log, gz):
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            result = ingest_log(fh, 0)
+        rows = {line for parts in result.parts.values() for p in parts if "line" in p.columns
+                for line in p["line"].to_list()}
+        assert result.blocks.lines_used - rows and rows & result.blocks.lines_used
+        assert result.used_lines == len(rows | result.blocks.lines_used) == whole.sources[0].recognised
 
 
 def test_garbled_log_gives_what_can_be_read(tmp_path: Path) -> None:
