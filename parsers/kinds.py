@@ -3,9 +3,11 @@
 How a line is classified: every line is searched once for the leftmost of all ANCHORS (one Aho-Corasick pass in
 polars); the kinds that list that anchor then try their pattern on it. An anchor must not sit in a prefix shared
 with other kinds' lines (`[launch.py:` would hide the launcher's exit lines), since only the leftmost one counts.
-Environment variables are found by a separate pass (extract.ENV_RE), wherever they sit on a line. A kind's pattern is a Rust-regex (polars)
-pattern with named groups; the groups become the typed fields. `required` names the group that must match for a
-row to count. `fields` maps each group to its polars dtype; numbers may carry thousands separators or quotes.
+Environment variables are found by a separate pass (extract.ENV_RE), wherever they sit on a line. A kind's
+pattern is a Rust-regex (polars) pattern with named groups; the groups become the typed fields. `required` names
+the group that must match for a row to count. `fields` maps each group to its polars dtype; numbers may carry
+thousands separators or quotes. The high-volume kinds also declare a `Layout`: separators and labels that a split
+checks piece by piece, a third of the cost of their patterns; a line that does not fit takes the pattern.
 
 Formats come from ../shared/reference/log_formats.md (section numbers below) and DeepSpeed / transformers source.
 """
@@ -47,8 +49,9 @@ class LineKind:
     required: str = ""
     # Constant columns written on every row of this kind (e.g. an event kind).
     constants: dict[str, object] = field(default_factory=dict)
-    # Fast path for the high-volume kinds: the numbers on the line from `after` on, in order, are these fields
-    # (a row whose count of numbers differs is garbled and dropped). Cheaper than capture groups by 2-5x.
+    # For the high-volume kinds: the numbers on the line from `after` on, in order, are these fields (a row whose
+    # count of numbers differs is garbled and dropped); cheaper than capture groups by 2-5x. This is the general
+    # path of those kinds: their `layout`, where a line fits it, is cheaper still.
     after: str = ""
     numbers: tuple[str, ...] = ()
     min_numbers: int = 0  # accept rows with at least this many numbers (default: exactly len(numbers))
