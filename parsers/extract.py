@@ -183,8 +183,9 @@ def timers_wide(rows: pl.DataFrame, after: str) -> pl.DataFrame:
 
     A line's names (its numbers removed) are its shape; each distinct shape, of which a log has a handful, maps
     its numbers to columns by position. Old names (forward, backward) map to the new (fwd, bwd). The shapes seen
-    in a sample are tried first, each on a split of the line checked name by name (a third of the cost of
-    taking every line apart with regexes); lines of other shapes take the regex path."""
+    in a sample are tried first, each on a split of the line checked name by name (callgrind: 78M instructions
+    against 186M for the timer lines of a 4 MB chunk taken apart by regexes); lines of other shapes take the
+    regex path."""
     shapes = _sample_shapes(rows, after)
     split = rows.select(*BASE_COLUMNS, "origin", "_row", pl.col("text").str.split(TIMER_SEP).alias("_p"))
     # Each line goes to the sampled shape that its piece count and first name point to, and is then checked name

@@ -7,7 +7,7 @@ Environment variables are found by a separate pass (extract.ENV_RE), wherever th
 pattern is a Rust-regex (polars) pattern with named groups; the groups become the typed fields. `required` names
 the group that must match for a row to count. `fields` maps each group to its polars dtype; numbers may carry
 thousands separators or quotes. The high-volume kinds also declare a `Layout`: separators and labels that a split
-checks piece by piece, a third of the cost of their patterns; a line that does not fit takes the pattern.
+checks piece by piece, 0.6x the instructions of their patterns; a line that does not fit takes the pattern.
 
 Formats come from ../shared/reference/log_formats.md (section numbers below) and DeepSpeed / transformers source.
 """
@@ -28,8 +28,9 @@ class Layout:
     """The fast path of a high-volume kind: split on `sep` (after turning each of `also` into `sep`), piece i holds
     field i after its label: piece 0 after the first occurrence of the label, the others right after it as a
     prefix; `strip` is removed from both ends of each value. A line that does not fit, or whose values do not all
-    parse, takes the kind's general path. Splitting once and casting short pieces costs about a third of
-    extracting the numbers with a regex (per-row cost in polars grows with each pass over the whole line)."""
+    parse, takes the kind's general path. Splitting once and casting short pieces beats extracting the numbers
+    with a regex: callgrind counts 28M against 48M instructions for the step lines of a 4 MB chunk of the ingest
+    benchmark, 59M against 89M for its throughput lines."""
 
     sep: str
     fields: tuple[tuple[str, str], ...]  # (label, field)
