@@ -106,15 +106,14 @@ def apply_kind(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
     """Rows already known to carry one of the kind's anchors -> typed rows of this kind (may be empty)."""
     if kind.frame == "timers":
         return timers_wide(rows.with_columns(pl.lit(kind.name).alias("origin")), kind.after)
-    fast = None
+    read = []
     if kind.layout is not None:
         fast, rows = _by_layout(kind, rows)
-    out = _general(kind, rows) if rows.height else None
-    if fast is not None and out is not None and out.height:
-        out = pl.concat([fast, out.select(fast.columns)]).sort("_row")
-    elif fast is not None:
-        out = fast
-    assert out is not None
+        read.append(fast)
+    if rows.height or not read:
+        read.append(_general(kind, rows))
+    read = [part for part in read if part.height] or read[:1]
+    out = pl.concat([part.select(read[0].columns) for part in read]).sort("_row") if len(read) > 1 else read[0]
     consts = [pl.lit(v).alias(k) for k, v in kind.constants.items() if k != "key_prefix"]
     if "key_prefix" in kind.constants:
         consts.append((pl.lit(kind.constants["key_prefix"]) + pl.col("key")).alias("key"))
