@@ -46,12 +46,11 @@ class _Parsed:
 
 def _work(chunk: Chunk, source_id: int) -> _Parsed:
     stats = ChunkStats()
-    lines = lines_frame(chunk.read(), 1, stats)
+    lines = lines_frame(chunk.read(), stats)
     extracted = extract_chunk(lines, source_id)
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
     parts = {name: [conform(name, p)] if name in FRAMES else p for name, p in extracted.items()}
-    headers = lines.select(pl.arg_where(pl.col("text").str.contains(_HEADER_RE))).to_series()
-    return _Parsed(lines, parts, used, headers, stats)
+    return _Parsed(lines, parts, used, _header_positions(lines), stats)
 
 
 def _shift(frame: pl.DataFrame, offset: int) -> pl.DataFrame:

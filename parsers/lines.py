@@ -1,6 +1,7 @@
 """Raw bytes -> a polars frame of physical lines, in bounded chunks.
 
-Every chunk becomes one frame with `line` (1-based physical line number in its file) and `text`. Lines are split
+Every chunk becomes one frame with `line` (1-based physical line number within the chunk; ingest.py adds the
+chunk's offset in its file) and `text`. Lines are split
 on `\\n`; CRLF endings are dropped; a line that still holds `\\r` (a tqdm redraw) is split into its segments, which
 share the physical line number; ANSI escape sequences are removed. Everything runs as polars expressions over the
 whole chunk: there is no per-line Python.
@@ -106,14 +107,14 @@ def iter_byte_chunks(fh: BinaryIO, stats: ChunkStats, chunk_bytes: int = CHUNK_B
         yield carry
 
 
-def lines_frame(data: bytes, first_line: int, stats: ChunkStats) -> pl.DataFrame:
-    """Split one block into a `line`, `text` frame; `first_line` is the block's first physical line number."""
+def lines_frame(data: bytes, stats: ChunkStats) -> pl.DataFrame:
+    """Split one block into a `line`, `text` frame, lines numbered from 1."""
     try:
-        frame = pl.read_lines(data, name="text", row_index_name="line", row_index_offset=first_line)
+        frame = pl.read_lines(data, name="text", row_index_name="line", row_index_offset=1)
     except pl.exceptions.ComputeError:  # invalid UTF-8: decode leniently, count the damage, read again
         text = data.decode("utf-8", errors="replace")
         stats.invalid_utf8 += text.count("\ufffd")
-        frame = pl.read_lines(text.encode(), name="text", row_index_name="line", row_index_offset=first_line)
+        frame = pl.read_lines(text.encode(), name="text", row_index_name="line", row_index_offset=1)
     stats.physical_lines += frame.height
     frame = frame.with_columns(pl.col("line").cast(pl.UInt32))
     messy_mask = frame.select(pl.col("text").str.contains(_MESSY)).to_series()
