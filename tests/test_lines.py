@@ -196,9 +196,29 @@ def test_fast_paths_read_exactly_what_the_regex_path_reads(tmp_path: Path, monke
                                                            log: str) -> None:
     """The layouts and sampled timer shapes are an optimisation: frames must not change by a value, on real logs
     (old and new timer names, microsteps, several ranks) and on the same lines damaged."""
+    import parsers.extract
+
     real = (SAMPLES / log / "train.log").read_text()
     texts = {"real": real, "damaged": _damaged(real.splitlines())}
-    fast = {name: _parse_text(tmp_path, text, f"{name}.log") for name, text in texts.items()}
+    # Rows of the hot kinds handed to the regex paths, per text: none for the real log, some for the damaged one.
+    handed: dict[str, int] = {}
+    general, by_shape = parsers.extract._general, parsers.extract._timers_by_shape
+
+    def spy_general(kind, rows):  # type: ignore[no-untyped-def]
+        if kind.layout is not None:
+            handed[current] = handed.get(current, 0) + rows.height
+        return general(kind, rows)
+
+    def spy_shape(rows):  # type: ignore[no-untyped-def]
+        handed[current] = handed.get(current, 0) + rows.height
+        return by_shape(rows)
+
+    monkeypatch.setattr(parsers.extract, "_general", spy_general)
+    monkeypatch.setattr(parsers.extract, "_timers_by_shape", spy_shape)
+    fast = {}
+    for current, text in texts.items():
+        fast[current] = _parse_text(tmp_path, text, f"{current}.log")
+    assert handed.get("real", 0) == 0 and handed["damaged"] > 0
     _regex_only(monkeypatch)
     for name, text in texts.items():
         slow = _parse_text(tmp_path, text, f"{name}.log")
