@@ -109,9 +109,14 @@ def parse(
 
 def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
     try:
-        return load(sources, refresh)
+        model = load(sources, refresh)
     except InputError as e:
         raise _fail(str(e)) from None
+    if model.skipped:  # one line for all of them; the report's sources table lists each
+        listed = "; ".join(f"{s.name} ({s.why})" for s in model.skipped[:5])
+        more = f"; and {len(model.skipped) - 5} more" if len(model.skipped) > 5 else ""
+        sys.stderr.write(f"diagnose: skipped {len(model.skipped)} input(s): {listed}{more}\n")
+    return model
 
 
 def _print_text(doc: dict) -> None:

@@ -27,7 +27,7 @@ class Diagnosis:
 
 def run_plan(model: RunModel, gpu_memory_gb: float | None = None) -> Plan | None:
     f = model.facts
-    mem = gpu_memory_gb or hardware.memory_gb(f.gpu_name)
+    mem = gpu_memory_gb or f.gpu_memory_gb or hardware.memory_gb(f.gpu_name)
     if not f.model_params or not f.world_size or not mem:
         return None
     return plan(float(f.model_params), f.world_size, f.gpus_per_node, mem, grad_accum=f.grad_accum_steps or 1,

@@ -32,7 +32,7 @@ FLAT_STD = 10.0  # utilization standard deviation under 10 points: a flat platea
 
 @dataclass(frozen=True)
 class StepStats:
-    source: str  # which clock: ds_step_ts | ds_throughput | tqdm | hf_runtime
+    source: str  # which clock: ds_step_ts | printed | ds_throughput | tqdm | hf_runtime
     n: int
     p50_s: float
     p90_s: float
@@ -149,6 +149,9 @@ def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataF
         ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
         if s.height >= 3:
             return s, "ds_step_ts"
+    printed = _printed_series(steps)
+    if printed is not None:
+        return printed, "printed"
     tp = steps.filter((pl.col("origin") == "ds_throughput") & (pl.col("samples_per_sec") > 0))
     if tp.height >= 3 and train_batch:
         return tp.unique("global_step", keep="first").sort("global_step").select(
@@ -160,6 +163,36 @@ def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataF
         train = tq.filter(pl.col("total_steps") == total).unique("global_step", keep="last").sort("global_step")
         return train.select(pl.col("global_step").alias("step"), "step_time_s", "ts"), "tqdm"
     return None, ""
+
+
+# Kinds whose lines print the time of each step (or of each logged interval, per step) directly.
+PRINTED_CLOCKS = ("megatron_iter", "ds_pipe_step", "dschat_rlhf_step", "dschat_step", "progress", "hf_log")
+
+
+def _printed_series(steps: pl.DataFrame) -> pl.DataFrame | None:
+    """Step times the trainer printed (Megatron's elapsed time per iteration, `time 350ms`, `dt: 0.4s`, ...), or
+    timestamp differences between counter lines; one rank, one kind (the one with the most rows)."""
+    rows = steps.filter(pl.col("origin").is_in(PRINTED_CLOCKS)
+                        & (pl.col("step_time_s").is_not_null()
+                           | (pl.col("ts").is_not_null() & pl.col("global_step").is_not_null())))
+    if rows.height < 3:
+        return None
+    origin = rows["origin"].cast(pl.String).value_counts(sort=True)["origin"][0]
+    rows = rows.filter(pl.col("origin") == origin)
+    first_rank = rows["rank"].drop_nulls().min()
+    if first_rank is not None:
+        rows = rows.filter(pl.col("rank") == first_rank)
+    if rows["step_time_s"].null_count() == rows.height:  # counters with timestamps only
+        rows = rows.unique("global_step", keep="first").sort("global_step").with_columns(
+            ((pl.col("ts").diff().dt.total_milliseconds() / 1000.0) / pl.col("global_step").diff())
+            .alias("step_time_s"))
+    out = rows.filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+    if out["global_step"].null_count() == 0:
+        out = out.unique("global_step", keep="first").sort("global_step")
+    else:
+        out = out.with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("global_step"))
+    out = out.select(pl.col("global_step").alias("step"), "step_time_s", "ts")
+    return out if out.height >= 3 else None
 
 
 def _stats(series: pl.DataFrame, source: str) -> StepStats:
@@ -211,19 +244,26 @@ def _mfu(tps: float | None, params: int | None, gpus: int | None, gpu: str | Non
 
 
 def _breakdown(timers: pl.DataFrame) -> Breakdown | None:
+    """Medians of the global timers; the `*_microstep` timers where those are absent or all zero (DeepSpeed 0.9.x
+    prints the global line as zeros). Pipeline point-to-point waits count in the timed total."""
     glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null())
+    if glob.height == 0 or not ((glob["fwd"].fill_null(0) + glob["bwd"].fill_null(0)) > 0).any():
+        glob = timers.filter(pl.col("microstep") & pl.col("fwd").is_not_null())
     if glob.height == 0:
         return None
     glob = glob.filter(pl.col("seq") >= WARMUP_STEPS) if glob.height > WARMUP_STEPS + 2 else glob
-    m = glob.select(pl.col(c).median() for c in ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step")).row(0, named=True)
-    fwd, bwd, step = m["fwd"] or 0.0, m["bwd"] or 0.0, m["step"] or 0.0
+    cols = ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step", "pipe_comm")
+    m = glob.select(pl.col(c).median() for c in cols).row(0, named=True)
+    fwd, bwd, step, pipe = m["fwd"] or 0.0, m["bwd"] or 0.0, m["step"] or 0.0, m["pipe_comm"] or 0.0
     allreduce = m["bwd_allreduce"]
     inner = m["bwd_inner"] if m["bwd_inner"] is not None else (bwd - allreduce if allreduce is not None else bwd)
-    total = fwd + bwd + step
+    total = fwd + bwd + step + pipe
     if total <= 0:
         return None
     shares = {"fwd": fwd / total, "bwd": (inner or 0.0) / total, "allreduce": (allreduce or 0.0) / total,
               "optimizer": step / total}
+    if pipe:
+        shares["pipeline_p2p"] = pipe / total
     return Breakdown(fwd, inner, allreduce, step, total, shares)
 
 

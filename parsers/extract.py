@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, LineKind
+from parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
 from parsers.prefixes import HOST, OUTER_PREFIX
 
 _META = set("\\.+*?()|[]{}^$#&-~")
@@ -20,6 +20,8 @@ def rx_escape(literal: str) -> str:
 # No capture group: a bare literal alternation runs on the regex crate's Aho-Corasick prefilter alone, 2.5x faster
 # than the same alternation wrapped in a group.
 ANCHOR_RE = "|".join(rx_escape(a) for a in sorted(ANCHORS, key=len, reverse=True))
+FALLBACK_KINDS = tuple(k for k in KINDS if not k.anchors and k.prefilter)
+FALLBACK_RE = "|".join(f"(?:{k.prefilter})" for k in FALLBACK_KINDS)
 HEADER_RE = "|".join(rx_escape(h) for h in BLOCK_HEADERS.values())
 # Environment variables seen anywhere: `export X=1`, `X=1 cmd`, launcher echoes, `os.environ[X]=1` dumps.
 ENV_NAMES = (r"(?:NCCL|CUDA|TORCH|PYTORCH|OMP|DS|ACCELERATE|WANDB|HF|TRANSFORMERS|MASTER|WORLD|LOCAL|NVIDIA|FI|UCX|"
@@ -29,7 +31,7 @@ ENV_RE = (r"(?:^|[\s;'\"(\[])(?:export\s+|os\.environ\[['\"]?)?(?P<key>" + ENV_N
 ENV_HINT = ENV_NAMES + r"['\"]?\]?="  # the cheap pre-filter: a candidate name followed by `=`
 
 TIMER_NAMES = ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step", "optimizer_allgather", "optimizer_gradients",
-               "optimizer_step", "init_optimizer_state")
+               "optimizer_step", "init_optimizer_state", "pipe_comm", "data")
 NUMBER_AFTER_COLON = r": [-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
@@ -43,7 +45,9 @@ _RANK_OUTER = r"^(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee
 _RANK_OUTER_HINT = r"^(?:\S+ )?(?:\S+: )?(?:\[rank\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std|\s*\d{1,5}: )"
 _HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?" + HOST + r": "
 _TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}(?:\] \[| >> )"
-_ISO = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,3})?"
+# Other loggers' stamps at the start of a line: ISO (`2026-01-02T10:00:00.123`), Python logging without DeepSpeed's
+# brackets (`2021-09-20 18:58:59,564 INFO`), loguru (`2022-07-02 07:42:09.937 |`), hydra (`[2023-05-15 14:14:38,305]`).
+_ISO = r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
 
 
 def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.Series]) -> pl.Series:
@@ -74,9 +78,10 @@ def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
                  lambda idx: node.gather(idx).str.extract(r"[^ ]+$", 0))
     ts = (text.str.extract(_TS, 0).str.slice(0, 23)
           .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
-    ts = _fill(ts, ts.is_null() & text.str.starts_with("20"),
-               lambda idx: text.gather(idx).str.extract(_ISO, 0)
-               .str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", strict=False, time_unit="ms"))
+    ts = _fill(ts, ts.is_null() & (text.str.starts_with("20") | text.str.starts_with("[20")),
+               lambda idx: text.gather(idx).str.extract(_ISO, 0).str.strip_prefix("[").str.replace("T", " ", literal=True)
+               .str.replace(",", ".", literal=True)
+               .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
     return frame.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"), rank.alias("rank"),
                               node.alias("node"), ts.alias("ts"))
 
@@ -153,6 +158,12 @@ def _by_layout(kind: LineKind, rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.Dat
             rows.filter(~pl.col("_ok")).drop(*temp, *(name for _, name in lay.fields)))
 
 
+def _field(pattern: str | tuple[str, ...]) -> pl.Expr:
+    pats = (pattern,) if isinstance(pattern, str) else pattern
+    found = [pl.col("text").str.extract(p, 1) for p in pats]
+    return found[0] if len(found) == 1 else pl.coalesce(found)
+
+
 def _general(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
     if kind.numbers:
         n = len(kind.numbers)
@@ -163,11 +174,12 @@ def _general(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
     elif kind.pattern:
         out = rows.with_columns(pl.col("text").str.extract_groups(kind.pattern).alias("_g")).unnest("_g")
     else:
-        out = rows.with_columns(
-            pl.col("text").str.extract(pat, 1).alias(name) for name, pat in kind.field_patterns.items()
-        )
+        out = rows.with_columns(_field(pat).alias(name) for name, pat in kind.field_patterns.items())
     if kind.required:
         out = out.filter(pl.col(kind.required).is_not_null())
+    if kind.required_any:
+        out = out.filter(pl.any_horizontal(pl.all_horizontal(pl.col(c).is_not_null() for c in group)
+                                           for group in kind.required_any))
     return out.with_columns(_cast(pl.col(n), t).alias(n) for n, t in kind.fields.items())
 
 
@@ -210,7 +222,8 @@ def timers_wide(rows: pl.DataFrame, after: str) -> pl.DataFrame:
         part = part.with_columns(ok.alias("_ok"))
         microstep = pl.lit(any(n.endswith("_microstep") for n in names)).alias("microstep")
         parts.append(part.filter(pl.col("_ok")).select(
-            *BASE_COLUMNS, microstep, *(pl.col(f"_v{i}").alias(name) for i, name in _timer_columns(names)),
+            *BASE_COLUMNS, microstep,
+            *(_sum([pl.col(f"_v{i}") for i in idx]).alias(name) for name, idx in _timer_columns(names)),
             "origin", "_row"))
         slow.append(part.filter(~pl.col("_ok"))["_row"])
     rest = rows.join(pl.concat(slow).to_frame(), on="_row", how="semi") if slow else rows.clear()
@@ -219,15 +232,30 @@ def timers_wide(rows: pl.DataFrame, after: str) -> pl.DataFrame:
     out = pl.concat(parts, how="diagonal") if len(parts) > 1 else parts[0]
     if len(parts) > 1:
         out = out.sort("_row")
-    return out.select(*BASE_COLUMNS, "microstep",
-                      *[pl.col(n) if n in out.columns else pl.lit(None, pl.Float64).alias(n) for n in TIMER_NAMES],
-                      "origin")
+    out = out.select(*BASE_COLUMNS, "microstep",
+                     *[pl.col(n) if n in out.columns else pl.lit(None, pl.Float64).alias(n) for n in TIMER_NAMES],
+                     "origin")
+    # Families that time backward compute and the all-reduce apart: bwd is their sum, as DeepSpeed's bwd is.
+    return out.with_columns(pl.coalesce("bwd", pl.col("bwd_inner") + pl.col("bwd_allreduce").fill_null(0.0))
+                            .alias("bwd"))
 
 
-def _timer_columns(raw_names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
-    """Positions and schema names of the known timers among a shape's names."""
-    names = [n.removesuffix("_microstep").replace("forward", "fwd").replace("backward", "bwd") for n in raw_names]
-    return [(i, n) for i, n in enumerate(names) if n in TIMER_NAMES]
+def _sum(values: list[pl.Expr]) -> pl.Expr:
+    return values[0] if len(values) == 1 else pl.sum_horizontal(values)
+
+
+def _timer_columns(raw_names: tuple[str, ...] | list[str]) -> list[tuple[str, list[int]]]:
+    """Schema columns of a shape's names, each with the positions it sums (kinds.TIMER_FAMILIES)."""
+    names = [n.removesuffix("_microstep") for n in raw_names]
+    family = next(f for f in TIMER_FAMILIES if f.marker is None or f.marker in names)
+    out = []
+    for column, alternatives in family.columns.items():
+        for alt in alternatives:
+            idx = [i for i, n in enumerate(names) if n in alt]
+            if idx:
+                out.append((column, idx))
+                break
+    return out
 
 
 def _shape_names(shape: str) -> list[str]:
@@ -252,8 +280,11 @@ def _timers_by_shape(rows: pl.DataFrame) -> list[pl.DataFrame]:
                              pl.col("body").str.extract_all(NUMBER_AFTER_COLON).alias("_n"))
     parts = []
     for (shape,), part in rows.partition_by("_shape", as_dict=True).items():
-        cols = [pl.col("_n").list.get(i, null_on_oob=True).str.strip_chars(": ").cast(pl.Float64, strict=False)
-                .alias(name) for i, name in _timer_columns(_shape_names(shape))]
+        def value(i: int) -> pl.Expr:
+            return pl.col("_n").list.get(i, null_on_oob=True).str.strip_chars(": ").cast(pl.Float64, strict=False)
+
+        cols = [_sum([value(i) for i in idx]).alias(name)
+                for name, idx in _timer_columns(_shape_names(shape))]
         parts.append(part.select(*BASE_COLUMNS, pl.lit("_microstep:" in shape).alias("microstep"), *cols,
                                  "origin", "_row"))
     return parts
@@ -264,15 +295,32 @@ DERIVED: dict[str, list[pl.Expr]] = {
     "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
              .otherwise(1.0 / pl.col("rate")).alias("step_time_s")],
     "hf_train_runtime": [(1.0 / pl.col("steps_per_sec")).alias("step_time_s")],
+    "hf_log": [pl.coalesce("step_time_s", 1.0 / pl.col("iter_per_s")).alias("step_time_s")],
+    "megatron_iter": [(pl.col("step_time_ms") / 1000.0).alias("step_time_s")],
+    "progress": [pl.coalesce(pl.col("step_time_ms") / 1000.0, "step_time_s",
+                             pl.col("step_hms").str.split(":").list.eval(pl.element().cast(pl.Float64, strict=False))
+                             .list.eval(pl.element() * pl.lit([3600.0, 60.0, 1.0]).explode().gather(pl.int_range(pl.len())))
+                             .list.sum()).truediv(pl.col("interval_steps").fill_null(1)).alias("step_time_s")],
+    "megatron_memory": [(pl.col(f"{c}_mb") / 1024.0).alias(f"{c}_gb") for c in ("ma", "max_ma", "ca", "max_ca")],
 }
 
 
 def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.DataFrame]]:
     """Classify and extract every line kind in one chunk. Returns frame name -> parts."""
     out: dict[str, list[pl.DataFrame]] = {}
-    tagged = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 0).alias("anchor")).filter(
-        pl.col("anchor").is_not_null()
-    )
+    anchored = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 0).alias("anchor"))
+    tagged = anchored.filter(pl.col("anchor").is_not_null())
+    if FALLBACK_RE and tagged.height < anchored.height:
+        loose = anchored.filter(pl.col("anchor").is_null())
+        loose = loose.filter(loose["text"].str.contains(FALLBACK_RE))
+        if loose.height:
+            loose = with_prefix(loose, source_id)
+            for kind in FALLBACK_KINDS:
+                rows = apply_kind(kind, loose.filter(pl.col("text").str.contains(kind.prefilter)))
+                if rows.height and kind.name in DERIVED:
+                    rows = rows.with_columns(DERIVED[kind.name])
+                if rows.height:
+                    out.setdefault(kind.frame, []).append(rows)
     if tagged.height:
         tagged = with_prefix(tagged, source_id)
         parts = tagged.partition_by("anchor", as_dict=True, include_key=False)

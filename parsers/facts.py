@@ -1,7 +1,11 @@
 """Run facts: what the run was (topology, ZeRO stage, precision, batch, env, versions), merged from every source.
 
-Each fact keeps where it came from (`Evidence`), so a finding can quote the line. Where sources disagree, the
-first in each PRIORITY list wins and the others stay in `claims` (a world-size mismatch is itself a finding).
+Each fact keeps where it came from (`Evidence`), so a finding can quote the line. Where sources disagree, one
+precedence decides (`TIERS`, `tier_of`): what the running job printed, then the launcher's command-line flags, then
+config files, then scheduler directives, then what the hardware shows. Within the job's own output the largest
+world size, node count and processes per node win: DeepSpeed prints its data-parallel size as `world_size` and NCCL
+prints every sub-communicator, all smaller than the world. Every value seen stays in `claims`, each with its tier,
+so the world-size-mismatch rule can compare what ran with what was launched and allocated.
 """
 from __future__ import annotations
 
@@ -15,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from parsers.blocks import Blocks
-from parsers.launch_script import LaunchScript
+from parsers.launch_script import LaunchScript, parse_script
 
 
 @dataclass(frozen=True)
@@ -24,6 +28,30 @@ class Evidence:
     origin: str  # e.g. "ds_config_dump", "launch_script", "accelerate_yaml", "nccl"
     source: int  # index into RunModel.sources
     line: int | None = None
+
+    @property
+    def tier(self) -> str:
+        return tier_of(self.origin)
+
+
+# The precedence of run facts, most trusted first (issue 10): what the running job printed (engine config dump,
+# Megatron arguments, accelerate's `Num processes`, elastic WORLD_SIZE, NCCL's world communicator, ...) > the
+# launcher's command-line flags > config files (accelerate YAML, DeepSpeed JSON) > scheduler directives (#SBATCH)
+# > what the hardware has (W&B metadata's GPU count is the machine's, not the job's).
+TIERS = ("job", "launcher", "config", "scheduler", "hardware")
+_ORIGIN_TIERS = {
+    "launch_script": "launcher", "log_launch_command": "launcher", "ds_cmd": "launcher",
+    "accelerate_default": "launcher",
+    "accelerate_yaml": "config", "ds_config": "config",
+    "sbatch": "scheduler",
+    "wandb_metadata": "hardware", "nvidia_smi": "hardware",
+}
+# Counts of which the job's largest printed value is the true one (sub-groups print smaller ones).
+_LARGEST_WINS = ("world_size", "nodes", "gpus_per_node")
+
+
+def tier_of(origin: str) -> str:
+    return _ORIGIN_TIERS.get(origin, "job")
 
 
 @dataclass(frozen=True)
@@ -41,9 +69,14 @@ class NcclFacts:
 
 @dataclass(frozen=True)
 class RunFacts:
-    world_size: int | None = None
+    world_size: int | None = None  # processes in the job
     nodes: int | None = None
     gpus_per_node: int | None = None
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    data_parallel: int | None = None
+    allocated_gpus: int | None = None  # what the scheduler granted (#SBATCH), where it says
+    gpu_memory_gb: float | None = None  # per GPU, where a source prints it (nvidia-smi's table)
     hostnames: tuple[str, ...] = ()
     gpu_name: str | None = None
     launcher: str | None = None
@@ -97,6 +130,7 @@ class FactInputs:
     accelerate_configs: list[tuple[int, dict[str, Any]]]
     scripts: list[tuple[int, LaunchScript]]
     wandb: list[tuple[int, Any]] = field(default_factory=list)  # (source, parsers.wandb_offline.WandbRun)
+    embedded_scripts: list[tuple[int, LaunchScript]] = field(default_factory=list)  # launch commands inside logs
 
 
 class _Claims:
@@ -109,8 +143,18 @@ class _Claims:
         self.by_fact.setdefault(fact, []).append(Evidence(value, origin, source, line))
 
     def first(self, fact: str) -> Evidence | None:
+        """The winning claim: the best tier; within the job's output the largest count for topology facts, else
+        the first claim made."""
         found = self.by_fact.get(fact)
-        return found[0] if found else None
+        if not found:
+            return None
+        best = min(TIERS.index(ev.tier) for ev in found)
+        top = [ev for ev in found if TIERS.index(ev.tier) == best]
+        if fact in _LARGEST_WINS and best == 0:
+            ints = [ev for ev in top if isinstance(ev.value, int)]
+            if ints:
+                return max(ints, key=lambda ev: ev.value)
+        return top[0]
 
 
 def assemble(inp: FactInputs) -> RunFacts:
@@ -138,6 +182,8 @@ def assemble(inp: FactInputs) -> RunFacts:
     _log_claims(c, kv)
     for src, script in inp.scripts:
         _script_claims(c, script, src)
+    for src, script in inp.embedded_scripts:
+        _script_claims(c, script, src, "log_launch_command")
     for src, run in inp.wandb:
         _wandb_claims(c, run, src)
     nccl = _nccl(inp.nccl, c)
@@ -152,6 +198,14 @@ def assemble(inp: FactInputs) -> RunFacts:
         return None if ev is None or ev.value == "none" else ev.value
 
     world, nodes, gpn = val("world_size"), val("nodes"), val("gpus_per_node")
+    tp, pp, dp = val("tensor_parallel"), val("pipeline_parallel"), val("data_parallel")
+    if world and (tp or pp) and dp is None and world % ((tp or 1) * (pp or 1)) == 0:
+        dp = world // ((tp or 1) * (pp or 1))
+    if nodes and gpn and world and nodes * gpn != world and c.first("world_size").tier == "job":
+        # the job's own count wins; a per-node count from a lower tier that does not fit it is dropped
+        ev_g = c.first("gpus_per_node")
+        if ev_g is not None and ev_g.tier != "job":
+            gpn = world // nodes if world % nodes == 0 else None
     if gpn is None and world and nodes:
         gpn = world // nodes if world % nodes == 0 else None
     if world is None and nodes and gpn:
@@ -162,7 +216,9 @@ def assemble(inp: FactInputs) -> RunFacts:
     versions = {k[len("version."):]: v.value for k, vs in c.by_fact.items() if k.startswith("version.") for v in vs[:1]}
     evidence = {k: vs[0] for k, vs in c.by_fact.items()}
     return RunFacts(
-        world_size=world, nodes=nodes, gpus_per_node=gpn, hostnames=hosts, gpu_name=val("gpu_name"),
+        world_size=world, nodes=nodes, gpus_per_node=gpn, tensor_parallel=tp, pipeline_parallel=pp,
+        data_parallel=dp, allocated_gpus=val("allocated_gpus"), gpu_memory_gb=val("gpu_memory_gb"),
+        hostnames=hosts, gpu_name=val("gpu_name"),
         launcher=val("launcher"), backend=val("backend"), accelerator=val("accelerator"),
         zero_stage=val("zero_stage"), offload_optimizer=val("offload_optimizer"), offload_param=val("offload_param"),
         precision=val("precision"), micro_batch_per_gpu=val("micro_batch_per_gpu"),
@@ -179,7 +235,7 @@ def assemble(inp: FactInputs) -> RunFacts:
         ds_config=ds_config, ds_engine=engine,
         script_args={k: s.value for _, sc in inp.scripts for k, s in sc.script_args.items()},
         flops=flops, evidence=evidence,
-        claims={k: v for k, v in c.by_fact.items() if k in ("world_size", "nodes", "gpus_per_node")},
+        claims={k: v for k, v in c.by_fact.items() if k in ("world_size", "nodes", "gpus_per_node", "allocated_gpus")},
     )
 
 
@@ -293,10 +349,12 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             m = re.search(r"--world_info=([A-Za-z0-9+/=]+)", value)
             if m:
                 try:
-                    _world_info(c, base64.urlsafe_b64decode(m.group(1) + "==").decode(), origin, src, line)
+                    _world_info(c, base64.urlsafe_b64decode(m.group(1) + "==").decode(), "ds_world_info", src, line)
                 except (ValueError, UnicodeDecodeError):
                     pass
             c.add("launcher", "deepspeed", origin, src, line)
+            # The runner's argv: `--num_gpus`, `--num_nodes` and the script's `--zero_stage` are launcher flags.
+            _script_claims(c, parse_script(value), src, "ds_cmd", line)
         elif key == "accelerate.num_processes":
             c.add("world_size", _int(value), origin, src, line)
         elif key in ("accelerate.num_machines",):
@@ -337,12 +395,49 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add("gpu_name", value.strip(), origin, src, line)
         elif key == "model.params":
             c.add("model_params", _int(value), origin, src, line)
+        elif key in ("zero.stage3_banner",):
+            c.add("zero_stage", 3, origin, src, line)
+        elif key in ("mpi.world_size", "torch.barrier_world_size", "elastic.world_size", "job.world_size",
+                     "megatron.world_size"):
+            c.add("world_size", _int(value), origin, src, line)
+        elif key == "elastic.nodes":
+            c.add("nodes", _int(value), origin, src, line)
+        elif key == "elastic.local_world_size":
+            c.add("gpus_per_node", _int(value), origin, src, line)
+        elif key == "mpi.local_rank":  # the largest local rank seen + 1 = processes per node
+            c.add("gpus_per_node", (_int(value) or 0) + 1, origin, src, line)
+        elif key == "megatron.data_parallel":
+            c.add("data_parallel", _int(value), origin, src, line)
+        elif key == "megatron.tensor_parallel":
+            c.add("tensor_parallel", _int(value), origin, src, line)
+        elif key == "megatron.pipeline_parallel":
+            c.add("pipeline_parallel", _int(value), origin, src, line)
+        elif key.startswith("args."):
+            _megatron_arg(c, key[5:], value, origin, src, line)
+        elif key == "nvidia_smi.gpu":
+            c.add("gpu_name", value.strip(), "nvidia_smi", src, line)
+        elif key == "nvidia_smi.memory_mib":
+            c.add("gpu_memory_gb", round((_int(value) or 0) / 1024.0, 1) or None, "nvidia_smi", src, line)
     # HF: world size = total batch / (per-device batch x accumulation)
     total, micro, ga = c.first("train_batch_size"), c.first("micro_batch_per_gpu"), c.first("grad_accum_steps")
     if total and micro and ga and total.origin == "hf_block_value" and micro.value and ga.value:
         ws = total.value // (micro.value * ga.value)
         c.add("world_size", ws if ws * micro.value * ga.value == total.value else None, "hf_block_value", total.source,
               total.line)
+
+
+def _megatron_arg(c: _Claims, name: str, value: str, origin: str, src: int, line: int | None) -> None:
+    """Megatron's argument dump (`  world_size ........ 64`): the arguments the job ran with."""
+    ints = {"world_size": "world_size", "micro_batch_size": "micro_batch_per_gpu", "batch_size": "micro_batch_per_gpu",
+            "global_batch_size": "train_batch_size", "seq_length": "seq_len", "hidden_size": "hidden_size",
+            "num_layers": "num_layers", "num_attention_heads": "num_heads", "train_iters": "total_steps",
+            "tensor_model_parallel_size": "tensor_parallel", "model_parallel_size": "tensor_parallel",
+            "pipeline_model_parallel_size": "pipeline_parallel", "data_parallel_size": "data_parallel",
+            "zero_stage": "zero_stage"}
+    if name in ints:
+        c.add(ints[name], _int(value), origin, src, line)
+    elif name in ("fp16", "bf16") and _bool(value):
+        c.add("precision", name, origin, src, line)
 
 
 def _world_info(c: _Claims, text: str, origin: str, src: int, line: int | None) -> None:
@@ -361,52 +456,77 @@ def _world_info(c: _Claims, text: str, origin: str, src: int, line: int | None) 
         c.add("hostname", str(host), origin, src, line)
 
 
-def _script_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
-    o = "launch_script"
-    c.add("launcher", sc.launcher, o, src)
+def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch_script",
+                   at: int | None = None) -> None:
+    """A launch command's flags (launcher tier) and its #SBATCH directives (scheduler tier)."""
+    o = origin
+    c.add("launcher", sc.launcher, o, src, at)
     f = {k: v for k, v in sc.launcher_flags.items()}
 
     def flag(*names: str) -> tuple[int | None, int | None]:
         for n in names:
             if n in f:
-                return _int(f[n].value), f[n].line
+                return _int(f[n].value), at or f[n].line
         return None, None
 
     nodes, line = flag("deepspeed.num_nodes", "torchrun.nnodes", "accelerate.num_machines", "srun.nodes", "srun.N")
-    if nodes is None and "nodes" in sc.sbatch:
-        nodes, line = _int(sc.sbatch["nodes"].value.split("-")[0]), sc.sbatch["nodes"].line
-    if nodes is None and "N" in sc.sbatch:
-        nodes, line = _int(sc.sbatch["N"].value), sc.sbatch["N"].line
     c.add("nodes", nodes, o, src, line)
     gpn, line = flag("deepspeed.num_gpus", "torchrun.nproc_per_node", "torchrun.nproc-per-node",
                      "srun.ntasks-per-node", "srun.gpus-per-node")
-    if gpn is None:
-        for key in ("gpus-per-node", "ntasks-per-node"):
-            if key in sc.sbatch:
-                gpn, line = _int(sc.sbatch[key].value.split(":")[-1]), sc.sbatch[key].line
-                break
     c.add("gpus_per_node", gpn, o, src, line)
     ws, line = flag("accelerate.num_processes")
     c.add("world_size", ws, o, src, line)
+    _sbatch_claims(c, sc, src)
     mp = f.get("accelerate.mixed_precision")
     if mp:
-        c.add("precision", {"no": "fp32"}.get(mp.value, mp.value), o, src, mp.line)
+        c.add("precision", {"no": "fp32"}.get(mp.value, mp.value), o, src, at or mp.line)
     zs = f.get("accelerate.zero_stage")
     if zs:
-        c.add("zero_stage", _int(zs.value), o, src, zs.line)
+        c.add("zero_stage", _int(zs.value), o, src, at or zs.line)
     a = sc.script_args
     for key, fact in (("per_device_train_batch_size", "micro_batch_per_gpu"),
                       ("gradient_accumulation_steps", "grad_accum_steps"),
                       ("dataloader_num_workers", "dataloader_num_workers"), ("max_steps", "total_steps"),
                       ("max_seq_length", "seq_len"), ("seq_len", "seq_len"), ("max_length", "seq_len"),
-                      ("block_size", "seq_len"), ("model_max_length", "seq_len")):
+                      ("block_size", "seq_len"), ("model_max_length", "seq_len"), ("max_seq_len", "seq_len"),
+                      ("zero_stage", "zero_stage")):
         if key in a:
-            c.add(fact, _int(a[key].value), o, src, a[key].line)
+            c.add(fact, _int(a[key].value), o, src, at or a[key].line)
     for key, prec in (("bf16", "bf16"), ("fp16", "fp16")):
         if key in a and _bool(a[key].value):
-            c.add("precision", prec, o, src, a[key].line)
+            c.add("precision", prec, o, src, at or a[key].line)
+    if "offload" in a and _bool(a["offload"].value):  # DeepSpeed-Chat's `--offload`: ZeRO-Offload to the CPU
+        c.add("offload_optimizer", "cpu", o, src, at or a["offload"].line)
     if "gradient_checkpointing" in a:
-        c.add("gradient_checkpointing", _bool(a["gradient_checkpointing"].value), o, src, a["gradient_checkpointing"].line)
+        c.add("gradient_checkpointing", _bool(a["gradient_checkpointing"].value), o, src,
+              at or a["gradient_checkpointing"].line)
+
+
+def _sbatch_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
+    """#SBATCH: nodes, tasks per node and the GPUs granted (`--gres=gpu:N` / `--gpus-per-node` per node,
+    `--gpus` in all)."""
+    o, sb = "sbatch", sc.sbatch
+    nodes = line = None
+    for key in ("nodes", "N"):
+        if key in sb:
+            nodes, line = _int(sb[key].value.split("-")[0]), sb[key].line
+            break
+    c.add("nodes", nodes, o, src, line)
+    per_node = None
+    for key in ("gpus-per-node", "gres"):
+        if key in sb:
+            m = re.search(r"gpu(?::[A-Za-z]\w*)?:(\d+)", "gpu:" + sb[key].value if key != "gres" else sb[key].value)
+            if m:
+                per_node, line = int(m.group(1)), sb[key].line
+                break
+    if "ntasks-per-node" in sb:
+        c.add("gpus_per_node", _int(sb["ntasks-per-node"].value), o, src, sb["ntasks-per-node"].line)
+    elif per_node:
+        c.add("gpus_per_node", per_node, o, src, line)
+    if per_node:
+        c.add("allocated_gpus", per_node * (nodes or 1), o, src, line)
+    elif "gpus" in sb:
+        c.add("allocated_gpus", _int(sb["gpus"].value.split(":")[-1]), o, src, sb["gpus"].line)
 
 
 def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
@@ -436,6 +556,8 @@ def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
         c.add("gpu_name", gpus[0].get("name"), "wandb_metadata", src)
     c.add("gpu_name", env.get("gpu_type") or env.get("gpu"), "wandb_metadata", src)
     c.add("gpus_per_node", _int(env.get("gpu_count")), "wandb_metadata", src)
+    total = _float(gpus[0].get("memoryTotal")) if gpus and isinstance(gpus[0], dict) else None
+    c.add("gpu_memory_gb", round(total / 2**30, 1) if total else None, "wandb_metadata", src)
     c.add("hostname", env.get("host") or run.run.get("host"), "wandb_metadata", src)
     if cfg.get("transformers_version"):
         c.add("version.transformers", str(cfg["transformers_version"]), o, src)
@@ -462,10 +584,13 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
         msgs.select(pl.col("msg").str.extract_groups(r"^(?P<k>[A-Z][A-Z0-9_]+) set by environment to (?P<v>\S+?)\.?$"))
         .unnest("msg").drop_nulls().unique(subset="k", keep="first", maintain_order=True).rows()
     )
+    # Every communicator prints its size; the largest is the world (tensor, pipeline and data-parallel groups are
+    # sub-communicators).
     comm = msgs.select(pl.col("msg").str.extract_groups(
         r"nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")).unnest("msg").drop_nulls()
-    old = msgs.select(pl.col("msg").str.extract(r"rank \d+ nranks (\d+)")).to_series().drop_nulls()
-    n_ranks = int(comm["n"][0]) if comm.height else (int(old[0]) if old.len() else None)
+    comm = comm.select(pl.all().cast(pl.Int64)).sort("n", descending=True)
+    old = msgs.select(pl.col("msg").str.extract(r"rank \d+ nranks (\d+)").cast(pl.Int64)).to_series().drop_nulls()
+    n_ranks = int(comm["n"][0]) if comm.height else (int(old.max()) if old.len() else None)
     n_nodes = int(comm["nodes"][0]) if comm.height else None
     local = int(comm["local"][0]) if comm.height else None
     version = msgs.select(pl.col("msg").str.extract(r"NCCL version ([\d.]+(?:\+cuda[\d.]+)?)")).to_series().drop_nulls()

@@ -45,9 +45,13 @@ class LineKind:
     anchors: tuple[str, ...]
     pattern: str = ""
     fields: dict[str, pl.DataType | type[pl.DataType]] = field(default_factory=dict)
-    # Per-field patterns (one capture group each) for dicts whose keys come in any order.
-    field_patterns: dict[str, str] = field(default_factory=dict)
+    # Per-field patterns (one capture group each) for dicts whose keys come in any order; a tuple is tried in order.
+    field_patterns: dict[str, str | tuple[str, ...]] = field(default_factory=dict)
     required: str = ""
+    # A row counts when every field of at least one of these groups was read (`ts` is the line's timestamp).
+    required_any: tuple[tuple[str, ...], ...] = ()
+    # A kind without anchors is a fallback: it reads lines that no anchor claimed and that this pattern finds.
+    prefilter: str = ""
     # Constant columns written on every row of this kind (e.g. an event kind).
     constants: dict[str, object] = field(default_factory=dict)
     # For the high-volume kinds: the numbers on the line from `after` on, in order, are these fields (a row whose
@@ -94,10 +98,54 @@ KINDS: tuple[LineKind, ...] = (
              + r")GB)?",
              {"epoch": F, "micro_step": I, "samples_per_sec": F, "mem_alloc_gb": F, "max_mem_alloc_gb": F},
              required="micro_step"),
+    # HF Trainer's log dict; LLaMA-Factory adds `'train_speed(s/it)'`, ms-swift `'global_step/max_steps': '10/100'`,
+    # `'train_speed(iter/s)'` and `'memory(GiB)'` (peak reserved memory).
     LineKind("hf_log", "steps", ("{'loss'",), "",
-             {"loss": F, "grad_norm": F, "lr": F, "epoch": F},
+             {"loss": F, "grad_norm": F, "lr": F, "epoch": F, "global_step": I, "total_steps": I, "step_time_s": F,
+              "iter_per_s": F, "max_mem_alloc_gb": F},
              field_patterns={"loss": _hf_key("loss"), "grad_norm": _hf_key("grad_norm"),
-                             "lr": _hf_key("learning_rate"), "epoch": _hf_key("epoch")}, required="loss"),
+                             "lr": _hf_key("learning_rate"), "epoch": _hf_key("epoch"),
+                             "global_step": r"'global_step/max_steps': '(\d+)/",
+                             "total_steps": r"'global_step/max_steps': '\d+/(\d+)'",
+                             "step_time_s": _hf_key(r"train_speed\(s/it\)"),
+                             "iter_per_s": _hf_key(r"train_speed\(iter/s\)"),
+                             "max_mem_alloc_gb": _hf_key(r"memory\(GiB\)")}, required="loss"),
+    # Megatron-LM / Megatron-DeepSpeed / gpt-neox iteration lines: `iteration N/ M | consumed samples: | elapsed time
+    # per iteration (ms): | learning rate: | global batch size: | lm loss: | loss scale: | grad norm: | number of
+    # skipped iterations: | number of nan iterations: | samples per second: | TFLOPs:`; fields vary by version, so
+    # each is looked for on its own.
+    LineKind("megatron_iter", "steps", ("elapsed time per iteration (ms):",), "",
+             {"global_step": I, "total_steps": I, "step_time_ms": F, "lr": F, "global_batch": I, "loss": F,
+              "loss_scale": F, "grad_norm": F, "skipped_iters": I, "nan_iters": I, "samples_per_sec": F, "tflops": F},
+             field_patterns={"global_step": r"iteration\s+(\d+)\s*/", "total_steps": r"iteration\s+\d+\s*/\s*(\d+)",
+                             "step_time_ms": r"elapsed time per iteration \(ms\):\s*(" + NUM + ")",
+                             "lr": r"learning rate:\s*(" + NUM + ")", "global_batch": r"global batch size:\s*(\d+)",
+                             "loss": r"(?:lm[ _]loss|\| loss):\s*(" + NUM + ")",
+                             "loss_scale": r"loss scale:\s*(" + NUM + ")", "grad_norm": r"grad norm:\s*(" + NUM + ")",
+                             "skipped_iters": r"number of skipped iterations:\s*(\d+)",
+                             "nan_iters": r"number of nan iterations:\s*(\d+)",
+                             "samples_per_sec": r"samples per second:\s*(" + NUM + ")",
+                             "tflops": r"TFLOPs(?: per GPU)?:\s*(" + NUM + ")"}, required="global_step"),
+    # DeepSpeed's pipeline engine: `steps: 50 loss: 8.4555 iter time (s): 1.464 samples/sec: 21.860`.
+    LineKind("ds_pipe_step", "steps", ("iter time (s):",), "",
+             {"global_step": I, "loss": F, "step_time_s": F, "samples_per_sec": F},
+             field_patterns={"global_step": r"steps:\s*(\d+)", "loss": r"loss:\s*(" + NUM + ")",
+                             "step_time_s": r"iter time \(s\):\s*(" + NUM + ")",
+                             "samples_per_sec": r"samples/sec:\s*(" + NUM + ")"}, required="step_time_s"),
+    # DeepSpeed-Chat step 3: `|E2E latency=7.99s |Gather latency=0.00s (0.00%) |Generate time=5.26s (65.81%)
+    # |Training time=2.52s (31.46%) |Others=0.22 (2.73%)|CurSamplesPerSec=8.01 |AvgSamplesPerSec=8.01`.
+    LineKind("dschat_rlhf_step", "steps", ("|E2E latency=",), "",
+             {"step_time_s": F, "generate_time_s": F, "train_time_s": F, "samples_per_sec": F},
+             field_patterns={"step_time_s": r"E2E latency=(" + NUM + ")s",
+                             "generate_time_s": r"Generate time=(" + NUM + ")s",
+                             "train_time_s": r"Training time=(" + NUM + ")s",
+                             "samples_per_sec": r"CurSamplesPerSec=(" + NUM + ")"}, required="step_time_s"),
+    # DeepSpeed-Chat steps 1-2 (print_throughput): `Model Parameters: 0.331 B, Latency: 0.27s, TFLOPs: 1.02,
+    # Samples/sec: 7.28, Time/seq 0.14s, Batch Size: 2, Sequence Length: 512`.
+    LineKind("dschat_step", "steps", ("Model Parameters: ",), "",
+             {"step_time_s": F, "tflops": F, "samples_per_sec": F},
+             field_patterns={"step_time_s": r"Latency: (" + NUM + ")s", "tflops": r"TFLOPs: (" + NUM + ")",
+                             "samples_per_sec": r"Samples/sec: (" + NUM + ")"}, required="step_time_s"),
     LineKind("hf_train_runtime", "steps", ("{'train_runtime'",), "",
              {"train_runtime_s": F, "samples_per_sec": F, "steps_per_sec": F, "loss": F, "epoch": F},
              field_patterns={"train_runtime_s": _hf_key("train_runtime"),
@@ -109,6 +157,33 @@ KINDS: tuple[LineKind, ...] = (
              r"(?P<pct>\d+)%\|[^|]*\| *(?P<global_step>\d+)/(?P<total_steps>\d+) \[(?P<elapsed>[\d:]+)<[^,]*, *"
              r"(?P<rate>[\d.]+)(?P<unit>it/s|s/it)\]",
              {"global_step": I, "total_steps": I, "rate": F, "unit": S, "elapsed": S}, required="rate"),
+    # The general progress reader: most trainers print an iteration counter and a duration or a rate on one line
+    # (`iter 120: loss 3.2, time 350.2ms, mfu 41%`, `step 00004/21400 | loss: 8.9 | dt: 989.44ms | tok/sec: 529,882`,
+    # `Epoch [1][50/500] lr: 0.02, time: 0.512, data_time: 0.301`, `Epoch 0, batch 10, ...`, `80 images/sec: 37.5`,
+    # `Trained 904 steps, 0:10:02 elapsed`), so they give step times without a kind of their own. It reads only lines
+    # no anchor claimed; a counter without a duration or rate still counts when the line has a timestamp.
+    LineKind("progress", "steps", (), "",
+             {"global_step": I, "total_steps": I, "step_time_ms": F, "step_time_s": F, "step_hms": S,
+              "interval_steps": I, "samples_per_sec": F, "tokens_per_sec": F, "data_time_s": F, "loss": F},
+             field_patterns={
+                 "global_step": (r"Epoch \[\d+\]\[(\d+)/",
+                                 r"(?:^|[^\w/.])(?:[Ii]ter(?:ation)?|[Ss]tep|[Bb]atch)[\s:=#]*(\d+)\b",
+                                 r"^\s*(\d+)\s+(?:images|samples)/sec"),
+                 "total_steps": (r"Epoch \[\d+\]\[\d+/(\d+)\]",
+                                 r"(?:^|[^\w/.])(?:[Ii]ter(?:ation)?|[Ss]tep)[\s:=#]*\d+\s*/\s*(\d+)"),
+                 "step_time_ms": r"(?:^|[\s|,(])(?:time|dt|step_time|iter_time|batch_time)[\s:=]*(" + NUM + r")\s*ms\b",
+                 "step_time_s": r"(?:^|[\s|,(])(?:time|dt|step_time|iter_time|batch_time)[\s:=]*(" + NUM
+                                + r")\s*(?:s\b|sec\b|,|\||$|\s)",
+                 "step_hms": (r"(?:^|[\s|,(])time\s*:\s*(\d+:\d\d:\d\d(?:\.\d+)?)", r"(\d+:\d\d:\d\d(?:\.\d+)?) elapsed"),
+                 "interval_steps": r"(?:^|\s)(\d+) (?:steps|iterations|batches)\b",
+                 "samples_per_sec": (r"(?:samples|sample|images|imgs|img|seqs)/s(?:ec)?[\s:=]*(" + NUM + ")",
+                                     r"(" + NUM + r")\s*(?:samples|images)/s"),
+                 "tokens_per_sec": r"(?:tok(?:en)?s?/s(?:ec)?|tokens per second)[\s:=]*(" + NUM + ")",
+                 "data_time_s": r"data_time[\s:=]*(" + NUM + ")",
+                 "loss": r"\b[Ll]oss[\s:=]*(" + NUM + ")"},
+             required_any=(("step_time_ms",), ("step_time_s",), ("step_hms",), ("samples_per_sec",),
+                           ("tokens_per_sec",), ("global_step", "ts")),
+             prefilter=r"[Ii]ter|[Ss]teps?\b|[Bb]atch|Epoch|/sec|/s\b|elapsed|time ?:"),
     # ---- timers (§1.8); names normalised forward->fwd, backward->bwd afterwards ----------------------------
     # `time (ms) | <name>: <ms> | ...`: names vary by version and stage, so timers.py maps them per line shape.
     LineKind("ds_timers", "timers", ("time (ms) |",), "", {}, after="time (ms) |"),
@@ -117,6 +192,12 @@ KINDS: tuple[LineKind, ...] = (
              r"MA (?P<ma_gb>" + NUM + r") GB\s+Max_MA (?P<max_ma_gb>" + NUM + r") GB\s+CA (?P<ca_gb>" + NUM
              + r") GB\s+Max_CA (?P<max_ca_gb>" + NUM + r") GB",
              {"ma_gb": F, "max_ma_gb": F, "ca_gb": F, "max_ca_gb": F}, required="ma_gb"),
+    # Megatron: `[Rank 0] (after 20 iterations) memory (MB) | allocated: X | max allocated: Y | reserved: Z |
+    # max reserved: W` (MB of 2**20 bytes, like DeepSpeed's GB of 2**30).
+    LineKind("megatron_memory", "memory", ("memory (MB) |",),
+             r"allocated: (?P<ma_mb>" + NUM + r") \| max allocated: (?P<max_ma_mb>" + NUM + r") \| reserved: (?P<ca_mb>"
+             + NUM + r") \| max reserved: (?P<max_ca_mb>" + NUM + r")",
+             {"ma_mb": F, "max_ma_mb": F, "ca_mb": F, "max_ca_mb": F}, required="ma_mb"),
     LineKind("ds_cpu_memory", "cpu_memory", ("CPU Virtual Memory:",),
              r"CPU Virtual Memory:\s+used = (?P<cpu_used_gb>" + NUM + r") GB, percent = (?P<cpu_percent>" + NUM + r")%",
              {"cpu_used_gb": F, "cpu_percent": F}, required="cpu_used_gb"),
@@ -193,7 +274,7 @@ KINDS: tuple[LineKind, ...] = (
              {"value": S, "local": S}, required="value", constants={"key": "launcher.nnodes"}),
     LineKind("ds_dist_world_size", "facts", ("dist_world_size=",), r"dist_world_size=(?P<value>\d+)", {"value": S},
              required="value", constants={"key": "launcher.dist_world_size"}),
-    LineKind("ds_cmd", "facts", ("] cmd = ",), r"\] cmd = (?P<value>.*)$", {"value": S}, required="value",
+    LineKind("ds_cmd", "facts", ("] cmd = ", "cmd = "), r"(?:^|\] )cmd = (?P<value>.*)$", {"value": S}, required="value",
              constants={"key": "launcher.cmd"}),
     LineKind("ds_backend", "facts", ("with backend ",), r"with backend (?P<value>\w+)", {"value": S},
              required="value", constants={"key": "backend"}),
@@ -202,6 +283,15 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("ds_zero_stage", "facts", (" ZeRO stage ",),
              r"Creating (?P<dtype>\S+) ZeRO stage (?P<value>\d) optimizer", {"value": S, "dtype": S},
              required="value", constants={"key": "zero.stage_created"}),
+    # ZeRO-3's own banners name the stage where no config is printed.
+    LineKind("ds_stage3_init", "facts", ("Stage 3 initialize beginning", "Parameter Offload"),
+             r"(?P<value>Stage 3 initialize beginning|Parameter Offload)", {"value": S}, required="value",
+             constants={"key": "zero.stage3_banner"}),
+    # mpi_discovery: `Discovered MPI settings of world_rank=11, local_rank=3, world_size=16, ...`
+    LineKind("ds_mpi_world", "facts", ("Discovered MPI settings of ",), r"world_size=(?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "mpi.world_size"}),
+    LineKind("ds_mpi_local", "facts", ("Discovered MPI settings of ",), r"local_rank=(?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "mpi.local_rank"}),
     LineKind("ds_cpu_offload", "facts", ("CPU Offload: ",), r"CPU Offload: (?P<value>True|False)", {"value": S},
              required="value", constants={"key": "zero.cpu_offload"}),
     LineKind("ds_optimizer", "facts", ("Basic Optimizer = ", "Final Optimizer = "),
@@ -217,6 +307,39 @@ KINDS: tuple[LineKind, ...] = (
              required="value", constants={"key": "accelerate.distributed_type"}),
     LineKind("accelerate_num_processes", "facts", ("Num processes: ",), r"Num processes: (?P<value>\d+)",
              {"value": S}, required="value", constants={"key": "accelerate.num_processes"}),
+    # ---- plain PyTorch, torchelastic, Lightning, Megatron ---------------------------------------------------
+    # c10d: `Rank 2: Completed store-based barrier for key:store_based_barrier_key:1 with 16 nodes.` (its "nodes"
+    # are processes).
+    LineKind("torch_barrier", "facts", ("Completed store-based barrier",), r"with (?P<value>\d+) nodes",
+             {"value": S}, required="value", constants={"key": "torch.barrier_world_size"}),
+    # torchelastic's rank assignment block: group_world_size (agents = nodes), local_world_size, global_world_sizes.
+    LineKind("elastic_nodes", "facts", ("group_world_size=",), r"group_world_size=(?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "elastic.nodes"}),
+    LineKind("elastic_local", "facts", ("local_world_size=",), r"local_world_size=(?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "elastic.local_world_size"}),
+    LineKind("elastic_world", "facts", ("global_world_sizes=[",), r"global_world_sizes=\[(?P<value>\d+)",
+             {"value": S}, required="value", constants={"key": "elastic.world_size"}),
+    # Lightning: `Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4`.
+    LineKind("lightning_member", "facts", ("Initializing distributed: GLOBAL_RANK:",), r"MEMBER: \d+/(?P<value>\d+)",
+             {"value": S}, required="value", constants={"key": "job.world_size"}),
+    # Any `world_size=N` a script prints (`trainer.world_size=1`, `dist.get_world_size()`).
+    LineKind("world_size_print", "facts", ("world_size=",), r"\bworld_size=(?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "job.world_size"}),
+    # Megatron: `using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, pipeline-model-parallel
+    # size: 16` (older: `using world size: 64 and model-parallel size: 4`), one row per number.
+    LineKind("megatron_world", "facts", ("using world size: ",), r"using world size: (?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "megatron.world_size"}),
+    LineKind("megatron_dp", "facts", ("using world size: ",), r"data-parallel-size: (?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "megatron.data_parallel"}),
+    LineKind("megatron_tp", "facts", ("using world size: ",),
+             r"(?:tensor-model-parallel size|and model-parallel size): (?P<value>\d+)", {"value": S},
+             required="value", constants={"key": "megatron.tensor_parallel"}),
+    LineKind("megatron_pp", "facts", ("using world size: ",), r"pipeline-model-parallel size: (?P<value>\d+)",
+             {"value": S}, required="value", constants={"key": "megatron.pipeline_parallel"}),
+    # Megatron's argument dump: `  world_size ...................................... 64` (any key; facts.py reads
+    # the ones it knows).
+    LineKind("megatron_arg", "facts", (" ....",), r"(?:^|\s)(?P<key>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$",
+             {"key": S, "value": S}, required="key", constants={"key_prefix": "args."}),
     LineKind("accelerate_mixed_precision", "facts", ("Mixed precision type: ",),
              r"Mixed precision type: (?P<value>\w+)", {"value": S}, required="value",
              constants={"key": "accelerate.mixed_precision"}),
@@ -248,15 +371,85 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("accelerate_env_version", "facts", ("` version: ", "- PyTorch version", "- Transformers version"),
              r"- `?(?P<key>Accelerate|PyTorch|Transformers|DeepSpeed|transformers)`? version[^:]*: (?P<value>[\w.+]+)",
              {"key": S, "value": S}, required="key", constants={"key_prefix": "env_report."}),
-    # `nvidia-smi -L`: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`
-    LineKind("gpu_name", "facts", (" (UUID: GPU-",), r"GPU \d+: (?P<value>.+?) \(UUID: GPU-", {"value": S},
+    # `nvidia-smi -L` and scripts that print the device: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`.
+    LineKind("gpu_name", "facts", (" (UUID: GPU-", "GPU 0: NVIDIA", "GPU 0: Tesla"),
+             r"GPU \d+: (?P<value>(?:NVIDIA|Tesla|Quadro)?[^(]*?)\s*(?:\(UUID: GPU-|$)", {"value": S},
              required="value", constants={"key": "gpu_name"}),
+    # nvidia-smi's table: `|   0  Tesla V100-SXM2...  On   | 00000000:1A:00.0 Off |` (the name may be cut short)
+    # and the memory row `| N/A 34C P0 41W / 300W |      0MiB / 32510MiB |`.
+    LineKind("nvidia_smi_gpu", "facts", (" Off  |", " On   |", " On  |"),
+             r"^\|\s+(?P<index>\d+)\s+(?P<value>[A-Za-z][\w .-]*?)(?:\.\.\.)?\s+(?:On|Off)\s+\|",
+             {"value": S, "index": S}, required="value", constants={"key": "nvidia_smi.gpu"}),
+    LineKind("nvidia_smi_memory", "facts", ("MiB / ",), r"\d+MiB / (?P<value>\d+)MiB", {"value": S},
+             required="value", constants={"key": "nvidia_smi.memory_mib"}),
     LineKind("omp_banner", "facts", ("Setting OMP_NUM_THREADS environment variable",),
              r"to be (?P<value>\d+) in default", {"value": S}, required="value",
              constants={"key": "env.OMP_NUM_THREADS"}),
     LineKind("model_params_script", "facts", (" parameters",),
              r"(?:built \w+ from config, |[Mm]odel (?:has |parameters:? ))(?P<value>[\d,]+) parameters",
              {"value": S}, required="value", constants={"key": "model.params"}),
+)
+
+
+@dataclass(frozen=True)
+class TimerFamily:
+    """How one generation of timer lines maps its names onto the timers frame's columns. A family is recognised by
+    a name only it prints (`marker`; the last family, DeepSpeed's engine, has none). Each column is the sum of the
+    first alternative whose names the line has: Megatron's `backward-reduce-model-grads` already holds the
+    all-reduces that older versions print one by one."""
+
+    name: str
+    marker: str | None
+    columns: dict[str, tuple[tuple[str, ...], ...]]
+
+
+_PIPE_P2P = ("forward-recv", "forward-send", "backward-recv", "backward-send", "forward-send-backward-recv",
+             "backward-send-forward-recv", "forward-backward-send-forward-backward-recv")
+# Names are compared after `_microstep` is removed (the per-micro-step copies of the same timers).
+TIMER_FAMILIES: tuple[TimerFamily, ...] = (
+    # Megatron-LM: backward-compute excludes the gradient all-reduce, which is timed on its own.
+    TimerFamily("megatron", "forward-compute", {
+        "fwd": (("forward-compute",),),
+        "bwd_inner": (("backward-compute",),),
+        "bwd_allreduce": (("backward-reduce-model-grads",),
+                          ("backward-params-all-reduce", "backward-embedding-all-reduce",
+                           "backward-layernorm-all-reduce")),
+        "step": (("optimizer",),),
+        "pipe_comm": (_PIPE_P2P,),
+        "data": (("batch-generator",),),
+    }),
+    # DeepSpeed's pipeline engine (gpt-neox): `backward` is compute only; reduce_grads is the data-parallel
+    # all-reduce; pipe_send_output / pipe_recv_grad are the pipeline's point-to-point waits.
+    TimerFamily("ds_pipe", "train_batch", {
+        "fwd": (("forward",),),
+        "bwd_inner": (("backward",),),
+        "bwd_allreduce": (("reduce_grads", "reduce_tied_grads"),),
+        "step": (("step",),),
+        "pipe_comm": (("pipe_send_output", "pipe_recv_grad", "pipe_send_grad", "pipe_recv_input"),),
+        "data": (("batch_input",),),
+    }),
+    # Megatron before 2021 (and Megatron-DeepSpeed of that time): forward / backward / optimizer, backward
+    # including the all-reduce, and `allreduce` where it is timed on its own.
+    TimerFamily("megatron_legacy", "optimizer", {
+        "fwd": (("forward",),),
+        "bwd": (("backward",),),
+        "bwd_allreduce": (("allreduce",),),
+        "step": (("optimizer",),),
+        "data": (("batch generator", "batch-generator"),),
+    }),
+    # DeepSpeed's engine (wall_clock_breakdown), both name generations: fwd/forward, bwd/backward (= inner +
+    # allreduce), bwd_inner, bwd_allreduce, step and ZeRO's optimizer_* timers.
+    TimerFamily("deepspeed", None, {
+        "fwd": (("fwd",), ("forward",)),
+        "bwd": (("bwd",), ("backward",)),
+        "bwd_inner": (("bwd_inner",), ("backward_inner",)),
+        "bwd_allreduce": (("bwd_allreduce",), ("backward_allreduce",)),
+        "step": (("step",),),
+        "optimizer_allgather": (("optimizer_allgather",),),
+        "optimizer_gradients": (("optimizer_gradients",),),
+        "optimizer_step": (("optimizer_step",),),
+        "init_optimizer_state": (("init_optimizer_state",),),
+    }),
 )
 
 # Headers of multi-line blocks, read from a window of following lines (see blocks.py).

@@ -49,6 +49,29 @@ _LAUNCH_LINE = re.compile(
     r"python3?\s+-m\s+torch\.distributed\.\w+)\s+(?:-{1,2}\w|\S+\.py\b))", re.M)
 
 
+# Shell lines inside a log: `set -x` traces (`+ export X=1`, `++ srun ...`), prompts (`$ torchrun ...`), and
+# commands a wrapper echoed before running them.
+_EMBEDDED = re.compile(
+    r"^(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|srun\s|mpirun\s|deepspeed\s|torchrun\s|accelerate\s+launch\s|"
+    r"python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s|[A-Z_][A-Z0-9_]*=\S*\s*$).*)$", re.M)
+_TRACE = re.compile(r"^\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
+
+
+def embedded_script(text: str) -> str | None:
+    """The launch commands a log carries, as a script with the log's line numbers (other lines left blank);
+    None when there are none."""
+    keep: dict[int, str] = {}
+    for rx in (_EMBEDDED, _TRACE):
+        for m in rx.finditer(text):
+            keep[text.count("\n", 0, m.start())] = m.group(1)
+    if not keep:
+        return None
+    lines = [""] * (max(keep) + 1)
+    for i, line in keep.items():
+        lines[i] = line
+    return "\n".join(lines)
+
+
 def parse_script(text: str) -> LaunchScript:
     out = LaunchScript()
     shell_vars: dict[str, str] = {}
@@ -128,6 +151,9 @@ def _command(command: str, lineno: int, out: LaunchScript, shell_vars: dict[str,
 def _launcher(words: list[str], lineno: int, out: LaunchScript, shell_vars: dict[str, str]) -> None:
     prog = words[0].rsplit("/", 1)[-1]
     args = words[1:]
+    if prog in ("python", "python3"):
+        while args and args[0] in ("-u", "-O", "-B", "-E", "-s", "-OO"):  # interpreter switches before `-m`
+            args = args[1:]
     if prog == "accelerate" and args[:1] == ["launch"]:
         args = args[1:]
     elif prog in ("python", "python3") and args[:2] in (["-m", "torch.distributed.run"], ["-m", "torch.distributed.launch"]):
@@ -146,6 +172,10 @@ def _launcher(words: list[str], lineno: int, out: LaunchScript, shell_vars: dict
             out.launcher_flags[f"{prog}.{key}"] = Setting(value, lineno)
     if script_args and script_args[0].rsplit("/", 1)[-1] in LAUNCHERS:  # srun deepspeed ... / srun torchrun ...
         _launcher(script_args, lineno, out, shell_vars)
+        return
+    if script_args[:2] in (["bash", "-c"], ["sh", "-c"]) and len(script_args) > 2:  # srun bash -c '$LAUNCHER ...'
+        for command in re.split(r"\s*(?:&&|\|\||;)\s*", script_args[2]):
+            _command(command, lineno, out, shell_vars)
         return
     for key, value in _flag_pairs(script_args[1:] if script_args else []):
         out.script_args[key] = Setting(value, lineno)

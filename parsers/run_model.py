@@ -32,11 +32,19 @@ class SourceInfo:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """An input that was not read, and why (listed in reports and on stderr; the other inputs are analysed)."""
+
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
 class RunModel:
     frames: dict[str, pl.DataFrame]
     facts: RunFacts
     sources: tuple[SourceInfo, ...]
-    skipped: tuple[str, ...] = ()  # files found in directories that held nothing readable
+    skipped: tuple[Skipped, ...] = ()  # inputs that held nothing readable
 
     def frame(self, name: str) -> pl.DataFrame:
         return self.frames[name]
@@ -56,9 +64,10 @@ class _Acc:
     ds_configs: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     accelerate: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     scripts: list[tuple[int, launch_script.LaunchScript]] = field(default_factory=list)
+    embedded: list[tuple[int, launch_script.LaunchScript]] = field(default_factory=list)  # launch commands in logs
     wandb: list[tuple[int, wandb_offline.WandbRun]] = field(default_factory=list)
     sources: list[SourceInfo] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 def build(inputs: list[Input], progress: Callable[[int], None] | None = None, refresh: bool = False,
@@ -78,21 +87,22 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
                                progress, 0)  # type: ignore[arg-type]
                 continue
             _read_one(inp, acc, progress)
-        except InputError:
-            if inp.explicit:
-                raise
-            acc.skipped.append(inp.name)
+        except InputError as e:
+            acc.skipped.append(Skipped(inp.name, e.why))
         except OSError as e:
-            if inp.explicit:
-                raise InputError(inp.name, e.strerror or str(e)) from None
-            acc.skipped.append(inp.name)
+            acc.skipped.append(Skipped(inp.name, e.strerror or str(e)))
     if not acc.sources:
-        raise InputError(inputs[0].name if len(inputs) == 1 else "inputs", "nothing recognisable in any input")
+        # Exit 2 only when nothing at all was read: one input keeps its own reason, several list theirs.
+        named = [s for s, inp in zip(acc.skipped, inputs) if inp.explicit] or acc.skipped
+        if len(named) == 1:
+            raise InputError(named[0].name, named[0].why)
+        listed = "; ".join(f"{s.name} ({s.why})" for s in named[:5]) + ("; ..." if len(named) > 5 else "")
+        raise InputError("inputs", f"nothing recognisable in any input: {listed}")
     frames = {name: conform(name, acc.parts.get(name, [])) for name in FRAME_NAMES}
     frames["timers"] = _number_timers(frames["timers"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
-                                acc.accelerate, acc.scripts, acc.wandb))
+                                acc.accelerate, acc.scripts, acc.wandb, acc.embedded))
     frames["steps"] = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped))
 
@@ -111,13 +121,20 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
     if wandb_offline.sniff_panel_csv(head[:4096].decode("utf-8", "replace")):
         _add_wandb_run(inp.name, wandb_offline.read_panel_csv(path), source_id, acc, None, size, "wandb_panel_csv")
         return
+    script: launch_script.LaunchScript | None = None
     if size <= CONFIG_MAX_BYTES:
         kind = _read_small(inp, path, source_id, acc)
-        if kind:
+        if kind == "launch_script":
+            script = launch_script.parse_script(read_text(path))
+        elif kind:
             acc.sources.append(SourceInfo(inp.name, kind, bytes=size))
             return
     with open_input(path) as fh:
         result = ingest_log(fh, source_id, progress)
+    if script is not None and _script_majority(script, result):
+        acc.scripts.append((source_id, script))
+        acc.sources.append(SourceInfo(inp.name, "launch_script", bytes=size))
+        return
     info = SourceInfo(inp.name, "log", lines=result.stats.physical_lines, recognised=result.used_lines,
                       invalid_utf8=result.stats.invalid_utf8, bytes=size)
     if result.used_lines == 0 and not any(p.height for parts in result.parts.values() for p in parts):
@@ -128,6 +145,22 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
         acc.parts.setdefault(name, []).extend(parts)
     acc.blocks.append((source_id, result.blocks))
     _comms_from_table(result, source_id, acc)
+    # The launch command a log opens with (`+ srun ...` traces, `export NCCL_DEBUG=...`, `$ torchrun ...`): its
+    # settings are read too. It sits at the top, so the head is enough.
+    with open_input(path) as fh:
+        head = fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace")
+    if (embedded := launch_script.embedded_script(head)) is not None:
+        acc.embedded.append((source_id, launch_script.parse_script(embedded)))
+
+
+EMBEDDED_SCRIPT_BYTES = 4 * 1024 * 1024
+
+
+def _script_majority(script: launch_script.LaunchScript, result: LogResult) -> bool:
+    """A file that looks like a script is one when its shell lines outnumber the lines a log kind read (environment
+    variables aside, which both see): a log that opens with `export NCCL_DEBUG=info` / `srun ...` is a log."""
+    log_rows = sum(p.height for name, parts in result.parts.items() if name != "env" for p in parts)
+    return len(script.commands) + len(script.env) + len(script.sbatch) >= log_rows
 
 
 def _read_wandb(inp: Input, path: Path, source_id: int, acc: _Acc, progress: Callable[[int], None] | None) -> None:
@@ -178,8 +211,7 @@ def _read_small(inp: Input, path: Path, source_id: int, acc: _Acc) -> str | None
         acc.accelerate.append((source_id, yaml_cfg))
         return "accelerate_config"
     if launch_script.looks_like_script(text):
-        acc.scripts.append((source_id, launch_script.parse_script(text)))
-        return "launch_script"
+        return "launch_script"  # or a log that opens with its launch command: _read_one decides by majority
     return None
 
 

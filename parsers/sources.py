@@ -71,9 +71,7 @@ def _local(src: str) -> Iterator[Input]:
         for f in found:
             yield Input(str(f), f, False)
         return
-    if not os.access(path, os.R_OK):
-        raise InputError(src, "permission denied")
-    yield Input(src, path, True)
+    yield Input(src, path, True)  # an unreadable file is skipped when it is read, like any other unreadable input
 
 
 def _walk(root: Path) -> Iterator[Path]:

@@ -161,7 +161,9 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "plan": plan,
         "next_steps": list(d.next_steps),
         "sources": [{"name": r(s.name), "kind": s.kind, "lines": s.lines, "recognised": s.recognised}
-                    for s in model.sources],
+                    for s in model.sources]
+                   + [{"name": r(s.name), "kind": "skipped", "lines": 0, "recognised": 0, "why": r(s.why)}
+                      for s in model.skipped],
         "unparsed_lines": model.unrecognised_lines,
     }
     doc.update(display(doc))

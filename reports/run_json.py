@@ -38,7 +38,7 @@ def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "sources": [dataclasses.asdict(s) for s in model.sources],
-        "skipped": list(model.skipped),
+        "skipped": [{"name": s.name, "why": s.why} for s in model.skipped],
         "frames": {name: frame.height for name, frame in model.frames.items()},
         "unparsed_lines": model.unrecognised_lines,
         "invalid_utf8": sum(s.invalid_utf8 for s in model.sources),

@@ -246,37 +246,55 @@ def _straggler_gpu(m: object) -> Finding | None:
                        "Every GPU at the median's pace."), {"gpu": odd})
 
 
-@rule("world-size-mismatch", "The launch config and the logs disagree about the job's size",
-      detects="Different world sizes or node counts from different sources, e.g. accelerate `num_machines: 1` "
-              "while the logs show 4 nodes.",
+@rule("world-size-mismatch", "What ran disagrees with what was launched or allocated",
+      detects="A job that ran with fewer (or more) processes or nodes than its launcher flags or config asked for, "
+              "or fewer processes than the GPUs the scheduler granted: world size 1 on a 3-GPU allocation, 8 "
+              "processes on 2 x 8 GPUs. A launcher flag that overrides a config file is not a mismatch.",
       why="A job that silently runs on fewer GPUs than intended (or as independent copies per node) is slower by "
           "the missing factor, and each copy may redo the same work.",
-      evidence="accelerate YAML, launch-script flags, the DeepSpeed launcher's world info, the engine's "
-               "world_size, NCCL's nRanks/nNodes.",
-      fix="Make num_machines / num_processes / --num_nodes / hostfile agree with the allocation.")
+      evidence="What the job printed (engine config dump, Megatron arguments, accelerate's Num processes, elastic "
+               "and MPI world sizes, NCCL's world communicator) against the launcher's flags, the accelerate "
+               "YAML and #SBATCH directives.",
+      fix="Make num_machines / num_processes / --num_nodes / --nproc_per_node / the hostfile agree with the "
+          "allocation.")
 def world_size_mismatch(ctx: Ctx) -> Finding | None:
     claims = ctx.facts.claims
-    for fact in ("nodes", "world_size"):
-        values = {ev.value for ev in claims.get(fact, []) if isinstance(ev.value, int)}
-        if len(values) > 1:
-            evs = claims[fact]
-            by_value: dict[int, object] = {}
-            for ev in evs:
-                by_value.setdefault(ev.value, ev)
-            evidence = tuple(Evidence(f"{fact} = {ev.value} ({ev.origin.replace('_', ' ')})",  # type: ignore[attr-defined]
-                                      ctx.model.source_name(ev.source) if ev.source >= 0 else None,  # type: ignore[attr-defined]
-                                      ev.line, "config") for ev in by_value.values())  # type: ignore[attr-defined]
-            changes = []
-            acc = [ev for ev in evs if ev.origin == "accelerate_yaml"]
-            observed = max(values)
-            if acc and acc[0].value != observed:
-                key = "num_machines" if fact == "nodes" else "num_processes"
-                changes.append(Change("accelerate", key, acc[0].value, observed))
-            return Finding("world-size-mismatch", f"Sources disagree on the number of {fact.replace('_', ' ')}",
-                           "critical", "high", True,
-                           f"The {fact.replace('_', ' ')} differs between sources: "
-                           + ", ".join(f"{v}" for v in sorted(values)) + ". Part of the allocation may be idle, or "
-                           "nodes may be training independent copies.", evidence,
-                           Fix("Make the launcher config match the allocation.", tuple(changes),
-                               "All allocated GPUs in one job."))
+    for fact in ("world_size", "nodes"):
+        evs = [ev for ev in claims.get(fact, []) if isinstance(ev.value, int)]
+        ran = max((ev for ev in evs if ev.tier == "job"), key=lambda ev: ev.value, default=None)
+        # What was launched: the launcher's flags where it has them, else the config files (a flag overrides a
+        # config value); what was allocated: the scheduler's grant.
+        launched = next((ev for tier in ("launcher", "config") for ev in evs if ev.tier == tier), None)
+        allocated = next((ev for ev in claims.get("allocated_gpus", []) if isinstance(ev.value, int)), None) \
+            if fact == "world_size" else next((ev for ev in evs if ev.tier == "scheduler"), None)
+        if ran is None:
+            continue
+        against = [ev for ev in (launched, allocated) if ev is not None and ev.value != ran.value
+                   and not (ev is allocated and ran.value > ev.value)]
+        if not against:
+            continue
+        evidence = tuple(Evidence(f"{fact} = {ev.value} ({_where(ev)})",
+                                  ctx.model.source_name(ev.source) if ev.source >= 0 else None, ev.line, "config")
+                         for ev in (ran, *against))
+        changes = []
+        acc = [ev for ev in evs if ev.origin == "accelerate_yaml"]
+        if acc and launched is acc[0] and acc[0].value != ran.value:
+            key = "num_machines" if fact == "nodes" else "num_processes"
+            changes.append(Change("accelerate", key, acc[0].value, max(ran.value, acc[0].value)))
+        name = fact.replace("_", " ")
+        return Finding("world-size-mismatch", f"The job ran with {ran.value} {('nodes' if fact == 'nodes' else 'processes')} "
+                       f"where {against[0].value} were {('allocated' if against[0] is allocated else 'launched')}",
+                       "critical", "high", True,
+                       f"The {name} the running job printed ({ran.value}) differs from "
+                       + " and ".join(f"what the {_where(ev)} says ({ev.value})" for ev in against)
+                       + ". Part of the allocation may be idle, or nodes may be training independent copies.",
+                       evidence,
+                       Fix("Make the launcher config match the allocation.", tuple(changes),
+                           "All allocated GPUs in one job."))
     return None
+
+
+def _where(ev: object) -> str:
+    tier = getattr(ev, "tier", "job")
+    return {"job": "job's own output", "launcher": "launch command", "config": "config file",
+            "scheduler": "scheduler's allocation"}.get(tier, tier) + f", {getattr(ev, 'origin', '').replace('_', ' ')}"
