@@ -1,0 +1,271 @@
+"""Formats that real runs print beyond DeepSpeed's and the HF Trainer's own: Megatron, DeepSpeed's pipeline engine and
+DeepSpeed-Chat, plain PyTorch / elastic / Lightning topology lines, nvidia-smi, trainers' own progress lines, launch
+commands inside logs. The lines here are written in the project in the shapes those tools print (the real instances
+are in ../shared/corpus/real, which test_real_corpus.py reads); the facts read from them are checked one by one."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from diagnose.engine import diagnose
+from parsers import parse
+
+
+def _model(tmp_path: Path, *lines: str, name: str = "x.log"):
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return parse([str(p)])
+
+
+MEGATRON = [
+    "using world size: 32, data-parallel-size: 2, tensor-model-parallel size: 4, pipeline-model-parallel size: 4 ",
+    "------------------------ arguments ------------------------",
+    "  bf16 ............................................ True",
+    "  fp16 ............................................ False",
+    "  global_batch_size ............................... 256",
+    "  hidden_size ..................................... 4096",
+    "  micro_batch_size ................................ 2",
+    "  num_attention_heads ............................. 32",
+    "  num_layers ...................................... 48",
+    "  seq_length ...................................... 2048",
+    "  world_size ...................................... 32",
+    "-------------------- end of arguments ---------------------",
+    *(f" iteration {i:>8}/  100000 | consumed samples: {i * 256:>12} | elapsed time per iteration (ms): "
+      f"{1500.0 + i:.1f} | learning rate: 1.000E-04 | global batch size:   256 | lm loss: 2.5{i:02d}E+00 | "
+      f"loss scale: 1.0 | grad norm: 0.300 | number of skipped iterations:   {1 if i == 30 else 0} | "
+      f"number of nan iterations:   0 | samples per second: {256 / (1.5 + i / 1000):.3f} | TFLOPs: 150.00 |"
+      for i in range(10, 60, 10)),
+    "time (ms) | forward-compute: 400.00 | forward-recv: 100.00 | backward-compute: 800.00 | backward-send: 50.00 "
+    "| backward-params-all-reduce: 120.00 | backward-embedding-all-reduce: 5.00 | optimizer: 30.00 "
+    "| batch-generator: 2.00",
+    "[Rank 0] (after 10 iterations) memory (MB) | allocated: 20480.0 | max allocated: 30720.0 | reserved: 40960.0 "
+    "| max reserved: 40960.0",
+]
+
+
+def test_megatron_iterations_timers_memory_and_layout(tmp_path: Path) -> None:
+    m = _model(tmp_path, *MEGATRON)
+    steps = m.frames["steps"].filter(pl.col("origin") == "megatron_iter")
+    assert steps["global_step"].to_list() == [10, 20, 30, 40, 50]
+    assert steps["total_steps"][0] == 100000
+    assert steps["step_time_s"].to_list() == pytest.approx([1.51, 1.52, 1.53, 1.54, 1.55])
+    assert steps["loss"][0] == pytest.approx(2.510) and steps["tflops"][0] == 150.0
+    assert steps["skipped_iters"].to_list() == [0, 0, 1, 0, 0] and steps["global_batch"][0] == 256
+    t = m.frames["timers"].row(0, named=True)
+    # backward-compute is compute only; the all-reduces are timed apart and bwd is their sum (as DeepSpeed's bwd)
+    assert (t["fwd"], t["bwd_inner"], t["bwd_allreduce"], t["step"]) == (400.0, 800.0, 125.0, 30.0)
+    assert t["bwd"] == 925.0 and t["pipe_comm"] == 150.0 and t["data"] == 2.0
+    mem = m.frames["memory"].row(0, named=True)
+    assert (mem["ma_gb"], mem["max_ma_gb"], mem["ca_gb"], mem["rank"]) == (20.0, 30.0, 40.0, 0)
+    f = m.facts
+    assert (f.world_size, f.tensor_parallel, f.pipeline_parallel, f.data_parallel) == (32, 4, 4, 2)
+    assert (f.micro_batch_per_gpu, f.train_batch_size, f.seq_len, f.hidden_size, f.num_layers, f.num_heads) == \
+        (2, 256, 2048, 4096, 48, 32)
+    assert f.precision == "bf16" and f.evidence["world_size"].line == 1
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.source == "printed"
+    assert d.metrics.breakdown is not None and d.metrics.breakdown.shares["pipeline_p2p"] == pytest.approx(
+        150 / (400 + 925 + 30 + 150))
+
+
+def test_deepspeed_pipeline_and_chat_steps(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        "steps: 10 loss: 8.4555 iter time (s): 1.464 samples/sec: 21.860",
+        "steps: 20 loss: 8.4218 iter time (s): 1.456 samples/sec: 21.975",
+        "|E2E latency=7.99s |Gather latency=0.00s (0.00%) |Generate time=5.26s (65.81%) |Training time=2.52s "
+        "(31.46%) |Others=0.22 (2.73%)|CurSamplesPerSec=8.01 |AvgSamplesPerSec=8.01",
+        "Model Parameters: 1.316 B, Latency: 0.88s, TFLOPs: 9.1, Samples/sec: 9.09, Time/seq 0.11s, "
+        "Batch Size: 8, Sequence Length: 512",
+        "rank=0 time (ms) | train_batch: 9000.00 | batch_input: 10.00 | forward: 1000.00 | pipe_send_output: 500.00 "
+        "| comms: 4000.00 | pipe_recv_grad: 1500.00 | backward: 2000.00 | reduce_tied_grads: 1.00 "
+        "| reduce_grads: 2999.00 | step: 1000.00",
+    )
+    s = m.frames["steps"]
+    pipe = s.filter(pl.col("origin") == "ds_pipe_step")
+    assert pipe["global_step"].to_list() == [10, 20] and pipe["step_time_s"].to_list() == [1.464, 1.456]
+    rlhf = s.filter(pl.col("origin") == "dschat_rlhf_step").row(0, named=True)
+    assert (rlhf["step_time_s"], rlhf["generate_time_s"], rlhf["train_time_s"], rlhf["samples_per_sec"]) == \
+        (7.99, 5.26, 2.52, 8.01)
+    chat = s.filter(pl.col("origin") == "dschat_step").row(0, named=True)
+    assert (chat["step_time_s"], chat["tflops"], chat["samples_per_sec"]) == (0.88, 9.1, 9.09)
+    t = m.frames["timers"].row(0, named=True)
+    assert (t["fwd"], t["bwd_inner"], t["bwd_allreduce"], t["pipe_comm"], t["data"]) == \
+        (1000.0, 2000.0, 3000.0, 2000.0, 10.0)
+
+
+PROGRESS = [
+    ("iter 120: loss 3.2000, time 350.20ms, mfu 41.00%", 120, 0.3502),
+    ("step 00004/21400 (0.02%) | loss: 8.893647 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | mfu: 74.13 | "
+     "total time: 0.00m", 4, 0.98944),
+    ("step 100 | dt 0.41s | loss 2.1", 100, 0.41),
+    ("2020-01-01 10:00:00,000 - mmdet - INFO - Epoch [1][50/500]\tlr: 0.02000, eta: 1:00:00, time: 0.512, "
+     "data_time: 0.301, memory: 2677, loss: 1.2", 50, 0.512),
+    ("120\timages/sec: 37.5 +/- 0.1 (jitter = 0.6)\t0.596", 120, None),
+    ("Trained 900 steps, 0:15:00 elapsed (92.1% computing time)", None, 1.0),
+]
+
+
+@pytest.mark.parametrize("line, step, seconds", PROGRESS)
+def test_general_progress_reader(tmp_path: Path, line: str, step: int | None, seconds: float | None) -> None:
+    s = _model(tmp_path, line).frames["steps"]
+    assert s.height == 1 and s["origin"][0] == "progress"
+    assert s["global_step"][0] == step
+    assert s["step_time_s"][0] == (pytest.approx(seconds) if seconds is not None else None)
+
+
+def test_progress_reader_details_and_what_it_leaves(tmp_path: Path) -> None:
+    m = _model(tmp_path, PROGRESS[1][0], PROGRESS[3][0], PROGRESS[4][0],
+               "step 0: train loss 10.9886, val loss 10.9897",  # an eval line: a counter, no duration
+               "Loading checkpoint shards: step 1")
+    s = m.frames["steps"]
+    assert s.height == 3
+    assert s["tokens_per_sec"][0] == 529882.0 and s["total_steps"][0] == 21400
+    assert s["data_time_s"][1] == pytest.approx(0.301) and s["total_steps"][1] == 500
+    assert s["samples_per_sec"][2] == 37.5
+
+
+def test_counter_lines_with_timestamps_give_step_times(tmp_path: Path) -> None:
+    lines = [f"2021-09-20 18:{59 + i // 6:02d}:{(i * 10) % 60:02d},000 INFO [train.py:506] (0/3) Epoch 0, batch "
+             f"{i * 10}, batch avg loss 3.0" for i in range(6)]
+    m = _model(tmp_path, *lines)
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(1.0)
+
+
+def test_topology_lines_of_plain_pytorch_elastic_mpi_and_lightning(tmp_path: Path) -> None:
+    barrier = _model(tmp_path, *(f"[2023-05-15 14:14:38,444][torch.distributed.distributed_c10d][INFO] - Rank {r}: "
+                                 "Completed store-based barrier for key:store_based_barrier_key:1 with 24 nodes."
+                                 for r in range(3)))
+    assert barrier.facts.world_size == 24
+    mpi = _model(tmp_path, *(f"[2023-05-15 14:37:24,243] [INFO] [comm.py:656:mpi_discovery] Discovered MPI settings "
+                             f"of world_rank={r}, local_rank={r % 4}, world_size=12, master_addr=10.0.0.1, "
+                             "master_port=29500" for r in range(12)), name="mpi.log")
+    assert (mpi.facts.world_size, mpi.facts.gpus_per_node, mpi.facts.nodes) == (12, 4, 3)
+    elastic = _model(tmp_path, "  group_world_size=2", "  local_world_size=8", "  global_world_sizes=[16, 16, 16]",
+                     name="elastic.log")
+    assert (elastic.facts.world_size, elastic.facts.nodes, elastic.facts.gpus_per_node) == (16, 2, 8)
+    lightning = _model(tmp_path, "Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/6", name="pl.log")
+    assert lightning.facts.world_size == 6
+
+
+def test_largest_communicator_is_the_world(tmp_path: Path) -> None:
+    lines = [f"node{n}:100:200 [{d}] NCCL INFO comm 0x1 rank {r} nranks 8 cudaDev {d} busId 1000 - Init COMPLETE"
+             for n in range(2) for d in range(4) for r in [n * 4 + d]]
+    lines += [f"node0:100:200 [{d}] NCCL INFO comm 0x2 rank {d} nranks 4 cudaDev {d} busId 1000 - Init COMPLETE"
+              for d in range(4)]
+    f = _model(tmp_path, *lines[::-1]).facts  # the sub-communicator first
+    assert f.world_size == 8 and f.nodes == 2
+
+
+def test_gpu_from_nvidia_smi_table(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        "+-----------------------------------------------------------------------------+",
+        "| NVIDIA-SMI 460.32.03    Driver Version: 460.32.03    CUDA Version: 11.2     |",
+        "|   0  Tesla V100-SXM2...  On   | 00000000:1A:00.0 Off |                    0 |",
+        "| N/A   34C    P0    41W / 300W |      0MiB / 32510MiB |      0%      Default |",
+        "GPU 1: NVIDIA A100-SXM4-80GB (UUID: GPU-1234)",
+    )
+    f = m.facts
+    assert f.gpu_name == "NVIDIA A100-SXM4-80GB"  # the full name beats the table's cut one (hardware tier)
+    assert f.gpu_memory_gb == pytest.approx(31.7)
+
+
+def test_zero_stage_and_offload_from_banners_and_command_lines(tmp_path: Path) -> None:
+    m = _model(tmp_path, "[2021-05-25 06:37:59,217] [INFO] [utils.py:588:see_memory_usage] Stage 3 initialize beginning")
+    assert m.facts.zero_stage == 3
+    chat = _model(tmp_path, "cmd = deepspeed main.py --model_name_or_path facebook/opt-1.3b --zero_stage 2 --offload "
+                            "--per_device_train_batch_size 8 --max_seq_len 512 --deepspeed", name="chat.log")
+    f = chat.facts
+    assert (f.zero_stage, f.offload_optimizer, f.micro_batch_per_gpu, f.seq_len) == (2, "cpu", 8, 512)
+    assert f.evidence["zero_stage"].origin == "ds_cmd"
+
+
+def test_log_that_opens_with_its_launch_command_is_a_log(tmp_path: Path) -> None:
+    lines = ["export NCCL_DEBUG=info",
+             "srun --jobid $SLURM_JOBID bash -c 'python -m torch.distributed.launch --nnodes 2 --nproc_per_node=4 "
+             "--node_rank $SLURM_PROCID bench.py'"]
+    lines += [f"node{n}:100:200 [{d}] NCCL INFO comm 0x1 rank {n * 4 + d} nranks 8 cudaDev {d} busId 1000 - "
+              "Init COMPLETE" for n in range(2) for d in range(4)]
+    m = _model(tmp_path, *lines, name="bench.txt")
+    assert [s.kind for s in m.sources] == ["log"]
+    f = m.facts
+    assert (f.world_size, f.nodes, f.gpus_per_node) == (8, 2, 4)
+    assert f.env["NCCL_DEBUG"].value == "info"
+    script = _model(tmp_path, "#!/bin/bash", "export NCCL_DEBUG=info", "torchrun --nproc_per_node 4 train.py",
+                    name="run.sh")
+    assert [s.kind for s in script.sources] == ["launch_script"]
+
+
+def test_traced_launcher_variables_are_expanded(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        "+ export 'LAUNCHER=python -u -m torch.distributed.launch     --nproc_per_node 4     --nnodes 4     '",
+        "+ LAUNCHER='python -u -m torch.distributed.launch     --nproc_per_node 4     --nnodes 4     '",
+        "+ srun --jobid 1832555 bash -c '$LAUNCHER --node_rank $SLURM_PROCID train.py'",
+        "[2021-05-25 06:38:26,359] [INFO] [config.py:752:print]   world_size ................... 16",
+    )
+    f = m.facts
+    assert (f.world_size, f.nodes, f.gpus_per_node) == (16, 4, 4)
+    assert f.evidence["nodes"].origin == "log_launch_command"
+
+
+def test_launch_flags_override_the_accelerate_yaml_without_a_mismatch(tmp_path: Path) -> None:
+    (tmp_path / "cfg.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                                       "num_machines: 1\nnum_processes: 4\nmixed_precision: bf16\n")
+    (tmp_path / "launch.sh").write_text("#!/bin/bash\naccelerate launch --config_file cfg.yaml --num_machines 4 "
+                                        "--num_processes 16 --machine_rank $RANK train.py\n")
+    (tmp_path / "train.log").write_text("Distributed environment: MULTI_GPU  Backend: nccl\nNum processes: 16\n"
+                                        "Process index: 0\n")
+    m = parse([str(tmp_path)])
+    assert (m.facts.world_size, m.facts.nodes) == (16, 4)
+    assert "world-size-mismatch" not in [x.id for x in diagnose(m).findings]
+
+
+@pytest.mark.parametrize("sbatch, log, fires", [
+    ("#SBATCH --nodes=1\n#SBATCH --ntasks=1\n#SBATCH --gres=gpu:3\nsrun python3 train.py\n",
+     "trainer.world_size=1\n", True),  # world size 1 on a 3-GPU allocation
+    ("#SBATCH --nodes=2\n#SBATCH --gres=gpu:8\nsrun torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+     "[2023-08-20 07:58:12,783] [INFO] [launch.py:163:main] dist_world_size=8\n", True),  # 8 processes on 2 x 8
+    ("#SBATCH --nodes=2\n#SBATCH --gres=gpu:8\nsrun torchrun --nnodes 2 --nproc_per_node 8 train.py\n",
+     "[2023-08-20 07:58:12,783] [INFO] [launch.py:163:main] dist_world_size=16\n", False),
+])
+def test_world_size_mismatch_compares_what_ran_with_what_was_launched_and_allocated(
+        tmp_path: Path, sbatch: str, log: str, fires: bool) -> None:
+    (tmp_path / "job.sbatch").write_text("#!/bin/bash\n" + sbatch)
+    (tmp_path / "job.log").write_text(log)
+    ids = [x.id for x in diagnose(parse([str(tmp_path)])).findings]
+    assert ("world-size-mismatch" in ids) is fires
+
+
+def test_microstep_timers_when_the_global_ones_are_zero(tmp_path: Path) -> None:
+    lines = []
+    for _ in range(6):
+        lines.append("[Rank 0] time (ms) | fwd_microstep: 10.00 | bwd_microstep: 30.00 | bwd_inner_microstep: 20.00 | "
+                     "bwd_allreduce_microstep: 10.00 | step_microstep: 5.00")
+        lines.append("[Rank 0] time (ms) | fwd: 0.00 | bwd: 0.00 | bwd_inner: 0.00 | bwd_allreduce: 0.00 | step: 0.00")
+    br = diagnose(_model(tmp_path, *lines)).metrics.breakdown
+    assert br is not None and (br.fwd_ms, br.bwd_allreduce_ms, br.step_ms) == (10.0, 10.0, 5.0)
+
+
+def test_ms_swift_and_llamafactory_dicts(tmp_path: Path) -> None:
+    s = _model(tmp_path,
+               "{'loss': 1.25, 'grad_norm': 0.5, 'learning_rate': 1e-05, 'epoch': 0.1, 'train_speed(s/it)': 2.5, "
+               "'memory(GiB)': 20.5}",
+               "{'loss': 1.2, 'acc': 0.7, 'learning_rate': 1e-05, 'epoch': 0.2, 'global_step/max_steps': '20/100', "
+               "'percentage': '20.00%', 'memory(GiB)': 21.0, 'train_speed(iter/s)': 0.5}").frames["steps"]
+    assert s["step_time_s"].to_list() == [2.5, 2.0]
+    assert s["global_step"][1] == 20 and s["total_steps"][1] == 100 and s["max_mem_alloc_gb"][1] == 21.0
+
+
+def test_one_unreadable_input_is_skipped_not_fatal(tmp_path: Path) -> None:
+    good = tmp_path / "good.log"
+    good.write_text(PROGRESS[0][0] + "\n")
+    empty = tmp_path / "empty.log"
+    empty.write_text("nothing to see\n")
+    m = parse([str(good), str(empty)])
+    assert [s.name for s in m.sources] == [str(good)]
+    assert [(s.name, "nothing recognisable" in s.why) for s in m.skipped] == [(str(empty), True)]
