@@ -3,6 +3,7 @@ and every run fact its truth.json names is read right. Skipped where the corpus 
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("accuracy", ROOT / "benchmarks" / "accuracy.py")
 accuracy = importlib.util.module_from_spec(_spec)
+sys.modules["accuracy"] = accuracy  # dataclasses look their module up there
 _spec.loader.exec_module(accuracy)  # type: ignore[union-attr]
 
 REAL_CASES = accuracy.cases("real")
