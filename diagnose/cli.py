@@ -94,6 +94,10 @@ def parse(
         raise _fail("no SOURCES given; `diagnose parse --help` shows what they can be")
     if format not in ("json", "text"):
         raise _fail(f"--format must be json or text, not {format!r}")
+    if len(runs := _runs(sources)) > 1:  # parse has one run model to give: say so rather than merge silently
+        sys.stderr.write(f"diagnose: warning: {len(runs)} runs found ({', '.join(r.name for r in runs[:4])}"
+                         f"{', ...' if len(runs) > 4 else ''}); they are read as one model here, `diagnose report` "
+                         "reports each\n")
     model = _load_or_exit(sources, refresh)
     doc = run_json.summary(model, redact_secrets=not no_redact)
     if out_dir is not None:
@@ -161,8 +165,13 @@ def report(
     refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
     images: Annotated[Optional[Path], typer.Option("--images", help="Also write each chart as a PNG into DIR (needs "
                                                    "the `images` extra: kaleido, and a Chromium on PATH).")] = None,
+    run: Annotated[Optional[str], typer.Option("--run", help="When a directory holds several runs, report only the "
+                                               "one whose name ends with this.")] = None,
 ) -> None:
-    """Diagnose SOURCES: why the run was slow, the exact fixes, the ZeRO plan; as text, JSON, Markdown or HTML."""
+    """Diagnose SOURCES: why the run was slow, the exact fixes, the ZeRO plan; as text, JSON, Markdown or HTML.
+
+    A single directory that holds several runs (run subdirectories, several job ids, several W&B runs) is reported
+    run by run: a section per run in every format, `runs: [...]` in JSON; --run picks one."""
     fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
     if fmt not in FORMATS:
         raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -173,6 +182,17 @@ def report(
     from diagnose.engine import diagnose as run_diagnosis
     from reports import document
 
+    runs = _runs(sources)
+    if run is not None:
+        chosen = [r for r in runs if r.name.rstrip("/").endswith(run.rstrip("/"))]
+        if len(chosen) != 1:
+            raise _fail(f"--run {run!r} matches {len(chosen)} of the runs: " + ", ".join(r.name for r in runs))
+        runs = chosen
+    if len(runs) > 1:
+        _report_runs(runs, fmt, output, fail_on, refresh, gpu_memory, not no_redact, redact_hosts)
+        return
+    if run is not None:
+        sources = list(runs[0].sources)
     model = _load_or_exit(sources, refresh)
     diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
     doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts)
@@ -192,6 +212,71 @@ def report(
     if fail_on:
         levels = ("critical",) if fail_on == "critical" else ("critical", "warning")
         if any(f.severity in levels for f in diagnosis.findings):
+            raise typer.Exit(EXIT_FINDINGS)
+
+
+def _runs(sources: list[str]) -> list:
+    """The runs of a single directory source (parsers.sources.find_runs); any other SOURCES are one run."""
+    from parsers.sources import Run, find_runs
+
+    if len(sources) == 1 and Path(sources[0]).is_dir():
+        try:
+            return find_runs(Path(sources[0]))
+        except OSError as e:
+            raise _fail(f"{sources[0]}: {e.strerror or e}") from None
+    return [Run(" ".join(sources), tuple(sources))]
+
+
+def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional[str], refresh: bool,
+                 gpu_memory: Optional[float], redact_secrets: bool, redact_hosts: bool) -> None:
+    """Several runs in one directory: each analysed on its own, one section per run; never merged."""
+    from diagnose.engine import diagnose as run_diagnosis
+    from reports import document
+
+    sys.stderr.write(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)\n")
+    done, skipped, worst = [], [], set()
+    for r in runs:
+        try:
+            model = load(list(r.sources), refresh)
+        except InputError as e:
+            skipped.append(f"{r.name} ({e.why})")
+            continue
+        diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
+        doc = document.build(model, diagnosis, redact_secrets=redact_secrets, redact_hosts=redact_hosts)
+        done.append((r.name, doc, model, diagnosis))
+        worst |= {f.severity for f in diagnosis.findings}
+    if skipped:
+        sys.stderr.write(f"diagnose: skipped {len(skipped)} run(s) with nothing recognisable: "
+                         + "; ".join(skipped[:5]) + ("; ..." if len(skipped) > 5 else "") + "\n")
+    if not done:
+        raise _fail("no run in the directory held anything recognisable")
+    if fmt == "json":
+        text = json.dumps({"schema_version": done[0][1]["schema_version"],
+                           "runs": [{"name": n, **doc} for n, doc, _, _ in done]}, indent=2, default=str) + "\n"
+    elif fmt == "html":
+        from reports import charts, html
+
+        text = html.combine([(n, html.render(doc, charts.figures(m, d), chart_prefix=f"run{i}-"))
+                             for i, (n, doc, m, d) in enumerate(done)])
+    elif fmt == "text" and output is None:
+        from reports import terminal
+
+        for i, (n, doc, _, _) in enumerate(done, 1):
+            out.rule(f"run {i} of {len(done)}: {n}")
+            terminal.render(doc, out)
+        text = None
+    else:
+        text = "\n\n".join(f"# Run {i} of {len(done)}: `{n.replace('`', '')}`\n\n" + _render(fmt, doc, m, d)
+                            for i, (n, doc, m, d) in enumerate(done, 1))
+    if text is not None:
+        if output is None:
+            sys.stdout.write(text)
+        else:
+            _write_atomic(output, text)
+            err.print(f"wrote {output} ({len(done)} runs)")
+    if fail_on:
+        levels = {"critical"} if fail_on == "critical" else {"critical", "warning"}
+        if worst & levels:
             raise typer.Exit(EXIT_FINDINGS)
 
 

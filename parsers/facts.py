@@ -214,7 +214,7 @@ def assemble(inp: FactInputs) -> RunFacts:
         nodes = max(1, world // gpn)
     hosts = tuple(dict.fromkeys(h for ev in c.by_fact.get("hostname", []) for h in [ev.value]))
     versions = {k[len("version."):]: v.value for k, vs in c.by_fact.items() if k.startswith("version.") for v in vs[:1]}
-    evidence = {k: vs[0] for k, vs in c.by_fact.items()}
+    evidence = {k: ev for k in c.by_fact if (ev := c.first(k)) is not None}
     return RunFacts(
         world_size=world, nodes=nodes, gpus_per_node=gpn, tensor_parallel=tp, pipeline_parallel=pp,
         data_parallel=dp, allocated_gpus=val("allocated_gpus"), gpu_memory_gb=val("gpu_memory_gb"),

@@ -95,6 +95,58 @@ def _walk(root: Path) -> Iterator[Path]:
                     yield p
 
 
+_JOB_ID = re.compile(r"(?:slurm|job)[-_.]?(\d{3,})|[-_.](\d{5,})\.(?:out|err|log)$", re.I)
+_LOG_LIKE = {".log", ".out", ".err", ".txt", ".gz", ".stdout", ".stderr", ""}
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run found in a directory: its name (the directory or job id) and its files."""
+
+    name: str
+    sources: tuple[str, ...]
+
+
+def find_runs(root: Path) -> list[Run]:
+    """The runs a directory holds. Two or more subdirectories that hold files are separate runs (each looked into
+    the same way, so `sample_logs/synthetic/` gives one run per scenario); files at a level with run
+    subdirectories are shared context (configs, scripts) unless they are logs, which form a run of their own; in
+    one directory, logs named with two or more job ids (`slurm-1234.out`, `slurm-1235.out`) are a run per id.
+    A W&B directory of several run directories gives a run per directory. One run -> a list of one."""
+    from parsers.wandb_offline import is_legacy_run_dir
+
+    if is_legacy_run_dir(root):
+        return [Run(str(root), (str(root),))]
+    subdirs = [d for d in sorted(root.iterdir()) if d.is_dir() and d.name not in SKIP_DIRS
+               and not d.name.startswith(".") and not d.is_symlink()] if root.is_dir() else []
+    with_files = [d for d in subdirs if next(iter(_walk(d)), None) is not None]
+    own = [p for p in sorted(root.iterdir()) if p.is_file() and p in set(_walk_shallow(root))]
+    if len(with_files) >= 2:
+        runs = [run for d in with_files for run in find_runs(d)]
+        logs = [p for p in own if p.suffix.lower() in _LOG_LIKE]
+        context = tuple(str(p) for p in own if p not in logs)
+        runs = [Run(r.name, r.sources + context) for r in runs]
+        return ([Run(str(root), tuple(str(p) for p in own))] if logs else []) + runs
+    by_job: dict[str, list[Path]] = {}
+    for p in own:
+        m = _JOB_ID.search(p.name)
+        if m and p.suffix.lower() in _LOG_LIKE:
+            by_job.setdefault(m.group(1) or m.group(2), []).append(p)
+    if len(by_job) >= 2:
+        shared = tuple(str(p) for p in own if not any(p in v for v in by_job.values()))
+        extra = tuple(str(d) for d in with_files)
+        return [Run(f"{root / ('job ' + job)}", tuple(str(p) for p in files) + shared + extra)
+                for job, files in sorted(by_job.items())]
+    return [Run(str(root), (str(root),))]
+
+
+def _walk_shallow(root: Path) -> Iterator[Path]:
+    """The files of one directory level that a walk would read."""
+    for p in _walk(root):
+        if p.parent == root:
+            yield p
+
+
 def _spool_stdin(tmpdir: Path) -> Path:
     dest = tmpdir / "stdin.log"
     with open(dest, "wb") as out:

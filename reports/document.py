@@ -137,6 +137,12 @@ def metrics_dict(d: Diagnosis) -> dict[str, Any]:
     return out
 
 
+# Run facts whose evidence line the report shows beside the value.
+EVIDENCED_FACTS = ("world_size", "nodes", "gpus_per_node", "tensor_parallel", "pipeline_parallel", "data_parallel",
+                   "gpu_name", "gpu_memory_gb", "model_params", "zero_stage", "offload_optimizer", "offload_param",
+                   "precision", "micro_batch_per_gpu", "grad_accum_steps")
+
+
 def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
     f = model.facts
     r = Redactor(redact_secrets, tuple(f.hostnames) + tuple(f.nccl.hosts), redact_hosts)
@@ -155,6 +161,12 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
             "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
             "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
             "hostnames": r(list(f.hostnames)),
+            "tensor_parallel": f.tensor_parallel, "pipeline_parallel": f.pipeline_parallel,
+            "data_parallel": f.data_parallel,
+            # where each fact's value came from (the winning claim of parsers/facts.py's precedence)
+            "evidence": {k: {"source": r(model.source_name(ev.source)) if ev.source >= 0 else None, "line": ev.line,
+                             "origin": ev.origin, "tier": ev.tier}
+                         for k, ev in sorted(f.evidence.items()) if k in EVIDENCED_FACTS},
         },
         "metrics": metrics_dict(d),
         "findings": [finding_dict(x, r) for x in d.findings],
@@ -199,7 +211,8 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
                              "comm": f"{s['comm_gb_per_step'] or 0:.1f} GB", "fits": "yes" if s["fits"] else "no",
                              "note": s["note"]} for s in plan["stages"]]
     facts = [("world size", run["world_size"]), ("nodes", run["nodes"]), ("GPUs per node", run["gpus_per_node"]),
-             ("GPU", run["gpu_name"]), ("hosts", ", ".join(run["hostnames"]) or None),
+             ("tensor parallel", run["tensor_parallel"]), ("pipeline parallel", run["pipeline_parallel"]),
+             ("data parallel", run["data_parallel"]), ("GPU", run["gpu_name"]), ("hosts", ", ".join(run["hostnames"]) or None),
              ("parameters", None if not run["model_params"] else f"{run['model_params']:,}"),
              ("ZeRO stage", run["zero_stage"]), ("optimizer offload", run["offload_optimizer"]),
              ("parameter offload", run["offload_param"]), ("precision", run["precision"]),
@@ -207,5 +220,20 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
              ("NCCL transport", run["nccl_transport"]), ("launcher", run["launcher"]), ("backend", run["backend"]),
              ("versions", ", ".join(f"{k} {v}" for k, v in sorted(run["versions"].items())) or None),
              ("unparsed lines", doc["unparsed_lines"])]
+    keys = {"world size": "world_size", "nodes": "nodes", "GPUs per node": "gpus_per_node",
+            "tensor parallel": "tensor_parallel", "pipeline parallel": "pipeline_parallel",
+            "data parallel": "data_parallel", "GPU": "gpu_name", "parameters": "model_params",
+            "ZeRO stage": "zero_stage", "optimizer offload": "offload_optimizer",
+            "parameter offload": "offload_param", "precision": "precision",
+            "micro-batch per GPU": "micro_batch_per_gpu", "gradient accumulation": "grad_accum_steps"}
     out["facts_rows"] = [(k, v) for k, v in facts if v is not None]
+    out["facts_table"] = [{"fact": k, "value": str(v), "from": _where(run["evidence"].get(keys.get(k, "")))}
+                          for k, v in facts if v is not None]
     return out
+
+
+def _where(ev: dict[str, Any] | None) -> str:
+    if not ev:
+        return ""
+    loc = f"{ev['source']}:{ev['line']}" if ev["source"] and ev["line"] else (ev["source"] or "")
+    return f"{loc} ({ev['origin'].replace('_', ' ')})" if loc else ev["origin"].replace("_", " ")

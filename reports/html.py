@@ -17,11 +17,25 @@ def _script_safe(js: str) -> str:
     return js.replace("</script", "<\\/script")
 
 
-def render(doc: dict[str, Any], figures: list[tuple[str, Any]]) -> str:
+def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: str = "") -> str:
     charts = []
     for name, fig in figures:
-        html = fig.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG, div_id=f"chart-{name}",
+        html = fig.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG,
+                           div_id=f"chart-{chart_prefix}{name}",
                            default_height="100%", default_width="100%")
         charts.append({"name": name, "html": Markup(html)})
     return _ENV.get_template("report.html.j2").render(doc=doc, charts=charts,
                                                       plotlyjs=Markup(_script_safe(get_plotlyjs())))
+
+
+def combine(pages: list[tuple[str, str]]) -> str:
+    """Several runs' reports -> one page: the first page's head (plotly.js once) and each run's <main> in turn,
+    under a heading with the run's name."""
+    from markupsafe import escape
+
+    head, _, _ = pages[0][1].partition("<main>")
+    mains = []
+    for i, (name, page) in enumerate(pages, 1):
+        body = page.partition("<main>")[2].rpartition("</main>")[0]
+        mains.append(f'<main>\n<h1 class="run">Run {i} of {len(pages)}: {escape(name)}</h1>\n{body}</main>')
+    return head + "\n".join(mains) + "\n</body>\n</html>\n"

@@ -269,3 +269,37 @@ def test_one_unreadable_input_is_skipped_not_fatal(tmp_path: Path) -> None:
     m = parse([str(good), str(empty)])
     assert [s.name for s in m.sources] == [str(good)]
     assert [(s.name, "nothing recognisable" in s.why) for s in m.skipped] == [(str(empty), True)]
+
+
+def test_a_folder_of_two_runs_is_reported_as_two_runs(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from parsers.sources import find_runs
+    from tests.conftest import SAMPLES, run_cli
+
+    for name in ("ds_zero0", "ds_zero2_bf16"):
+        shutil.copytree(SAMPLES / name, tmp_path / name)
+    runs = find_runs(tmp_path)
+    assert [Path(r.name).name for r in runs] == ["ds_zero0", "ds_zero2_bf16"]
+    proc = run_cli("report", str(tmp_path), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [Path(r["name"]).name for r in doc["runs"]] == ["ds_zero0", "ds_zero2_bf16"]
+    assert [r["run"]["zero_stage"] for r in doc["runs"]] == [0, 2]
+    assert "2 runs found" in proc.stderr
+    md = run_cli("report", str(tmp_path), "--format", "md").stdout
+    assert md.count("# Run ") == 2 and "# Run 2 of 2: `" in md
+    one = run_cli("report", str(tmp_path), "--run", "ds_zero2_bf16", "--format", "json")
+    assert json.loads(one.stdout)["run"]["zero_stage"] == 2
+
+
+def test_job_ids_in_one_folder_are_separate_runs(tmp_path: Path) -> None:
+    from parsers.sources import find_runs
+
+    for job in ("1234", "1240"):
+        (tmp_path / f"slurm-{job}.out").write_text(PROGRESS[0][0] + "\n")
+    (tmp_path / "ds_config.json").write_text('{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}}')
+    runs = find_runs(tmp_path)
+    assert [Path(r.name).name for r in runs] == ["job 1234", "job 1240"]
+    assert all(str(tmp_path / "ds_config.json") in r.sources for r in runs)
