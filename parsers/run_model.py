@@ -29,6 +29,7 @@ class SourceInfo:
     recognised: int = 0
     invalid_utf8: int = 0
     bytes: int = 0
+    note: str = ""  # what the reader wants the user to know about this source (e.g. no step data)
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
         raise InputError("inputs", f"nothing recognisable in any input: {listed}")
     frames = {name: conform(name, acc.parts.get(name, [])) for name in FRAME_NAMES}
     frames["timers"] = _number_timers(frames["timers"])
+    frames["events"] = once_per_step(frames["events"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded))
@@ -181,8 +183,11 @@ def _add_wandb_run(name: str, run: wandb_offline.WandbRun, source_id: int, acc: 
     console = "\n".join(run.output).encode()
     result = ingest_log(io.BytesIO(console), source_id, progress)
     lines = len(run.history) + len(run.stats) + result.stats.physical_lines
+    note = "" if len(run.history) or len(run.stats) or result.used_lines else \
+        "no step data: only the run's metadata, summary and config"
     acc.sources.append(SourceInfo(name, kind, lines=lines,
-                                  recognised=len(run.history) + len(run.stats) + result.used_lines, bytes=size))
+                                  recognised=len(run.history) + len(run.stats) + result.used_lines, bytes=size,
+                                  note=note))
     for name, parts in result.parts.items():
         acc.parts.setdefault(name, []).extend(parts)
     acc.blocks.append((source_id, result.blocks))
@@ -241,6 +246,32 @@ def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.Dat
     return steps.with_columns(
         pl.when(is_hf & pl.col("global_step").is_null()).then(by_epoch).otherwise(pl.col("global_step"))
         .alias("global_step"))
+
+
+# Messages that every rank prints for the same step: counted once per step, not once per rank.
+PER_STEP_EVENTS = ("overflow", "loss_scale", "allocator_flush")
+
+
+def once_per_step(events: pl.DataFrame) -> pl.DataFrame:
+    """Collapse a step's copies of a per-rank message. Copies are the same message (kind, values, text with the
+    rank taken out) printed in a row by different ranks; a rank printing it again starts the next step's copy."""
+    if events.height == 0:
+        return events
+    is_per_step = pl.col("kind").is_in(PER_STEP_EVENTS)
+    rank = pl.coalesce(pl.col("rank"), pl.col("detail").str.extract(r"[Rr]ank (\d+)").cast(pl.Int32, strict=False))
+    key = pl.concat_str(pl.col("kind"), pl.col("value_from").cast(pl.String), pl.col("value_to").cast(pl.String),
+                        pl.col("count").cast(pl.String),
+                        pl.col("detail").str.replace_all(r"[Rr]ank \d+", ""), separator="|", ignore_nulls=True)
+    ev = events.with_row_index("_i").with_columns(rank.alias("_rank"), key.alias("_key"))
+    per = ev.filter(is_per_step).sort("source", "line")
+    per = per.with_columns((pl.col("_key") != pl.col("_key").shift()).fill_null(True).cum_sum().alias("_block"))
+    per = per.with_columns(pl.int_range(pl.len()).over("_block", "_rank").alias("_nth"))
+    keep = pl.concat([
+        per.filter(pl.col("_rank").is_null()),  # no rank known: nothing to collapse
+        per.filter(pl.col("_rank").is_not_null()).unique(["_block", "_nth"], keep="first"),
+    ])["_i"]
+    out = ev.filter(~is_per_step | pl.col("_i").is_in(keep.implode()))
+    return out.drop("_i", "_rank", "_key")
 
 
 def _number_timers(timers: pl.DataFrame) -> pl.DataFrame:

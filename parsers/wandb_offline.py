@@ -323,7 +323,9 @@ def read_panel_csv(path: Path) -> WandbRun:
 
 def is_legacy_run_dir(path: Path) -> bool:
     files = path / "files"
-    return path.is_dir() and any((files / n).is_file() for n in LEGACY_FILES[:2])
+    # Any of the files counts: a run directory holding only wandb-metadata.json / wandb-summary.json / config.yaml
+    # still tells the GPU model and count, the runtime and the config.
+    return path.is_dir() and any((files / n).is_file() for n in LEGACY_FILES)
 
 
 def find_run_files(path: Path) -> list[Path]:

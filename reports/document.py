@@ -172,8 +172,8 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "findings": [finding_dict(x, r) for x in d.findings],
         "plan": plan,
         "next_steps": list(d.next_steps),
-        "sources": [{"name": r(s.name), "kind": s.kind, "lines": s.lines, "recognised": s.recognised}
-                    for s in model.sources]
+        "sources": [{"name": r(s.name), "kind": s.kind, "lines": s.lines, "recognised": s.recognised,
+                     **({"why": s.note} if s.note else {})} for s in model.sources]
                    + [{"name": r(s.name), "kind": "skipped", "lines": 0, "recognised": 0, "why": r(s.why)}
                       for s in model.skipped],
         "unparsed_lines": model.unrecognised_lines,

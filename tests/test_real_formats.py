@@ -303,3 +303,35 @@ def test_job_ids_in_one_folder_are_separate_runs(tmp_path: Path) -> None:
     runs = find_runs(tmp_path)
     assert [Path(r.name).name for r in runs] == ["job 1234", "job 1240"]
     assert all(str(tmp_path / "ds_config.json") in r.sources for r in runs)
+
+
+def test_a_message_every_rank_prints_counts_once_per_step(tmp_path: Path) -> None:
+    lines = []
+    for scale in (65536, 32768, 16384):
+        for r in range(4):
+            lines.append(f"{r}: [2023-04-18 01:46:53,259] [INFO] [loss_scaler.py:181:update_scale] [deepspeed] "
+                         f"OVERFLOW! Rank {r} Skipping step. Attempted loss scale: {scale}, reducing to {scale // 2}")
+    for r in range(4):
+        lines.append(f"{r}: [2023-04-18 01:47:00,000] [WARNING] [stage3.py:1850:step] 3 pytorch allocator cache "
+                     "flushes since last step. this happens when there is high memory pressure")
+    ev = _model(tmp_path, *lines).frames["events"]
+    assert ev.filter(pl.col("kind") == "overflow")["value_from"].to_list() == [65536.0, 32768.0, 16384.0]
+    assert ev.filter(pl.col("kind") == "allocator_flush")["count"].to_list() == [3]
+
+
+def test_wandb_run_dir_with_only_metadata_summary_and_config(tmp_path: Path) -> None:
+    import json
+
+    files = tmp_path / "run-20260101_000000-abc123" / "files"
+    files.mkdir(parents=True)
+    (files / "wandb-metadata.json").write_text(json.dumps(
+        {"host": "node1", "gpu": "NVIDIA A100-SXM4-80GB", "gpu_count": 8, "cuda_version": "12.4",
+         "gpu_nvidia": [{"name": "NVIDIA A100-SXM4-80GB", "memoryTotal": "85899345920"}]}))
+    (files / "wandb-summary.json").write_text('{"_runtime": 3600, "_step": 1000}')
+    (files / "config.yaml").write_text("wandb_version: 1\nper_device_train_batch_size:\n  value: 4\nbf16:\n  value: true\n"
+                                       "fp16:\n  value: false\n")
+    m = parse([str(files.parent)])
+    f = m.facts
+    assert (f.gpu_name, f.gpus_per_node, f.gpu_memory_gb, f.precision, f.micro_batch_per_gpu) == \
+        ("NVIDIA A100-SXM4-80GB", 8, 80.0, "bf16", 4)
+    assert m.frames["steps"].height == 0 and "no step data" in m.sources[0].note
