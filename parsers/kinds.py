@@ -203,8 +203,9 @@ KINDS: tuple[LineKind, ...] = (
              {"cpu_used_gb": F, "cpu_percent": F}, required="cpu_used_gb"),
     # ---- comms per-op verbose line (§1.10) ------------------------------------------------------------------
     LineKind("ds_comm_op", "comms", ("comm op: ",),
-             r"comm op: (?P<op>\w+) \| time \(ms\): (?P<avg_latency_ms>" + NUM + r") \| msg size: (?P<msg_size>[\d.]+ ?[KMGT]?B)"
-             r" \| algbw \(Gbps\): (?P<algbw_gbps>" + NUM + r") \| busbw \(Gbps\): (?P<busbw_gbps>" + NUM + r")",
+             r"comm op: (?P<op>\w+)\s*\|\s*time \(ms\):\s*(?P<avg_latency_ms>" + NUM + r")\s*\|\s*msg size:\s*"
+             r"(?P<msg_size>[\d.]+ ?[KMGT]?B)\s*\|\s*algbw \(Gbps\):\s*(?P<algbw_gbps>" + NUM
+             + r")\s*\|\s*busbw \(Gbps\):\s*(?P<busbw_gbps>" + NUM + r")",
              {"op": S, "avg_latency_ms": F, "msg_size": S, "algbw_gbps": F, "busbw_gbps": F}, required="op"),
     # ---- events (§1.7, §1.9, §1.12, §4, §5) ----------------------------------------------------------------
     LineKind("allocator_flush", "events", ("allocator cache flushes",),

@@ -335,3 +335,17 @@ def test_wandb_run_dir_with_only_metadata_summary_and_config(tmp_path: Path) -> 
     assert (f.gpu_name, f.gpus_per_node, f.gpu_memory_gb, f.precision, f.micro_batch_per_gpu) == \
         ("NVIDIA A100-SXM4-80GB", 8, 80.0, "bf16", 4)
     assert m.frames["steps"].height == 0 and "no step data" in m.sources[0].note
+
+
+def test_comms_logger_lines_with_any_spacing_and_prefixed_tqdm(tmp_path: Path) -> None:
+    m = _model(
+        tmp_path,
+        "[2023-05-15 14:37:35,318] [INFO] [logging.py:96:log_dist] [Rank 0] rank=0 | comm op: broadcast | time (ms): "
+        "3907.38 | msg size: 576.0 B | algbw (Gbps): 0.00  | busbw (Gbps): 0.00 ",
+        "[Rank 0] rank=0 |comm op: all_reduce|time (ms): 8.50|msg size: 64.0 MB|algbw (Gbps): 63.2|busbw (Gbps): 118.5",
+        "Train:   3%|▎         | 30/1000 [00:10<05:00,  3.20it/s]",
+    )
+    comms = m.frames["comms"]
+    assert comms["op"].to_list() == ["broadcast", "all_reduce"] and comms["busbw_gbps"][1] == 118.5
+    tq = m.frames["steps"].filter(pl.col("origin") == "tqdm")
+    assert tq["global_step"].to_list() == [30] and tq["step_time_s"][0] == pytest.approx(1 / 3.2)
