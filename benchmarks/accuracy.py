@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +127,8 @@ def summary(results: list[CaseResult]) -> dict[str, object]:
 
 def _print(which: str, results: list[CaseResult], s: dict) -> None:
     print(f"== {which}: {s['cases']} cases")
-    print(f"read (not refused)   {s['read']}/{s['cases']}" + (f"  refused: {', '.join(s['refused'])}" if s["refused"] else ""))
+    refused = f"  refused: {', '.join(s['refused'])}" if s["refused"] else ""
+    print(f"read (not refused)   {s['read']}/{s['cases']}{refused}")
     if s["expecting"]:
         print(f"hit rate (top {TOP})    {s['hits']}/{s['expecting']} = {s['hit_rate']:.0%}")
     print(f"false alarms         {s['false_alarms']}/{s['healthy']} healthy cases")

@@ -79,8 +79,8 @@ def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
     ts = (text.str.extract(_TS, 0).str.slice(0, 23)
           .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
     ts = _fill(ts, ts.is_null() & (text.str.starts_with("20") | text.str.starts_with("[20")),
-               lambda idx: text.gather(idx).str.extract(_ISO, 0).str.strip_prefix("[").str.replace("T", " ", literal=True)
-               .str.replace(",", ".", literal=True)
+               lambda idx: text.gather(idx).str.extract(_ISO, 0).str.strip_prefix("[")
+               .str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
     return frame.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"), rank.alias("rank"),
                               node.alias("node"), ts.alias("ts"))
@@ -290,6 +290,13 @@ def _timers_by_shape(rows: pl.DataFrame) -> list[pl.DataFrame]:
     return parts
 
 
+def _hms_seconds(column: str) -> pl.Expr:
+    """`H:MM:SS[.ffffff]` -> seconds."""
+    parts = pl.col(column).str.split(":")
+    return sum((parts.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) * scale
+                for i, scale in enumerate((3600.0, 60.0, 1.0))), pl.lit(0.0))
+
+
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.
 DERIVED: dict[str, list[pl.Expr]] = {
     "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
@@ -297,10 +304,9 @@ DERIVED: dict[str, list[pl.Expr]] = {
     "hf_train_runtime": [(1.0 / pl.col("steps_per_sec")).alias("step_time_s")],
     "hf_log": [pl.coalesce("step_time_s", 1.0 / pl.col("iter_per_s")).alias("step_time_s")],
     "megatron_iter": [(pl.col("step_time_ms") / 1000.0).alias("step_time_s")],
-    "progress": [pl.coalesce(pl.col("step_time_ms") / 1000.0, "step_time_s",
-                             pl.col("step_hms").str.split(":").list.eval(pl.element().cast(pl.Float64, strict=False))
-                             .list.eval(pl.element() * pl.lit([3600.0, 60.0, 1.0]).explode().gather(pl.int_range(pl.len())))
-                             .list.sum()).truediv(pl.col("interval_steps").fill_null(1)).alias("step_time_s")],
+    # a duration per logged interval of N steps (`Trained 900 steps, 0:15:00 elapsed`) is per step / N
+    "progress": [pl.coalesce(pl.col("step_time_ms") / 1000.0, "step_time_s", _hms_seconds("step_hms"))
+                 .truediv(pl.col("interval_steps").fill_null(1)).alias("step_time_s")],
     "megatron_memory": [(pl.col(f"{c}_mb") / 1024.0).alias(f"{c}_gb") for c in ("ma", "max_ma", "ca", "max_ca")],
 }
 

@@ -333,6 +333,19 @@ def _accelerate_claims(c: _Claims, cfg: dict[str, Any], src: int) -> None:
     c.add("launcher", "accelerate", o, src)
 
 
+# Fact rows (parsers/kinds.py keys) whose value is an integer run fact as printed.
+_INT_FACT_KEYS = {
+    "hf.Instantaneous batch size per device": "micro_batch_per_gpu",
+    "hf.Gradient Accumulation steps": "grad_accum_steps",
+    "hf.Total train batch size": "train_batch_size", "hf.Number of trainable parameters": "model_params",
+    "hf.Total optimization steps": "total_steps", "model.params": "model_params",
+    "mpi.world_size": "world_size", "torch.barrier_world_size": "world_size", "elastic.world_size": "world_size",
+    "job.world_size": "world_size", "megatron.world_size": "world_size", "elastic.nodes": "nodes",
+    "elastic.local_world_size": "gpus_per_node", "megatron.data_parallel": "data_parallel",
+    "megatron.tensor_parallel": "tensor_parallel", "megatron.pipeline_parallel": "pipeline_parallel",
+}
+
+
 def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
     for r in kv:
         key, value, src, line, origin = r["key"], r["value"], r["source"], r["line"], r["origin"]
@@ -381,37 +394,14 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             name = key.split(".", 1)[1].lower().replace(" version", "").replace("deepspeed info", "deepspeed")
             name = {"torch cuda": "cuda", "nvcc": "cuda", "pytorch": "torch"}.get(name, name)
             c.add("version." + name, value, origin, src, line)
-        elif key == "hf.Instantaneous batch size per device":
-            c.add("micro_batch_per_gpu", _int(value), origin, src, line)
-        elif key == "hf.Gradient Accumulation steps":
-            c.add("grad_accum_steps", _int(value), origin, src, line)
-        elif key == "hf.Total train batch size":
-            c.add("train_batch_size", _int(value), origin, src, line)
-        elif key == "hf.Number of trainable parameters":
-            c.add("model_params", _int(value), origin, src, line)
-        elif key == "hf.Total optimization steps":
-            c.add("total_steps", _int(value), origin, src, line)
+        elif key in _INT_FACT_KEYS:
+            c.add(_INT_FACT_KEYS[key], _int(value), origin, src, line)
         elif key == "gpu_name":
             c.add("gpu_name", value.strip(), origin, src, line)
-        elif key == "model.params":
-            c.add("model_params", _int(value), origin, src, line)
         elif key in ("zero.stage3_banner",):
             c.add("zero_stage", 3, origin, src, line)
-        elif key in ("mpi.world_size", "torch.barrier_world_size", "elastic.world_size", "job.world_size",
-                     "megatron.world_size"):
-            c.add("world_size", _int(value), origin, src, line)
-        elif key == "elastic.nodes":
-            c.add("nodes", _int(value), origin, src, line)
-        elif key == "elastic.local_world_size":
-            c.add("gpus_per_node", _int(value), origin, src, line)
         elif key == "mpi.local_rank":  # the largest local rank seen + 1 = processes per node
             c.add("gpus_per_node", (_int(value) or 0) + 1, origin, src, line)
-        elif key == "megatron.data_parallel":
-            c.add("data_parallel", _int(value), origin, src, line)
-        elif key == "megatron.tensor_parallel":
-            c.add("tensor_parallel", _int(value), origin, src, line)
-        elif key == "megatron.pipeline_parallel":
-            c.add("pipeline_parallel", _int(value), origin, src, line)
         elif key.startswith("args."):
             _megatron_arg(c, key[5:], value, origin, src, line)
         elif key == "nvidia_smi.gpu":

@@ -63,6 +63,11 @@ class LineKind:
     layout: Layout | None = None
 
 
+def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str) -> LineKind:
+    """A run-fact line with one value (the pattern's `value` group) stored under `key`."""
+    return LineKind(name, "facts", anchors, pattern, {"value": S}, required="value", constants={"key": key})
+
+
 def _hf_key(key: str) -> str:
     return r"'" + key + r"': '?(" + NUM + r")'?"
 
@@ -174,7 +179,8 @@ KINDS: tuple[LineKind, ...] = (
                  "step_time_ms": r"(?:^|[\s|,(])(?:time|dt|step_time|iter_time|batch_time)[\s:=]*(" + NUM + r")\s*ms\b",
                  "step_time_s": r"(?:^|[\s|,(])(?:time|dt|step_time|iter_time|batch_time)[\s:=]*(" + NUM
                                 + r")\s*(?:s\b|sec\b|,|\||$|\s)",
-                 "step_hms": (r"(?:^|[\s|,(])time\s*:\s*(\d+:\d\d:\d\d(?:\.\d+)?)", r"(\d+:\d\d:\d\d(?:\.\d+)?) elapsed"),
+                 "step_hms": (r"(?:^|[\s|,(])time\s*:\s*(\d+:\d\d:\d\d(?:\.\d+)?)",
+                              r"(\d+:\d\d:\d\d(?:\.\d+)?) elapsed"),
                  "interval_steps": r"(?:^|\s)(\d+) (?:steps|iterations|batches)\b",
                  "samples_per_sec": (r"(?:samples|sample|images|imgs|img|seqs)/s(?:ec)?[\s:=]*(" + NUM + ")",
                                      r"(" + NUM + r")\s*(?:samples|images)/s"),
@@ -275,8 +281,8 @@ KINDS: tuple[LineKind, ...] = (
              {"value": S, "local": S}, required="value", constants={"key": "launcher.nnodes"}),
     LineKind("ds_dist_world_size", "facts", ("dist_world_size=",), r"dist_world_size=(?P<value>\d+)", {"value": S},
              required="value", constants={"key": "launcher.dist_world_size"}),
-    LineKind("ds_cmd", "facts", ("] cmd = ", "cmd = "), r"(?:^|\] )cmd = (?P<value>.*)$", {"value": S}, required="value",
-             constants={"key": "launcher.cmd"}),
+    LineKind("ds_cmd", "facts", ("] cmd = ", "cmd = "), r"(?:^|\] )cmd = (?P<value>.*)$", {"value": S},
+             required="value", constants={"key": "launcher.cmd"}),
     LineKind("ds_backend", "facts", ("with backend ",), r"with backend (?P<value>\w+)", {"value": S},
              required="value", constants={"key": "backend"}),
     LineKind("ds_accelerator", "facts", ("Setting ds_accelerator to ",), r"Setting ds_accelerator to (?P<value>\w+)",
@@ -289,10 +295,8 @@ KINDS: tuple[LineKind, ...] = (
              r"(?P<value>Stage 3 initialize beginning|Parameter Offload)", {"value": S}, required="value",
              constants={"key": "zero.stage3_banner"}),
     # mpi_discovery: `Discovered MPI settings of world_rank=11, local_rank=3, world_size=16, ...`
-    LineKind("ds_mpi_world", "facts", ("Discovered MPI settings of ",), r"world_size=(?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "mpi.world_size"}),
-    LineKind("ds_mpi_local", "facts", ("Discovered MPI settings of ",), r"local_rank=(?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "mpi.local_rank"}),
+    _fact("ds_mpi_world", ("Discovered MPI settings of ",), r"world_size=(?P<value>\d+)", "mpi.world_size"),
+    _fact("ds_mpi_local", ("Discovered MPI settings of ",), r"local_rank=(?P<value>\d+)", "mpi.local_rank"),
     LineKind("ds_cpu_offload", "facts", ("CPU Offload: ",), r"CPU Offload: (?P<value>True|False)", {"value": S},
              required="value", constants={"key": "zero.cpu_offload"}),
     LineKind("ds_optimizer", "facts", ("Basic Optimizer = ", "Final Optimizer = "),
@@ -311,32 +315,25 @@ KINDS: tuple[LineKind, ...] = (
     # ---- plain PyTorch, torchelastic, Lightning, Megatron ---------------------------------------------------
     # c10d: `Rank 2: Completed store-based barrier for key:store_based_barrier_key:1 with 16 nodes.` (its "nodes"
     # are processes).
-    LineKind("torch_barrier", "facts", ("Completed store-based barrier",), r"with (?P<value>\d+) nodes",
-             {"value": S}, required="value", constants={"key": "torch.barrier_world_size"}),
+    _fact("torch_barrier", ("Completed store-based barrier",), r"with (?P<value>\d+) nodes",
+          "torch.barrier_world_size"),
     # torchelastic's rank assignment block: group_world_size (agents = nodes), local_world_size, global_world_sizes.
-    LineKind("elastic_nodes", "facts", ("group_world_size=",), r"group_world_size=(?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "elastic.nodes"}),
-    LineKind("elastic_local", "facts", ("local_world_size=",), r"local_world_size=(?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "elastic.local_world_size"}),
-    LineKind("elastic_world", "facts", ("global_world_sizes=[",), r"global_world_sizes=\[(?P<value>\d+)",
-             {"value": S}, required="value", constants={"key": "elastic.world_size"}),
+    _fact("elastic_nodes", ("group_world_size=",), r"group_world_size=(?P<value>\d+)", "elastic.nodes"),
+    _fact("elastic_local", ("local_world_size=",), r"local_world_size=(?P<value>\d+)", "elastic.local_world_size"),
+    _fact("elastic_world", ("global_world_sizes=[",), r"global_world_sizes=\[(?P<value>\d+)", "elastic.world_size"),
     # Lightning: `Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4`.
-    LineKind("lightning_member", "facts", ("Initializing distributed: GLOBAL_RANK:",), r"MEMBER: \d+/(?P<value>\d+)",
-             {"value": S}, required="value", constants={"key": "job.world_size"}),
+    _fact("lightning_member", ("Initializing distributed: GLOBAL_RANK:",), r"MEMBER: \d+/(?P<value>\d+)",
+          "job.world_size"),
     # Any `world_size=N` a script prints (`trainer.world_size=1`, `dist.get_world_size()`).
-    LineKind("world_size_print", "facts", ("world_size=",), r"\bworld_size=(?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "job.world_size"}),
+    _fact("world_size_print", ("world_size=",), r"\bworld_size=(?P<value>\d+)", "job.world_size"),
     # Megatron: `using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, pipeline-model-parallel
     # size: 16` (older: `using world size: 64 and model-parallel size: 4`), one row per number.
-    LineKind("megatron_world", "facts", ("using world size: ",), r"using world size: (?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "megatron.world_size"}),
-    LineKind("megatron_dp", "facts", ("using world size: ",), r"data-parallel-size: (?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "megatron.data_parallel"}),
-    LineKind("megatron_tp", "facts", ("using world size: ",),
-             r"(?:tensor-model-parallel size|and model-parallel size): (?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "megatron.tensor_parallel"}),
-    LineKind("megatron_pp", "facts", ("using world size: ",), r"pipeline-model-parallel size: (?P<value>\d+)",
-             {"value": S}, required="value", constants={"key": "megatron.pipeline_parallel"}),
+    _fact("megatron_world", ("using world size: ",), r"using world size: (?P<value>\d+)", "megatron.world_size"),
+    _fact("megatron_dp", ("using world size: ",), r"data-parallel-size: (?P<value>\d+)", "megatron.data_parallel"),
+    _fact("megatron_tp", ("using world size: ",),
+          r"(?:tensor-model-parallel size|and model-parallel size): (?P<value>\d+)", "megatron.tensor_parallel"),
+    _fact("megatron_pp", ("using world size: ",), r"pipeline-model-parallel size: (?P<value>\d+)",
+          "megatron.pipeline_parallel"),
     # Megatron's argument dump: `  world_size ...................................... 64` (any key; facts.py reads
     # the ones it knows).
     LineKind("megatron_arg", "facts", (" ....",), r"(?:^|\s)(?P<key>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$",

@@ -212,7 +212,8 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
                              "note": s["note"]} for s in plan["stages"]]
     facts = [("world size", run["world_size"]), ("nodes", run["nodes"]), ("GPUs per node", run["gpus_per_node"]),
              ("tensor parallel", run["tensor_parallel"]), ("pipeline parallel", run["pipeline_parallel"]),
-             ("data parallel", run["data_parallel"]), ("GPU", run["gpu_name"]), ("hosts", ", ".join(run["hostnames"]) or None),
+             ("data parallel", run["data_parallel"]), ("GPU", run["gpu_name"]),
+             ("hosts", ", ".join(run["hostnames"]) or None),
              ("parameters", None if not run["model_params"] else f"{run['model_params']:,}"),
              ("ZeRO stage", run["zero_stage"]), ("optimizer offload", run["offload_optimizer"]),
              ("parameter offload", run["offload_param"]), ("precision", run["precision"]),

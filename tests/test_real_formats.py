@@ -175,7 +175,8 @@ def test_gpu_from_nvidia_smi_table(tmp_path: Path) -> None:
 
 
 def test_zero_stage_and_offload_from_banners_and_command_lines(tmp_path: Path) -> None:
-    m = _model(tmp_path, "[2021-05-25 06:37:59,217] [INFO] [utils.py:588:see_memory_usage] Stage 3 initialize beginning")
+    m = _model(tmp_path,
+               "[2021-05-25 06:37:59,217] [INFO] [utils.py:588:see_memory_usage] Stage 3 initialize beginning")
     assert m.facts.zero_stage == 3
     chat = _model(tmp_path, "cmd = deepspeed main.py --model_name_or_path facebook/opt-1.3b --zero_stage 2 --offload "
                             "--per_device_train_batch_size 8 --max_seq_len 512 --deepspeed", name="chat.log")
@@ -328,8 +329,8 @@ def test_wandb_run_dir_with_only_metadata_summary_and_config(tmp_path: Path) -> 
         {"host": "node1", "gpu": "NVIDIA A100-SXM4-80GB", "gpu_count": 8, "cuda_version": "12.4",
          "gpu_nvidia": [{"name": "NVIDIA A100-SXM4-80GB", "memoryTotal": "85899345920"}]}))
     (files / "wandb-summary.json").write_text('{"_runtime": 3600, "_step": 1000}')
-    (files / "config.yaml").write_text("wandb_version: 1\nper_device_train_batch_size:\n  value: 4\nbf16:\n  value: true\n"
-                                       "fp16:\n  value: false\n")
+    (files / "config.yaml").write_text("wandb_version: 1\nper_device_train_batch_size:\n  value: 4\n"
+                                       "bf16:\n  value: true\nfp16:\n  value: false\n")
     m = parse([str(files.parent)])
     f = m.facts
     assert (f.gpu_name, f.gpus_per_node, f.gpu_memory_gb, f.precision, f.micro_batch_per_gpu) == \

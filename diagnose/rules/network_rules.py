@@ -282,8 +282,10 @@ def world_size_mismatch(ctx: Ctx) -> Finding | None:
             key = "num_machines" if fact == "nodes" else "num_processes"
             changes.append(Change("accelerate", key, acc[0].value, max(ran.value, acc[0].value)))
         name = fact.replace("_", " ")
-        return Finding("world-size-mismatch", f"The job ran with {ran.value} {('nodes' if fact == 'nodes' else 'processes')} "
-                       f"where {against[0].value} were {('allocated' if against[0] is allocated else 'launched')}",
+        unit = "nodes" if fact == "nodes" else "processes"
+        how = "allocated" if against[0] is allocated else "launched"
+        return Finding("world-size-mismatch",
+                       f"The job ran with {ran.value} {unit} where {against[0].value} were {how}",
                        "critical", "high", True,
                        f"The {name} the running job printed ({ran.value}) differs from "
                        + " and ".join(f"what the {_where(ev)} says ({ev.value})" for ev in against)
