@@ -369,9 +369,10 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("accelerate_env_version", "facts", ("` version: ", "- PyTorch version", "- Transformers version"),
              r"- `?(?P<key>Accelerate|PyTorch|Transformers|DeepSpeed|transformers)`? version[^:]*: (?P<value>[\w.+]+)",
              {"key": S, "value": S}, required="key", constants={"key_prefix": "env_report."}),
-    # `nvidia-smi -L` and scripts that print the device: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`.
-    LineKind("gpu_name", "facts", (" (UUID: GPU-", "GPU 0: NVIDIA", "GPU 0: Tesla"),
-             r"GPU \d+: (?P<value>(?:NVIDIA|Tesla|Quadro)?[^(]*?)\s*(?:\(UUID: GPU-|$)", {"value": S},
+    # `nvidia-smi -L` and scripts that print the device: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`,
+    # `Device: NVIDIA H100 80GB HBM3`.
+    LineKind("gpu_name", "facts", (" (UUID: GPU-", "GPU 0: NVIDIA", "GPU 0: Tesla", "Device: NVIDIA", "Device: Tesla"),
+             r"(?:GPU \d+|Device): (?P<value>(?:NVIDIA|Tesla|Quadro)?[^(]*?)\s*(?:\(UUID: GPU-|$)", {"value": S},
              required="value", constants={"key": "gpu_name"}),
     # nvidia-smi's table: `|   0  Tesla V100-SXM2...  On   | 00000000:1A:00.0 Off |` (the name may be cut short)
     # and the memory row `| N/A 34C P0 41W / 300W |      0MiB / 32510MiB |`.

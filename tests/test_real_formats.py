@@ -350,3 +350,19 @@ def test_comms_logger_lines_with_any_spacing_and_prefixed_tqdm(tmp_path: Path) -
     assert comms["op"].to_list() == ["broadcast", "all_reduce"] and comms["busbw_gbps"][1] == 118.5
     tq = m.frames["steps"].filter(pl.col("origin") == "tqdm")
     assert tq["global_step"].to_list() == [30] and tq["step_time_s"][0] == pytest.approx(1 / 3.2)
+
+
+def test_device_line_names_the_gpu(tmp_path: Path) -> None:
+    f = _model(tmp_path, "Device: NVIDIA H100 80GB HBM3").facts
+    assert f.gpu_name == "NVIDIA H100 80GB HBM3"
+
+
+def test_launch_flags_alone_override_the_yaml(tmp_path: Path) -> None:
+    (tmp_path / "cfg.yaml").write_text("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
+                                       "num_machines: 1\nnum_processes: 4\n")
+    (tmp_path / "launch.sh").write_text("#!/bin/bash\naccelerate launch --config_file cfg.yaml --num_machines 4 "
+                                        "--num_processes 16 train.py\n")
+    m = parse([str(tmp_path / "cfg.yaml"), str(tmp_path / "launch.sh")])
+    assert (m.facts.world_size, m.facts.nodes, m.facts.gpus_per_node) == (16, 4, 4)
+    assert m.facts.evidence["world_size"].origin == "launch_script"
+    assert "world-size-mismatch" not in [x.id for x in diagnose(m).findings]
