@@ -78,6 +78,7 @@ class Metrics:
     node_imbalance: float | None = None  # slowest node / median node
     skipped_fraction: float | None = None
     overflow_after_warmup: int = 0
+    loss_scale_min: float | None = None  # the lowest fp16 loss scale an overflow / loss-scale line reached
     allocator_flushes: int = 0
     first_flush_step: int | None = None
     stall_events: tuple[tuple[str, int | None, float | None], ...] = ()  # (kind, step, stall seconds)
@@ -116,7 +117,7 @@ def compute(model: RunModel) -> Metrics:
         busbw = None  # understated by the running totals: not a measurement to quote
     rank_p50, imbalance = _imbalance(model.frames["timers"])
     node_p50, node_imbalance = _imbalance(model.frames["timers"], "node")
-    skipped_frac, overflow_late = _overflow(steps, model.frames["events"])
+    skipped_frac, overflow_late, lowest_scale = _overflow(steps, model.frames["events"])
     flush = model.frames["events"].filter(pl.col("kind") == "allocator_flush")
     flushes = int(flush["count"].fill_null(1).sum()) if flush.height else 0
     first_flush = _step_at(steps, flush.row(0, named=True)) if flush.height else None
@@ -129,7 +130,7 @@ def compute(model: RunModel) -> Metrics:
                    comm_running_totals=running_totals,
                    rank_step_p50=rank_p50, imbalance=imbalance, node_step_p50=node_p50,
                    node_imbalance=node_imbalance, skipped_fraction=skipped_frac,
-                   overflow_after_warmup=overflow_late, allocator_flushes=flushes, first_flush_step=first_flush,
+                   overflow_after_warmup=overflow_late, loss_scale_min=lowest_scale, allocator_flushes=flushes, first_flush_step=first_flush,
                    stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps))
@@ -294,23 +295,50 @@ def _imbalance(timers: pl.DataFrame, by: str = "rank") -> tuple[dict, float | No
     return out, (max(out.values()) / med if med > 0 else None)
 
 
-def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, int]:
+def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, int, float | None]:
+    """-> (skipped fraction after the loss-scale warm-up, overflows after it, lowest loss scale reached).
+
+    The fraction comes from the best counter a log has: DeepSpeed's cumulative `skipped=` (over the second half of
+    the run), Megatron's per-interval `number of skipped iterations` (after the leading intervals of the warm-up
+    cascade), else overflow messages (once per step, parsers/run_model.once_per_step) over the steps the log shows
+    from the first late overflow on."""
+    over = events.filter(pl.col("kind") == "overflow")
+    scales = events.filter(pl.col("kind").is_in(["overflow", "loss_scale"]))["value_to"].drop_nulls()
+    lowest = float(scales.min()) if scales.len() else None  # type: ignore[arg-type]
+    counted = steps.filter(pl.col("global_step").is_not_null() & pl.col("origin").is_in(OVERFLOW_STEP_CLOCKS))
+    at = counted.select("source", "line", pl.col("global_step").alias("global_step_at")).sort("line")
+    over_steps = over.sort("line").join_asof(at, on="line", by="source", strategy="backward") if counted.height else \
+        over.with_columns(pl.lit(None, pl.Int64).alias("global_step_at"))
+    warm = pl.col("global_step_at").is_not_null() & (pl.col("global_step_at") <= FP16_WARMUP_STEPS)
+    late_rows = over_steps.filter(~warm) if counted.height else over_steps.slice(FP16_WARMUP_OVERFLOWS)
+    late = late_rows.height
     ds = steps.filter((pl.col("origin") == "ds_step") & pl.col("skipped").is_not_null()).sort("global_step")
-    frac = None
     if ds.height >= 4:
         # The rate over the second half of the run: the fp16 loss-scale warm-up at the start skips steps by design.
         mid, last = ds.row(ds.height // 2, named=True), ds.row(-1, named=True)
         span = (last["global_step"] or 0) - (mid["global_step"] or 0)
         if span > 0:
-            frac = float(last["skipped"] - mid["skipped"]) / span
-    over = events.filter(pl.col("kind") == "overflow")
-    # fp16's dynamic loss scale starts at 2^16 and halves on each overflow until it fits: a cascade at the start
-    # is normal (log_formats.md §1.7); count only overflows after the first FP16_WARMUP overflow lines.
-    late = max(0, over.height - FP16_WARMUP_OVERFLOWS)
-    return frac, late
+            return float(last["skipped"] - mid["skipped"]) / span, late, lowest
+    meg = steps.filter((pl.col("origin") == "megatron_iter") & pl.col("skipped_iters").is_not_null()).sort("global_step")
+    if meg.height >= 2:
+        interval = meg["global_step"].diff().drop_nulls()
+        step = int(interval.median()) if interval.len() else 1  # type: ignore[arg-type]
+        cascade = meg.with_columns((pl.col("skipped_iters") == 0).cum_max().alias("_past"))
+        after = cascade.filter(pl.col("_past"))
+        if after.height:
+            return float(after["skipped_iters"].sum()) / (after.height * max(step, 1)), late, lowest
+    if late and counted.height:
+        first = late_rows["global_step_at"].drop_nulls().min()
+        window = counted.filter(pl.col("global_step") >= first)["global_step"].n_unique() if first is not None else 0
+        if window:
+            return min(1.0, late / window), late, lowest
+    return None, late, lowest
 
 
-FP16_WARMUP_OVERFLOWS = 20  # 2^16 down to ~2^0 is 16 halvings; a few more for hysteresis
+# Step lines an overflow message can be placed after (the lines that count optimizer steps).
+OVERFLOW_STEP_CLOCKS = ("ds_step", "ds_throughput", "tqdm", "hf_log", "megatron_iter", "progress")
+FP16_WARMUP_STEPS = 32  # DeepSpeed starts the loss scale at 2^16 (2^32 before 0.3): the halvings end by ~step 32
+FP16_WARMUP_OVERFLOWS = 20  # without step numbers: 2^16 down to ~2^0 is 16 halvings; a few more for hysteresis
 
 
 def _step_at(steps: pl.DataFrame, row: dict) -> int | None:

@@ -10,6 +10,7 @@ from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 INPUT_GAP_FACTOR = 1.3  # wall step 30% longer than fwd+bwd+step: time outside the engine (causes.md C4)
 STALL_SHARE = 0.1  # stalls adding >10% to the run's time are worth fixing (TF profiler's 5%/20% bands)
 SKIP_FRACTION = 0.05  # >5% of optimizer steps skipped after warm-up wastes compute (loss scale stuck low)
+LOSS_SCALE_FLOOR = 4.0  # 2^2: 14 halvings below DeepSpeed's 2^16 start; DeepSpeed's min_loss_scale default is 1
 
 
 @rule("input-bound", "The input pipeline starves the GPUs",
@@ -176,26 +177,36 @@ def no_mixed_precision(ctx: Ctx) -> Finding | None:
 
 
 @rule("fp16-overflow-skips", "fp16 overflows keep skipping optimizer steps",
-      detects="DeepSpeed's `skipped=` counter or `OVERFLOW! ... Skipping step` lines beyond the loss-scale "
-              "warm-up at the start of training.",
+      detects="More than 5% of optimizer steps skipped after the loss-scale warm-up (DeepSpeed's `skipped=` counter, "
+              "Megatron's `number of skipped iterations`, or overflow messages once per step over the steps the log "
+              "shows), or the loss scale driven down to its floor (<= 4).",
       why="A skipped step does all the work of a step and updates nothing; a loss scale stuck near 1 means the "
-          "model is barely training.",
-      evidence="`step=N, skipped=K` lines, overflow / loss-scale lines.",
+          "model is barely training. A cascade of overflows during the first ~32 steps is the loss scale finding "
+          "its level, and 1-2% skipped later on is normal.",
+      evidence="`step=N, skipped=K` lines, Megatron iteration lines, OVERFLOW / loss-scale lines with the scale.",
       fix="bf16 instead of fp16 where the GPU supports it; otherwise lower the learning rate, clip gradients, "
           "raise fp16.loss_scale_window / hysteresis.")
 def fp16_overflow_skips(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
-    frac = m.skipped_fraction or 0.0
-    if frac < SKIP_FRACTION and m.overflow_after_warmup == 0:
+    frac = m.skipped_fraction
+    floor = m.loss_scale_min is not None and m.loss_scale_min <= LOSS_SCALE_FLOOR
+    if not floor and (frac is None or frac < SKIP_FRACTION):
         return None
-    over = ctx.model.frames["events"].filter(pl.col("kind") == "overflow")
-    ev = [Evidence(f"skipped steps: {frac:.0%} of optimizer steps", kind="metric")]
+    over = ctx.model.frames["events"].filter(pl.col("kind").is_in(["overflow", "loss_scale"]))
+    ev = [Evidence(f"skipped steps after the warm-up: {frac:.0%} of optimizer steps", kind="metric")] \
+        if frac is not None else []
+    if floor:
+        ev.append(Evidence(f"loss scale driven down to {m.loss_scale_min:g}", kind="metric"))
     ev += [Evidence(r["detail"] or "OVERFLOW", ctx.model.source_name(r["source"]), r["line"])
            for r in over.tail(2).iter_rows(named=True)]
-    return Finding("fp16-overflow-skips", "fp16 overflows keep skipping optimizer steps", "warning", "high", True,
-                   f"{frac:.0%} of optimizer steps were skipped for fp16 overflow"
-                   + (f" ({m.overflow_after_warmup} overflows after the loss-scale warm-up)."
-                      if m.overflow_after_warmup else "."), tuple(ev),
-                   Fix("Switch to bf16.", (Change("ds_config", "fp16.enabled", True, False),
-                                           Change("ds_config", "bf16.enabled", None, True)),
-                       "Every step updates the weights."), {"skipped_fraction": frac})
+    what = (f"{frac:.0%} of optimizer steps were skipped for fp16 overflow" if frac is not None and frac >= SKIP_FRACTION
+            else "fp16 overflows keep recurring")
+    changes = (Change("ds_config", "fp16.enabled", True, False), Change("ds_config", "bf16.enabled", None, True))
+    return Finding(id="fp16-overflow-skips", title="fp16 overflows keep skipping optimizer steps",
+                   severity="critical" if floor else "warning", confidence="high", explains_slowdown=True,
+                   summary=what + (f" and the loss scale fell to {m.loss_scale_min:g}: the model is barely "
+                                   "training." if floor else "."),
+                   evidence=tuple(ev),
+                   fix=Fix("Switch to bf16 (A100/H100); on fp16-only GPUs lower the learning rate and clip gradients.",
+                           changes, "Every step updates the weights."),
+                   data={"skipped_fraction": frac, "loss_scale_min": m.loss_scale_min})
