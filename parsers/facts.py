@@ -65,6 +65,7 @@ class NcclFacts:
     n_ranks: int | None = None
     n_nodes: int | None = None
     local_ranks: int | None = None
+    local_devices: int | None = None  # the most CUDA devices one host's NCCL lines name (`host:pid:tid [dev]`)
 
 
 @dataclass(frozen=True)
@@ -585,6 +586,9 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
     local = int(comm["local"][0]) if comm.height else None
     version = msgs.select(pl.col("msg").str.extract(r"NCCL version ([\d.]+(?:\+cuda[\d.]+)?)")).to_series().drop_nulls()
     hosts = tuple(sorted(set(frame["nccl_host"].drop_nulls().to_list())))
+    devs = frame.filter(pl.col("dev").is_not_null()).group_by(pl.col("nccl_host").fill_null("")).agg(
+        pl.col("dev").n_unique())["dev"]
+    local_devices = int(devs.max()) if devs.len() else None  # type: ignore[arg-type]
     src = int(frame["source"][0])
     c.add("world_size", n_ranks, "nccl", src)
     c.add("nodes", n_nodes, "nccl", src)
@@ -593,7 +597,7 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
         c.add("version.nccl", version[0], "nccl", src)
     return NcclFacts(version=version[0] if version.len() else None, network=net[0] if net.len() else None,
                      ib_device_found=ib_found, transports={k: int(v) for k, v in transports}, env=env, hosts=hosts,
-                     n_ranks=n_ranks, n_nodes=n_nodes, local_ranks=local)
+                     n_ranks=n_ranks, n_nodes=n_nodes, local_ranks=local, local_devices=local_devices)
 
 
 def _topology_from_hosts(c: _Claims, nccl: NcclFacts) -> None:

@@ -31,11 +31,16 @@ def _nccl_lines(ctx: Ctx, pattern: str, limit: int = 3) -> list[Evidence]:
           "needs one; verify with nccl-tests all_reduce_perf.")
 def nccl_socket_transport(ctx: Ctx) -> Finding | None:
     f, n = ctx.facts, ctx.facts.nccl
-    multi_node = (f.nodes or 1) > 1 or (n.n_nodes or 1) > 1
+    nodes = max(f.nodes or 0, n.n_nodes or 0) or None
     ib_off = (ctx.env("NCCL_IB_DISABLE") or "").strip() == "1"
     socket = n.network == "Socket" or n.ib_device_found is False or "NET/Socket" in n.transports
-    if not multi_node or not (socket or ib_off):
+    if nodes == 1 or not (socket or ib_off):  # inside one node NCCL never uses the network
         return None
+    # IB was meant to be used: NCCL_IB_* settings other than disabling it, or a run known to span nodes.
+    ib_meant = any(k.startswith("NCCL_IB_") and not (k == "NCCL_IB_DISABLE" and ib_off) for k in f.env) \
+        or bool(nodes and nodes > 1)
+    if not ib_meant and not ib_off:
+        return _socket_if_multinode(ctx)
     evidence = _nccl_lines(ctx, r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket")
     changes = []
     if ib_off:
@@ -47,12 +52,26 @@ def nccl_socket_transport(ctx: Ctx) -> Finding | None:
         changes.append(Change("env", "NCCL_IB_HCA", ctx.env("NCCL_IB_HCA"), "<your HCA, e.g. mlx5_0,mlx5_1>"))
     return Finding("nccl-socket-transport", "NCCL runs over TCP sockets between nodes", "critical",
                    "high" if n.network or ib_off else "medium", True,
-                   f"This {f.nodes or n.n_nodes}-node run moves its collectives over TCP sockets "
+                   f"This {str(nodes) + '-node ' if nodes else ''}run moves its collectives over TCP sockets "
                    f"({'IB disabled by NCCL_IB_DISABLE=1' if ib_off else 'no usable IB/RoCE device'}): inter-node "
                    "bandwidth is a small fraction of what the fabric offers.",
                    tuple(evidence),
                    Fix("Put NCCL on the InfiniBand/RoCE fabric and check it with nccl-tests.", tuple(changes),
                        "Inter-node collectives at fabric speed; multi-node steps often 3-10x faster."))
+
+
+def _socket_if_multinode(ctx: Ctx) -> Finding:
+    """NCCL fell back to sockets, and the logs do not say whether the run spans nodes."""
+    evidence = _nccl_lines(ctx, r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket")
+    return Finding(id="nccl-socket-transport", title="NCCL found no InfiniBand/RoCE device and uses TCP sockets",
+                   severity="warning", confidence="medium", explains_slowdown=True,
+                   summary="NCCL found no usable IB/RoCE device and chose TCP sockets. If this run spans nodes, every "
+                           "inter-node collective runs at a small fraction of the fabric's bandwidth; inside one node "
+                           "it does not matter.",
+                   evidence=tuple(evidence),
+                   fix=Fix("If the nodes have IB/RoCE, make the device visible to NCCL (containers: /dev/infiniband "
+                           "and IPC_LOCK) and check it with nccl-tests all_reduce_perf.", (),
+                           "Inter-node collectives at fabric speed."))
 
 
 @rule("p2p-disabled", "GPU peer-to-peer disabled inside a node",
@@ -65,7 +84,8 @@ def nccl_socket_transport(ctx: Ctx) -> Finding | None:
 def p2p_disabled(ctx: Ctx) -> Finding | None:
     value = ctx.env("NCCL_P2P_DISABLE")
     t = ctx.facts.nccl.transports
-    shm_only = t.get("SHM", 0) > 0 and not any(k.startswith("P2P") for k in t) and (ctx.facts.gpus_per_node or 1) > 1
+    gpus_here = ctx.facts.gpus_per_node or ctx.facts.nccl.local_devices or 1
+    shm_only = t.get("SHM", 0) > 0 and not any(k.startswith("P2P") for k in t) and gpus_here > 1
     if (value or "").strip() != "1" and not shm_only:
         return None
     evidence = [ctx.env_evidence("NCCL_P2P_DISABLE")] if value else []
@@ -87,11 +107,17 @@ def p2p_disabled(ctx: Ctx) -> Finding | None:
           "ZeRO-1/DDP, or a faster interconnect.")
 def comm_bound(ctx: Ctx) -> Finding | None:
     br = ctx.metrics.breakdown
-    if br is None or br.shares.get("allreduce", 0) < COMM_BOUND_SHARE or not ctx.gpu_run:
+    if br is None or not ctx.gpu_run:
         return None
-    share = br.shares["allreduce"]
-    ev = [Evidence(f"bwd_allreduce {br.bwd_allreduce_ms:.1f} ms of {br.total_ms:.1f} ms timed per step "
-                   f"({share:.0%}); median over the run", kind="metric")]
+    # Pipeline point-to-point waits are communication too (Megatron forward-recv / backward-send, DeepSpeed's
+    # pipe_send_output / pipe_recv_grad).
+    p2p = br.shares.get("pipeline_p2p", 0.0)
+    share = br.shares.get("allreduce", 0.0) + p2p
+    if share < COMM_BOUND_SHARE:
+        return None
+    ev = [Evidence(f"bwd_allreduce {br.bwd_allreduce_ms or 0:.1f} ms of {br.total_ms:.1f} ms timed per step "
+                   f"({br.shares.get('allreduce', 0.0):.0%})"
+                   + (f", pipeline send/recv {p2p:.0%}" if p2p else "") + "; median over the run", kind="metric")]
     if ctx.metrics.comm_busbw_gbps is not None:
         ev.append(Evidence(f"comms logger: median bus bandwidth {ctx.metrics.comm_busbw_gbps:.1f} Gbps", kind="metric"))
     changes = []
@@ -100,8 +126,9 @@ def comm_bound(ctx: Ctx) -> Finding | None:
     if ctx.facts.micro_batch_per_gpu:
         changes.append(Change("ds_config", "train_micro_batch_size_per_gpu", ctx.facts.micro_batch_per_gpu,
                               ctx.facts.micro_batch_per_gpu * 2))
-    return Finding("comm-bound", "Gradient communication dominates the step", "warning", "medium", True,
-                   f"Gradient all-reduce takes {share:.0%} of the timed step; the GPUs wait on communication.",
+    what = "Gradient all-reduce and pipeline send/recv take" if p2p else "Gradient all-reduce takes"
+    return Finding("comm-bound", "Communication dominates the step", "warning", "medium", True,
+                   f"{what} {share:.0%} of the timed step; the GPUs wait on communication.",
                    tuple(ev), Fix("More compute per byte communicated, and overlap what remains.", tuple(changes),
                                   "Step time approaches compute time as communication is hidden or shrunk."),
                    {"allreduce_share": share})
