@@ -25,6 +25,9 @@ REAL = ROOT.parent / "shared" / "corpus" / "real"
 SAMPLES = ROOT / "sample_logs"
 SAMPLE_LABELS = Path(__file__).resolve().parent / "sample_labels.json"
 TOP = 3  # an expected finding must rank among the first TOP
+# Causes the corpus labels `other:...` (no rule had them when it was labelled) that a rule now covers: the rule's id
+# counts for the label. Kept here, in the open, rather than by editing anyone's labels.
+COVERED = {"other:training-on-cpu-no-gpu-visible": "no-gpu"}
 
 
 @dataclass
@@ -75,7 +78,8 @@ def evaluate(name: str, sources: list[str], label: dict) -> CaseResult:
     from parsers import InputError, parse
 
     want = label.get("facts") or {}
-    res = CaseResult(name, list(label.get("expected", [])), bool(label.get("healthy")), facts_want=dict(want))
+    expected = [COVERED.get(e, e) for e in label.get("expected", [])]
+    res = CaseResult(name, expected, bool(label.get("healthy")), facts_want=dict(want))
     try:
         model = parse(sources)
     except InputError as e:

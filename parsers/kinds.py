@@ -261,6 +261,12 @@ KINDS: tuple[LineKind, ...] = (
              {"detail": S}, required="detail", constants={"kind": "anomaly_detection"}),
     LineKind("profiler_active", "events", ("ActivityProfilerController", "Profiler is enabled"), r"(?P<detail>.+)$",
              {"detail": S}, required="detail", constants={"kind": "profiler"}),
+    # The job found no GPU: HF Trainer's CPU AMP backend (chosen only when the device is the CPU), bitsandbytes
+    # without CUDA, PyTorch / Lightning saying CUDA is unavailable.
+    LineKind("no_gpu", "events",
+             ("Using cpu_amp half precision backend", "compiled without GPU support", "CUDA is not available",
+              "No CUDA GPUs are available", "GPU available: False", "torch.cuda.is_available() is False"),
+             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "no_gpu"}),
     LineKind("recompile", "events", ("recompile_limit", "cache_size_limit"), r"(?P<detail>.+)$", {"detail": S},
              required="detail", constants={"kind": "recompile"}),
     LineKind("gradient_checkpointing_warning", "events", ("torch.utils.checkpoint:",), r"(?P<detail>.+)$",

@@ -87,7 +87,7 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
     "events": {
         "kind": (pl.String, "allocator_flush | overflow | loss_scale | oom | nccl_warn | timeout | traceback | "
                             "exception | checkpoint_save | eval | eval_result | launcher_exit | dataloader_warning | "
-                            "anomaly_detection | profiler | recompile | gradient_checkpointing"),
+                            "anomaly_detection | profiler | recompile | gradient_checkpointing | no_gpu"),
         "count": (pl.Int64, "how many (allocator flushes since last step; 1 otherwise)"),
         "value_from": (pl.Float64, "old loss scale / eval runtime seconds"),
         "value_to": (pl.Float64, "new loss scale / eval loss"),

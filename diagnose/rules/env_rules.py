@@ -73,3 +73,36 @@ def debug_switches(ctx: Ctx) -> Finding | None:
                    tuple(evidence),
                    Fix("Unset the debug variables; drop set_detect_anomaly / profiler from the training loop.",
                        tuple(changes), "Removes per-collective validation and host blocking; typically 5-50%."))
+
+
+@rule("no-gpu", "Training runs on the CPU although a GPU run was meant",
+      detects="The job's own output says it found no GPU (HF Trainer's `Using cpu_amp half precision backend`, "
+              "bitsandbytes `compiled without GPU support`, `CUDA is not available`, Lightning `GPU available: "
+              "False`) and nothing says the CPU was chosen on purpose (DS_ACCELERATOR=cpu, an empty "
+              "CUDA_VISIBLE_DEVICES, accelerate `use_cpu: true`).",
+      why="A CPU trains a transformer one to three orders of magnitude slower than a GPU; every other setting is "
+          "beside the point until the GPU is used.",
+      evidence="The job's device lines; the environment and configs for a deliberate CPU run.",
+      fix="Install a CUDA build of PyTorch (and bitsandbytes) that matches the driver, and expose the GPUs to the "
+          "job (CUDA_VISIBLE_DEVICES, `docker run --gpus all`, the scheduler's GPU request); check with "
+          "`python -c 'import torch; print(torch.cuda.is_available())'`.")
+def no_gpu(ctx: Ctx) -> Finding | None:
+    lines = ctx.model.frames["events"].filter(pl.col("kind") == "no_gpu")
+    if lines.height == 0 or _cpu_on_purpose(ctx):
+        return None
+    evidence = tuple(Evidence(r["detail"], ctx.model.source_name(r["source"]), r["line"])
+                     for r in lines.unique("detail", keep="first", maintain_order=True).head(3).iter_rows(named=True))
+    return Finding(id="no-gpu", title="Training runs on the CPU", severity="critical", confidence="high",
+                   explains_slowdown=True,
+                   summary="The job found no usable GPU and trains on the CPU, orders of magnitude slower.",
+                   evidence=evidence,
+                   fix=Fix("Make a CUDA build of PyTorch see the GPUs, then rerun; torch.cuda.is_available() must "
+                           "print True inside the job's environment.", (),
+                           "Training on the GPU: typically 10-1000x faster steps."))
+
+
+def _cpu_on_purpose(ctx: Ctx) -> bool:
+    f = ctx.facts
+    visible = ctx.env("CUDA_VISIBLE_DEVICES")
+    return ((ctx.env("DS_ACCELERATOR") or "").lower() == "cpu" or (visible is not None and visible.strip() in ("", "-1"))
+            or str(f.accelerate.get("use_cpu", "")).lower() == "true")
