@@ -88,6 +88,10 @@ class Metrics:
     idle_windows: tuple[tuple[object, object, float], ...] = ()  # (start ts, end ts, seconds) all GPUs idle
     stalls_in_idle: tuple[tuple[str, int | None, float], ...] = ()  # (event kind, step, idle seconds) that coincide
     wall_s: float | None = None
+    # The trainer's own per-step time (`dt=0.03`) against the wall clock between its step lines: (printed median s,
+    # wall median s per step). A printed time far below the cadence means time goes outside the timed region.
+    printed_vs_wall: tuple[float, float] | None = None
+    data_wait_share: float | None = None  # median data_time / step time where the trainer times data loading
 
 
 def compute(model: RunModel) -> Metrics:
@@ -133,7 +137,8 @@ def compute(model: RunModel) -> Metrics:
                    overflow_after_warmup=overflow_late, loss_scale_min=lowest_scale, allocator_flushes=flushes, first_flush_step=first_flush,
                    stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
-                   wall_s=_wall(steps))
+                   wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
+                   data_wait_share=_data_wait_share(steps))
 
 
 def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataFrame | None, str]:
@@ -194,6 +199,30 @@ def _printed_series(steps: pl.DataFrame) -> pl.DataFrame | None:
         out = out.with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int64).alias("global_step"))
     out = out.select(pl.col("global_step").alias("step"), "step_time_s", "ts")
     return out if out.height >= 3 else None
+
+
+def _printed_vs_wall(steps: pl.DataFrame) -> tuple[float, float] | None:
+    """Median printed step time against the median wall-clock time per step between the same lines (one rank)."""
+    rows = steps.filter(pl.col("origin").is_in(PRINTED_CLOCKS) & pl.col("step_time_s").is_not_null()
+                        & pl.col("ts").is_not_null() & pl.col("global_step").is_not_null())
+    if rows.height < 4:
+        return None
+    first_rank = rows["rank"].drop_nulls().min()
+    if first_rank is not None:
+        rows = rows.filter(pl.col("rank") == first_rank)
+    rows = rows.unique("global_step", keep="first").sort("global_step").with_columns(
+        ((pl.col("ts").diff().dt.total_milliseconds() / 1000.0) / pl.col("global_step").diff()).alias("_wall"))
+    wall = rows["_wall"].drop_nulls().filter(rows["_wall"].drop_nulls() > 0)
+    if wall.len() < 3:
+        return None
+    return float(rows["step_time_s"].median()), float(wall.median())  # type: ignore[arg-type]
+
+
+def _data_wait_share(steps: pl.DataFrame) -> float | None:
+    rows = steps.filter(pl.col("data_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+    if rows.height == 0:
+        return None
+    return float((rows["data_time_s"] / rows["step_time_s"]).median())  # type: ignore[arg-type]
 
 
 def _stats(series: pl.DataFrame, source: str) -> StepStats:
@@ -307,7 +336,9 @@ def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, 
     lowest = float(scales.min()) if scales.len() else None  # type: ignore[arg-type]
     counted = steps.filter(pl.col("global_step").is_not_null() & pl.col("origin").is_in(OVERFLOW_STEP_CLOCKS))
     at = counted.select("source", "line", pl.col("global_step").alias("global_step_at")).sort("line")
-    over_steps = over.sort("line").join_asof(at, on="line", by="source", strategy="backward") if counted.height else \
+    over_steps = over.sort("source", "line").join_asof(at.sort("source", "line"), on="line", by="source",
+                                                      strategy="backward", check_sortedness=False) \
+        if counted.height else \
         over.with_columns(pl.lit(None, pl.Int64).alias("global_step_at"))
     warm = pl.col("global_step_at").is_not_null() & (pl.col("global_step_at") <= FP16_WARMUP_STEPS)
     late_rows = over_steps.filter(~warm) if counted.height else over_steps.slice(FP16_WARMUP_OVERFLOWS)

@@ -8,6 +8,11 @@ from diagnose.metrics import SPIKE_FACTOR, TREND_FACTOR
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
 INPUT_GAP_FACTOR = 1.3  # wall step 30% longer than fwd+bwd+step: time outside the engine (causes.md C4)
+PRINTED_GAP_FACTOR = 2.0  # wall-clock cadence twice the trainer's printed step time: a coarser clock, a wider margin
+# An untimed remainder under 0.1 s a step is what per-step Python logging and metric syncs cost a small model
+# (a 3.5 ms step every 38 ms in a healthy toy DDP run); a starved pipeline or a host-bound loop costs more.
+PRINTED_GAP_MIN_S = 0.1
+DATA_WAIT_SHARE = 0.25  # a quarter of each step waiting for the batch (mmcv's data_time; a fed pipeline shows ~0)
 STALL_SHARE = 0.1  # stalls adding >10% to the run's time are worth fixing (TF profiler's 5%/20% bands)
 SKIP_FRACTION = 0.05  # >5% of optimizer steps skipped after warm-up wastes compute (loss scale stuck low)
 LOSS_SCALE_FLOOR = 4.0  # 2^2: 14 halvings below DeepSpeed's 2^16 start; DeepSpeed's min_loss_scale default is 1
@@ -31,6 +36,16 @@ def input_bound(ctx: Ctx) -> Finding | None:
         if gap is not None and gap >= INPUT_GAP_FACTOR:
             evidence.append(Evidence(f"wall-clock step {m.steps.p50_s * 1000:.0f} ms (median) vs "
                                      f"{m.breakdown.total_ms:.0f} ms inside fwd+bwd+step: {gap:.1f}x", kind="metric"))
+    printed_gap = None
+    if m.printed_vs_wall is not None and m.printed_vs_wall[0] > 0:
+        printed, wall = m.printed_vs_wall
+        printed_gap = wall / printed if wall - printed >= PRINTED_GAP_MIN_S else None
+        if printed_gap is not None and printed_gap >= PRINTED_GAP_FACTOR:
+            evidence.append(Evidence(f"the trainer times each step at {printed * 1000:.0f} ms (median) but its step "
+                                     f"lines come every {wall * 1000:.0f} ms per step: {printed_gap:.1f}x",
+                                     kind="metric"))
+    if m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE:
+        evidence.append(Evidence(f"data_time is {m.data_wait_share:.0%} of each step's time (median)", kind="metric"))
     warn = ctx.model.frames["events"].filter(pl.col("kind") == "dataloader_warning")
     for r in warn.head(2).iter_rows(named=True):
         evidence.append(Evidence(r["detail"], ctx.model.source_name(r["source"]), r["line"]))
@@ -42,17 +57,26 @@ def input_bound(ctx: Ctx) -> Finding | None:
     # Allocator flushes and checkpoint stalls also happen outside the engine's timers; with them present the gap
     # alone does not point at the data pipeline.
     other = m.allocator_flushes > 0 or bool(m.stall_events)
-    strong = gap is not None and gap >= INPUT_GAP_FACTOR and not other
+    measured = (gap is not None and gap >= INPUT_GAP_FACTOR) or (
+        printed_gap is not None and printed_gap >= PRINTED_GAP_FACTOR)
+    strong = (measured and not other) or (m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE)
     return Finding("input-bound", "The input pipeline starves the GPUs", "warning" if strong else "info",
                    "high" if strong else "low", strong,
-                   (f"Each step spends {gap:.1f}x the engine's compute time end to end; the difference is spent "
-                    "outside the model (data loading, host work)." if strong else
+                   (_input_summary(gap, printed_gap, m.data_wait_share) if strong else
                     "The data pipeline may not keep up (see evidence)."), tuple(evidence),
                    Fix("Load data in parallel worker processes.",
                        (Change("trainer_args", "dataloader_num_workers", f.dataloader_num_workers, 4),
                         Change("trainer_args", "dataloader_pin_memory", None, True)),
                        "Data ready before each step; step time approaches the engine's compute time."),
                    {"wall_over_compute": gap})
+
+
+def _input_summary(gap: float | None, printed_gap: float | None, data_share: float | None) -> str:
+    if data_share is not None and data_share >= DATA_WAIT_SHARE:
+        return f"Each step waits {data_share:.0%} of its time for the next batch: the data pipeline cannot keep up."
+    ratio = gap if gap is not None and gap >= INPUT_GAP_FACTOR else printed_gap
+    return (f"Each step takes {ratio:.1f}x its timed compute end to end; the difference is spent outside the model "
+            "(data loading, host work, logging).")
 
 
 @rule("periodic-stalls", "Periodic stalls at checkpoints, evaluation or logging",
