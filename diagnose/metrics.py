@@ -229,7 +229,10 @@ def _stats(series: pl.DataFrame, source: str) -> StepStats:
     body = series.filter(pl.col("step") > WARMUP_STEPS) if series.height > WARMUP_STEPS + 3 else series
     t = body["step_time_s"]
     p50 = float(t.median())
-    spikes = body.filter(pl.col("step_time_s") >= SPIKE_FACTOR * p50)["step"].to_list()
+    # Against the lower quartile: when every second step stalls (nanoGPT evaluating and saving every 2 iterations)
+    # the median is itself a stalled step.
+    base = float(t.quantile(0.25, "lower"))  # type: ignore[arg-type]
+    spikes = body.filter(pl.col("step_time_s") >= SPIKE_FACTOR * base)["step"].to_list()
     period = None
     if len(spikes) >= 3:  # two spikes always look "regular"
         gaps = [b - a for a, b in zip(spikes, spikes[1:])]
@@ -366,7 +369,7 @@ def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, 
     return None, late, lowest
 
 
-# Step lines an overflow message can be placed after (the lines that count optimizer steps).
+# Step lines an event (an overflow, a checkpoint save) can be placed after: the lines that count optimizer steps.
 OVERFLOW_STEP_CLOCKS = ("ds_step", "ds_throughput", "tqdm", "hf_log", "megatron_iter", "progress")
 FP16_WARMUP_STEPS = 32  # DeepSpeed starts the loss scale at 2^16 (2^32 before 0.3): the halvings end by ~step 32
 FP16_WARMUP_OVERFLOWS = 20  # without step numbers: 2^16 down to ~2^0 is 16 halvings; a few more for hysteresis
@@ -375,8 +378,7 @@ FP16_WARMUP_OVERFLOWS = 20  # without step numbers: 2^16 down to ~2^0 is 16 halv
 def _step_at(steps: pl.DataFrame, row: dict) -> int | None:
     """The optimizer step at the time (or line) of an event: the last step line before it."""
     ds = steps.filter((pl.col("source") == row["source"]) & pl.col("global_step").is_not_null()
-                      & (pl.col("line") <= row["line"]) & pl.col("origin").is_in(["ds_step", "ds_throughput", "tqdm",
-                                                                                    "hf_log"]))
+                      & (pl.col("line") <= row["line"]) & pl.col("origin").is_in(OVERFLOW_STEP_CLOCKS))
     return int(ds["global_step"].max()) if ds.height else None
 
 

@@ -41,8 +41,10 @@ BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 # costs six times as much on a large log). Whole-match extraction (group 0) lets the regex crate skip its capture
 # engines, 2-3x cheaper per line; the rarer prefixes are looked for only on the rows that still lack a value.
 _RANK_DS = "[Rank "
-_RANK_OUTER = r"^(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee>\d+)\]:|\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:|\s*(?P<task>\d{1,5}): )"
-_RANK_OUTER_HINT = r"^(?:\S+ )?(?:\S+: )?(?:\[rank\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std|\s*\d{1,5}: )"
+# srun -l's `3: ` task label only at the start of a line: `iter 120: loss` and `step 2: train loss` are not ranks.
+_RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee>\d+)\]:|"
+               r"\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:)|\s*(?P<task>\d{1,5}): )")
+_RANK_OUTER_HINT = r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std)|\s*\d{1,5}: )"
 _HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?" + HOST + r": "
 _TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}(?:\] \[| >> )"
 # Other loggers' stamps at the start of a line: ISO (`2026-01-02T10:00:00.123`), Python logging without DeepSpeed's

@@ -244,9 +244,14 @@ KINDS: tuple[LineKind, ...] = (
              r"^(?:\[rank\d+\]: )?(?P<detail>[A-Za-z_][\w.]*(?:Error|Exception): .*)$", {"detail": S},
              required="detail", constants={"kind": "exception"}),
     LineKind("checkpoint_save", "events",
-             ("Saving model checkpoint", "is about to be saved!", "[Torch] Saved ", "checkpoint saved "),
-             r"(?P<detail>(?:Saving model checkpoint|\[Torch\] Checkpoint|\[Torch\] Saved|\w+ checkpoint saved).*)$",
+             ("Saving model checkpoint", "is about to be saved!", "[Torch] Saved ", "checkpoint saved ",
+              "saving checkpoint to "),
+             r"(?P<detail>(?:Saving model checkpoint|\[Torch\] Checkpoint|\[Torch\] Saved|\w+ checkpoint saved|"
+             r"saving checkpoint to ).*)$",
              {"detail": S}, required="detail", constants={"kind": "checkpoint_save"}),
+    # nanoGPT-style evaluation lines: `step 2000: train loss 2.91, val loss 2.95`.
+    LineKind("eval_val_loss", "events", (", val loss ",), r"(?P<detail>\S.*, val loss " + NUM + r")",
+             {"detail": S}, required="detail", constants={"kind": "eval"}),
     LineKind("eval_start", "events", ("***** Running Evaluation *****",), r"(?P<detail>Running Evaluation)",
              {"detail": S}, required="detail", constants={"kind": "eval"}),
     LineKind("eval_result", "events", ("{'eval_loss'",), "", {"value_from": F, "value_to": F},
