@@ -44,7 +44,7 @@ _ORIGIN_TIERS = {
     "accelerate_default": "launcher",
     "accelerate_yaml": "config", "ds_config": "config",
     "sbatch": "scheduler",
-    "wandb_metadata": "hardware", "nvidia_smi": "hardware",
+    "wandb_metadata": "hardware", "nvidia_smi": "hardware", "estimate": "hardware",
 }
 # Counts of which the job's largest printed value is the true one (sub-groups print smaller ones).
 _LARGEST_WINS = ("world_size", "nodes", "gpus_per_node")
@@ -198,6 +198,10 @@ def assemble(inp: FactInputs) -> RunFacts:
         ev = c.first(fact)
         return None if ev is None or ev.value == "none" else ev.value
 
+    if val("model_params") is None and val("hidden_size") and val("num_layers"):
+        # A transformer's weights are ~12 L H^2 (attention 4 H^2 + MLP 8 H^2 per layer; Kaplan et al. 2020, table 1)
+        # where no source prints the count; embeddings are left out, so it is a lower bound.
+        c.add("model_params", 12 * val("num_layers") * val("hidden_size") ** 2, "estimate", -1)
     world, nodes, gpn = val("world_size"), val("nodes"), val("gpus_per_node")
     tp, pp, dp = val("tensor_parallel"), val("pipeline_parallel"), val("data_parallel")
     if world and (tp or pp) and dp is None and world % ((tp or 1) * (pp or 1)) == 0:
@@ -474,7 +478,9 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
     zs = f.get("accelerate.zero_stage")
     if zs:
         c.add("zero_stage", _int(zs.value), o, src, at or zs.line)
-    a = sc.script_args
+    a = {k.replace("-", "_"): v for k, v in sc.script_args.items()}  # Megatron spells its flags with dashes
+    for key, setting in a.items():
+        _megatron_arg(c, key, setting.value, o, src, at or setting.line)
     for key, fact in (("per_device_train_batch_size", "micro_batch_per_gpu"),
                       ("gradient_accumulation_steps", "grad_accum_steps"),
                       ("dataloader_num_workers", "dataloader_num_workers"), ("max_steps", "total_steps"),

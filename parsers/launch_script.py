@@ -10,6 +10,7 @@ import shlex
 from dataclasses import dataclass, field
 
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_BARE_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 LAUNCHERS = ("deepspeed", "torchrun", "accelerate", "srun", "mpirun", "python", "python3")
 # Flags worth keeping, per launcher (value-taking unless listed in _BOOL_FLAGS).
@@ -163,7 +164,10 @@ def _launcher(words: list[str], lineno: int, out: LaunchScript, shell_vars: dict
     if prog not in LAUNCHERS:
         return
     out.commands.append((lineno, " ".join(words)))
-    args = [_expand(a, shell_vars) for a in args]
+    # A bare `$DISTRIBUTED_ARGS` word splits into words after expansion, as the shell does; a quoted string that
+    # holds variables (`bash -c '$LAUNCHER --node_rank ...'`) stays one word.
+    args = [w for a in args for w in (_split(_expand(a, shell_vars)) if _BARE_VAR.fullmatch(a) else
+                                      [_expand(a, shell_vars)])]
     launcher_args, script_args = _split_at_script(prog, args)
     if prog not in ("python", "python3"):
         if out.launcher is None or prog != "srun":

@@ -66,7 +66,8 @@ def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str
 
 
 def load_all() -> dict[str, Rule]:
-    from diagnose.rules import env_rules, memory_rules, network_rules, timing_rules, zero_rules  # noqa: F401
+    from diagnose.rules import (  # noqa: F401
+        env_rules, memory_rules, network_rules, parallel_rules, timing_rules, zero_rules)
 
     return REGISTRY
 

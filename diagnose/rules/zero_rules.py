@@ -6,6 +6,9 @@ from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 OPTIMIZER_STEP_SHARE = 0.4  # optimizer step > 40% of the timed step: far above the few % of a fused GPU AdamW
 #                             (DeepSpeed #6834: offload step ~10 s vs 0.2 s fwd+bwd)
 OFFLOAD_EXPLAINS_SHARE = 0.3
+# Per-step costs that do not grow with the batch (the optimizer step, the gradient all-reduce) above this share of
+# the timed step, with a small micro-batch: each step does too little work to amortise them.
+FIXED_COST_SHARE = 0.4
 SMALL_TOKENS_PER_GPU = 4096  # micro-batch x sequence below ~4k tokens leaves a 1B+ model launch/comm bound
 #                              (causes.md C7; HF perf docs)
 BIG_MODEL_PARAMS = 1e9
@@ -154,11 +157,16 @@ def activation_checkpointing_unneeded(ctx: Ctx) -> Finding | None:
       fix="Raise the micro-batch and lower gradient accumulation to keep the global batch; pack sequences.")
 def small_micro_batch(ctx: Ctx) -> Finding | None:
     f = ctx.facts
-    if not f.micro_batch_per_gpu or not f.model_params or f.model_params < BIG_MODEL_PARAMS:
+    if not f.micro_batch_per_gpu:
         return None
     tokens = f.micro_batch_per_gpu * (f.seq_len or 0)
-    small = (f.seq_len and tokens < SMALL_TOKENS_PER_GPU) or (f.micro_batch_per_gpu == 1 and (f.grad_accum_steps or 1) >= 8)
-    if not small:
+    small = bool(f.seq_len and tokens < SMALL_TOKENS_PER_GPU) or (
+        f.micro_batch_per_gpu == 1 and (f.grad_accum_steps or 1) >= 8)
+    br = ctx.metrics.breakdown
+    fixed = (br.shares.get("optimizer", 0.0) + br.shares.get("allreduce", 0.0)) if br is not None else None
+    if small and fixed is not None and fixed >= FIXED_COST_SHARE and ctx.gpu_run:
+        return _fixed_costs_dominate(ctx, tokens, fixed)
+    if not f.model_params or f.model_params < BIG_MODEL_PARAMS or not small:
         return None
     ga = f.grad_accum_steps or 1
     new_mb = f.micro_batch_per_gpu * 2
@@ -172,3 +180,26 @@ def small_micro_batch(ctx: Ctx) -> Finding | None:
                        ctx.fact_evidence("micro_batch_per_gpu", "train_micro_batch_size_per_gpu"),) if e),
                    Fix("Double the micro-batch and halve gradient accumulation (same global batch).", tuple(changes),
                        "Larger kernels and half the per-sample communication."))
+
+
+def _fixed_costs_dominate(ctx: Ctx, tokens: int, fixed: float) -> Finding:
+    """Measured: the optimizer step and the all-reduce, which cost the same at any batch size, take much of it."""
+    f, br = ctx.facts, ctx.metrics.breakdown
+    assert br is not None
+    ev = [e for e in (ctx.fact_evidence("micro_batch_per_gpu", "micro-batch"),) if e]
+    ev.append(Evidence(f"optimizer step {br.step_ms:.1f} ms + gradient all-reduce {br.bwd_allreduce_ms or 0:.1f} ms "
+                       f"= {fixed:.0%} of the {br.total_ms:.1f} ms timed step (median)", kind="metric"))
+    size = f"{tokens} tokens" if tokens else f"micro-batch {f.micro_batch_per_gpu}"
+    new_mb = f.micro_batch_per_gpu * 4 if f.micro_batch_per_gpu else None
+    changes = (Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu, new_mb),) \
+        if f.zero_stage is not None else (Change("trainer_args", "micro-batch-size", f.micro_batch_per_gpu, new_mb),)
+    return Finding(id="small-micro-batch", title="Too little work per GPU per step", severity="warning",
+                   confidence="medium", explains_slowdown=True,
+                   summary=f"Each GPU computes only {size} per micro-step, while the per-step costs that do not "
+                           f"shrink with the batch (optimizer step, gradient all-reduce) take {fixed:.0%} of the "
+                           "step.",
+                   evidence=tuple(ev),
+                   fix=Fix("Give each GPU more work per step: a larger micro-batch (memory permitting) with fewer "
+                           "accumulation steps or a larger global batch.", changes,
+                           "The fixed per-step costs spread over more samples."),
+                   data={"fixed_cost_share": fixed, "tokens_per_gpu": tokens})
