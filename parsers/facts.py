@@ -96,6 +96,7 @@ class RunFacts:
     wall_clock_breakdown: bool | None = None
     comms_logger: bool | None = None
     flops_profiler: bool | None = None
+    horovod_nccl: bool | None = None  # Horovod's build has NCCL tensor operations (`horovodrun --check-build`)
     overlap_comm: bool | None = None
     contiguous_gradients: bool | None = None
     reduce_bucket_size: float | None = None
@@ -230,7 +231,8 @@ def assemble(inp: FactInputs) -> RunFacts:
         grad_accum_steps=val("grad_accum_steps"), train_batch_size=val("train_batch_size"),
         model_params=val("model_params"), optimizer=val("optimizer"), steps_per_print=val("steps_per_print"),
         wall_clock_breakdown=val("wall_clock_breakdown"), comms_logger=val("comms_logger"),
-        flops_profiler=val("flops_profiler"), overlap_comm=val("overlap_comm"),
+        flops_profiler=val("flops_profiler"), horovod_nccl=c.first("horovod_nccl").value
+        if c.first("horovod_nccl") else None, overlap_comm=val("overlap_comm"),
         contiguous_gradients=val("contiguous_gradients"), reduce_bucket_size=val("reduce_bucket_size"),
         allgather_bucket_size=val("allgather_bucket_size"), prefetch_bucket_size=val("prefetch_bucket_size"),
         gradient_checkpointing=val("gradient_checkpointing"), dataloader_num_workers=val("dataloader_num_workers"),
@@ -405,6 +407,8 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add("gpu_name", value.strip(), origin, src, line)
         elif key in ("zero.stage3_banner",):
             c.add("zero_stage", 3, origin, src, line)
+        elif key == "horovod.nccl":
+            c.add("horovod_nccl", value == "X", origin, src, line)
         elif key == "mpi.local_rank":  # the largest local rank seen + 1 = processes per node
             c.add("gpus_per_node", (_int(value) or 0) + 1, origin, src, line)
         elif key.startswith("args."):
@@ -469,7 +473,7 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
     gpn, line = flag("deepspeed.num_gpus", "torchrun.nproc_per_node", "torchrun.nproc-per-node",
                      "srun.ntasks-per-node", "srun.gpus-per-node")
     c.add("gpus_per_node", gpn, o, src, line)
-    ws, line = flag("accelerate.num_processes")
+    ws, line = flag("accelerate.num_processes", "horovodrun.np", "mpirun.np", "mpirun.n")
     c.add("world_size", ws, o, src, line)
     _sbatch_claims(c, sc, src)
     mp = f.get("accelerate.mixed_precision")

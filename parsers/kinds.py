@@ -323,6 +323,9 @@ KINDS: tuple[LineKind, ...] = (
              required="value", constants={"key": "accelerate.distributed_type"}),
     LineKind("accelerate_num_processes", "facts", ("Num processes: ",), r"Num processes: (?P<value>\d+)",
              {"value": S}, required="value", constants={"key": "accelerate.num_processes"}),
+    # `horovodrun --check-build`: NCCL is listed only under "Available Tensor Operations", so its box says whether
+    # Horovod can all-reduce GPU tensors with NCCL at all.
+    _fact("horovod_nccl", ("[X] NCCL", "[ ] NCCL"), r"\[(?P<value>[X ])\] NCCL\s*$", "horovod.nccl"),
     # ---- plain PyTorch, torchelastic, Lightning, Megatron ---------------------------------------------------
     # c10d: `Rank 2: Completed store-based barrier for key:store_based_barrier_key:1 with 16 nodes.` (its "nodes"
     # are processes).

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _BARE_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-LAUNCHERS = ("deepspeed", "torchrun", "accelerate", "srun", "mpirun", "python", "python3")
+LAUNCHERS = ("deepspeed", "torchrun", "accelerate", "srun", "mpirun", "horovodrun", "python", "python3")
 # Flags worth keeping, per launcher (value-taking unless listed in _BOOL_FLAGS).
 _BOOL_FLAGS = {"--use_deepspeed", "--gradient_checkpointing", "--bf16", "--fp16", "--tf32", "--multi_gpu",
                "--no_python", "--standalone", "--deepspeed_multinode_launcher"}
@@ -53,8 +53,9 @@ _LAUNCH_LINE = re.compile(
 # Shell lines inside a log: `set -x` traces (`+ export X=1`, `++ srun ...`), prompts (`$ torchrun ...`), and
 # commands a wrapper echoed before running them.
 _EMBEDDED = re.compile(
-    r"^(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|srun\s|mpirun\s|deepspeed\s|torchrun\s|accelerate\s+launch\s|"
-    r"python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s|[A-Z_][A-Z0-9_]*=\S*\s*$).*)$", re.M)
+    r"^(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
+    r"deepspeed\s|torchrun\s|accelerate\s+launch\s|python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s)|"
+    r"[A-Z_][A-Z0-9_]*=\S*\s*$).*)$", re.M)
 _TRACE = re.compile(r"^\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
 
 

@@ -74,6 +74,29 @@ def _socket_if_multinode(ctx: Ctx) -> Finding:
                            "Inter-node collectives at fabric speed."))
 
 
+@rule("gloo-collectives", "GPU gradients are all-reduced through Gloo, not NCCL",
+      detects="A GPU job whose collectives cannot use NCCL: Horovod built without NCCL tensor operations "
+              "(`horovodrun --check-build` shows `[ ] NCCL`).",
+      why="Gloo reduces GPU tensors by copying them to host memory and over TCP: per-GPU throughput drops as soon as "
+          "a second GPU joins, and more with every node.",
+      evidence="Horovod's build table; the launch command and device lines for a GPU job.",
+      fix="Rebuild Horovod with NCCL (HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod) and check "
+          "`horovodrun --check-build` shows `[X] NCCL`.")
+def gloo_collectives(ctx: Ctx) -> Finding | None:
+    f = ctx.facts
+    if f.horovod_nccl is not False or (f.world_size is not None and f.world_size < 2):
+        return None
+    ev = [e for e in (ctx.fact_evidence("horovod_nccl", "Horovod NCCL tensor operations"),) if e]
+    return Finding(id="gloo-collectives", title="GPU gradients are all-reduced through Gloo, not NCCL",
+                   severity="critical", confidence="high", explains_slowdown=True,
+                   summary="Horovod was built without NCCL, so every gradient all-reduce goes through Gloo: GPU "
+                           "tensors are copied to host memory and reduced over TCP.",
+                   evidence=tuple(ev),
+                   fix=Fix("Rebuild Horovod with NCCL: HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir "
+                           "horovod; `horovodrun --check-build` then shows [X] NCCL.", (),
+                           "Collectives on NCCL: per-GPU throughput close to the single-GPU figure inside a node."))
+
+
 @rule("p2p-disabled", "GPU peer-to-peer disabled inside a node",
       detects="NCCL_P2P_DISABLE=1 (or NCCL choosing SHM over P2P between GPUs of one node).",
       why="Without P2P, intra-node traffic bounces through host memory instead of NVLink/PCIe peer copies: "
