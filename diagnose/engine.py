@@ -7,6 +7,7 @@ from diagnose import hardware
 from diagnose.findings import Finding, rank_key
 from diagnose.metrics import Metrics, compute
 from diagnose.planner import Plan, plan
+from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
 from diagnose.rules import Ctx, load_all
 from parsers.run_model import RunModel
 
@@ -18,6 +19,7 @@ LOW_MFU = 0.25  # MFU below 25% on a dense LLM is low (well-tuned runs reach 35-
 @dataclass(frozen=True)
 class Diagnosis:
     findings: tuple[Finding, ...]
+    recommendation: Recommendation
     metrics: Metrics
     plan: Plan | None
     verdict: str
@@ -25,25 +27,51 @@ class Diagnosis:
     next_steps: tuple[str, ...]
 
 
-def run_plan(model: RunModel, gpu_memory_gb: float | None = None) -> Plan | None:
+ASSUMED_GPU_GB = 80.0  # with the GPU unknown, the plan is worked for an 80 GB card and says so
+
+
+def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metrics | None = None) -> Plan | None:
+    """The planner on the run's facts; with the run's measured peak memory where the logs print it."""
     f = model.facts
     mem = gpu_memory_gb or f.gpu_memory_gb or hardware.memory_gb(f.gpu_name)
-    if not f.model_params or not f.world_size or not mem:
+    known = mem is not None
+    cpu_run = f.backend == "gloo" or f.accelerator == "cpu"
+    if not f.model_params or not f.world_size or (not known and cpu_run):
         return None
-    return plan(float(f.model_params), f.world_size, f.gpus_per_node, mem, grad_accum=f.grad_accum_steps or 1,
-                seq_len=f.seq_len, micro_batch=f.micro_batch_per_gpu, hidden=f.hidden_size, layers=f.num_layers,
-                heads=f.num_heads, activation_checkpointing=bool(f.gradient_checkpointing))
+    dp = f.data_parallel or f.world_size
+    peak = metrics.peak_mem_gb if metrics is not None else None
+    if peak is None and metrics is not None and known and "mem_max" in metrics.utilization:
+        peak = metrics.utilization["mem_max"] / 100.0 * mem  # W&B's allocated % of the card
+    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
+    current = (f.zero_stage, offloaded) if f.zero_stage is not None else None
+    # Tensor and pipeline parallelism split the weights first; ZeRO partitions each shard over the data-parallel group.
+    shard = float(f.model_params) / ((f.tensor_parallel or 1) * (f.pipeline_parallel or 1))
+    return plan(shard, dp, f.gpus_per_node, mem or ASSUMED_GPU_GB,
+                grad_accum=f.grad_accum_steps or 1, seq_len=f.seq_len, micro_batch=f.micro_batch_per_gpu,
+                hidden=f.hidden_size, layers=f.num_layers, heads=f.num_heads,
+                activation_checkpointing=bool(f.gradient_checkpointing),
+                measured_peak_gb=peak if known else None, current=current, gpu_memory_known=known)
 
 
 def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None) -> Diagnosis:
     metrics = compute(model)
-    p = run_plan(model, gpu_memory_gb)
+    p = run_plan(model, gpu_memory_gb, metrics)
     ctx = Ctx(model, model.facts, metrics, p)
     findings = [f for r in load_all().values() if only is None or r.id in only if (f := r.check(ctx))]
     findings.sort(key=rank_key)
+    findings, recommendation = settle(findings, model.facts, memory_tight(metrics, p))
     picture = classify(metrics)
-    return Diagnosis(tuple(findings), metrics, p, verdict(findings, metrics, picture), picture,
+    return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
                      next_steps(findings, metrics, model))
+
+
+def memory_tight(m: Metrics, p: Plan | None) -> bool:
+    """Memory near the card's limit (measured peak or W&B's allocated %), or the allocator already flushing."""
+    if m.allocator_flushes > 0:
+        return True
+    if "mem_max" in m.utilization and m.utilization["mem_max"] >= MEMORY_TIGHT * 100:
+        return True
+    return bool(p is not None and m.peak_mem_gb is not None and m.peak_mem_gb >= MEMORY_TIGHT * p.gpu_memory_gb)
 
 
 def classify(m: Metrics) -> str | None:

@@ -92,6 +92,9 @@ class Metrics:
     # wall median s per step). A printed time far below the cadence means time goes outside the timed region.
     printed_vs_wall: tuple[float, float] | None = None
     data_wait_share: float | None = None  # median data_time / step time where the trainer times data loading
+    # The most memory the run allocated on one GPU, GB: DeepSpeed's MaxMemAllocated, see_memory_usage's Max_MA,
+    # Megatron's `max allocated`, LLaMA-Factory's memory(GiB).
+    peak_mem_gb: float | None = None
 
 
 def compute(model: RunModel) -> Metrics:
@@ -138,7 +141,7 @@ def compute(model: RunModel) -> Metrics:
                    stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
-                   data_wait_share=_data_wait_share(steps))
+                   data_wait_share=_data_wait_share(steps), peak_mem_gb=_peak_mem(steps, model.frames["memory"]))
 
 
 def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataFrame | None, str]:
@@ -216,6 +219,11 @@ def _printed_vs_wall(steps: pl.DataFrame) -> tuple[float, float] | None:
     if wall.len() < 3:
         return None
     return float(rows["step_time_s"].median()), float(wall.median())  # type: ignore[arg-type]
+
+
+def _peak_mem(steps: pl.DataFrame, memory: pl.DataFrame) -> float | None:
+    values = [float(v) for v in (steps["max_mem_alloc_gb"].max(), memory["max_ma_gb"].max()) if v is not None]
+    return max(values) if values else None
 
 
 def _data_wait_share(steps: pl.DataFrame) -> float | None:
@@ -462,6 +470,7 @@ def _utilization(system: pl.DataFrame) -> dict[str, float]:
         if v.len():
             out[f"{name}_mean"] = float(v.mean())
             out[f"{name}_p10"] = float(v.quantile(0.1))
+            out[f"{name}_max"] = float(v.max())  # type: ignore[arg-type]
     return out
 
 

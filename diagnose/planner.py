@@ -14,6 +14,7 @@ their traffic per optimizer step while DDP (no_sync) and ZeRO-1 reduce once at t
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 GB = 1e9
@@ -21,6 +22,10 @@ GB = 1e9
 # fragmentation: 80% of the card (DeepSpeed's estimator prints "per GPU" needs with no headroom; 20% is the usual
 # margin quoted by its maintainers for buckets and fragmentation).
 USABLE_FRACTION = 0.8
+# With a measured peak, a stage fits when its model states plus the run's other memory (activations, buffers,
+# fragmentation: the measured peak minus the current stage's model states) stay under 90% of the card.
+MEASURED_FRACTION = 0.9
+MIN_TOKENS_PER_GPU = 4096  # a smaller micro-batch is offered only down to ~4k tokens per GPU (see small-micro-batch)
 BYTES_PER_PARAM_WEIGHTS = 2
 BYTES_PER_PARAM_GRADS = 2
 OPTIMIZER_BYTES = {"adamw": 12, "adam": 12, "adam8bit": 6}
@@ -53,6 +58,11 @@ class Plan:
     recommended: str
     recommended_stage: int
     steps: tuple[str, ...] = field(default_factory=tuple)  # the recommendation, reason by reason
+    memory_basis: str = "estimated"  # "measured": from the run's peak memory; "estimated": activations modelled
+    gpu_memory_known: bool = True  # False: gpu_memory_gb is an assumption, and the advice says so
+    # The micro-batch / accumulation change the recommended stage needs to fit the measured memory (None: none)
+    recommended_micro_batch: int | None = None
+    recommended_grad_accum: int | None = None
 
 
 def activations_gb(seq_len: int | None, micro_batch: int | None, hidden: int | None, layers: int | None,
@@ -68,7 +78,9 @@ def activations_gb(seq_len: int | None, micro_batch: int | None, hidden: int | N
 def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_gb: float = 80.0,
          optimizer: str = "adamw", grad_accum: int = 1, seq_len: int | None = None, micro_batch: int | None = None,
          hidden: int | None = None, layers: int | None = None, heads: int | None = None,
-         activation_checkpointing: bool = False) -> Plan:
+         activation_checkpointing: bool = False, measured_peak_gb: float | None = None,
+         current: tuple[int, bool] | None = None, gpu_memory_known: bool = True) -> Plan:
+    """`measured_peak_gb` with `current` (the run's ZeRO stage, offloaded or not) switches to measured memory."""
     nd = max(1, gpus)
     k = OPTIMIZER_BYTES.get(optimizer, 12)
     w, g = BYTES_PER_PARAM_WEIGHTS, BYTES_PER_PARAM_GRADS
@@ -98,10 +110,70 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
         need = total if total is not None else states / GB
         stages.append(StagePlan(name, stage, offload, states / GB, ds_states / GB, act, total, need <= budget,
                                 comm if nd > 1 else 0.0, note))
-    recommended, steps = _recommend(stages, budget, act, act_ckpt, activation_checkpointing, optimizer)
+    mb_ga: tuple[int | None, int | None] = (None, None)
+    basis = "estimated"
+    cur = next((s for s in stages if current and s.stage == current[0] and (s.offload is not None) == current[1]),
+               None)
+    if measured_peak_gb is not None and cur is not None:
+        basis = "measured"
+        stages, recommended, steps, mb_ga = _recommend_measured(stages, cur, measured_peak_gb, gpu_memory_gb,
+                                                                micro_batch, ga, seq_len)
+    else:
+        recommended, steps = _recommend(stages, budget, act, act_ckpt, activation_checkpointing, optimizer)
     rec = next(s for s in stages if s.name == recommended) if recommended in {s.name for s in stages} else None
     return Plan(params, nd, gpus_per_node or nd, gpu_memory_gb, optimizer, ga, activation_checkpointing,
-                tuple(stages), recommended, rec.stage if rec else 3, tuple(steps))
+                tuple(stages), recommended, rec.stage if rec else 3, tuple(steps), basis, gpu_memory_known,
+                mb_ga[0], mb_ga[1])
+
+
+def _recommend_measured(stages: list[StagePlan], cur: StagePlan, peak: float, gpu_gb: float, mb: int | None,
+                        ga: int, seq: int | None) -> tuple[list[StagePlan], str, list[str], tuple[int | None, int | None]]:
+    """Stages from the measured peak: other memory = peak - the current stage's model states, assumed to scale with
+    the micro-batch (activations dominate it). The first stage in the maintainers' order that fits as it is, or with
+    a smaller micro-batch and proportionally more accumulation (not below MIN_TOKENS_PER_GPU), wins."""
+    limit = MEASURED_FRACTION * gpu_gb
+    other = max(0.0, peak - cur.model_states_gb)
+    steps = [f"Measured: peak {peak:.1f} GB per GPU under the run's {cur.name}, of which {cur.model_states_gb:.1f} GB "
+             f"are model states, so {other:.1f} GB is the rest (activations, buffers); a stage fits when its states "
+             f"plus that stay under {limit:.0f} GB ({MEASURED_FRACTION:.0%} of {gpu_gb:.0f} GB)."]
+    refit = []
+    for s in stages:
+        need = s.model_states_gb + other
+        refit.append(dataclasses.replace(s, total_gb=need, fits=need <= limit, activations_gb=other))
+    by = {s.name: s for s in refit}
+    for name in ("ddp", "zero1", "zero2", "zero3", "zero2+offload", "zero3+offload"):
+        s = by[name]
+        label = "No ZeRO (plain data parallel)" if name == "ddp" else name
+        if s.fits:
+            steps.append(f"{label}: {s.model_states_gb:.1f} + {other:.1f} = {s.total_gb:.1f} GB <= {limit:.0f} GB: "
+                         "fits as it is." + (" It is the current configuration." if s is by.get(cur.name) else ""))
+            return refit, name, steps, (None, None)
+        smaller = _smaller_micro_batch(s.model_states_gb, other, limit, mb, seq)
+        if smaller is not None and mb:
+            new_other = other * smaller / mb
+            new_ga = ga * mb // smaller
+            steps.append(f"{label}: {s.model_states_gb:.1f} + {other:.1f} = {s.total_gb:.1f} GB > {limit:.0f} GB as "
+                         f"it is; with micro-batch {smaller} (from {mb}) and gradient accumulation {new_ga} (from "
+                         f"{ga}), the same global batch, the rest scales to {new_other:.1f} GB: "
+                         f"{s.model_states_gb:.1f} + {new_other:.1f} = {s.model_states_gb + new_other:.1f} GB fits.")
+            return refit, name, steps, (smaller, new_ga)
+        steps.append(f"{label}: {s.model_states_gb:.1f} + {other:.1f} = {s.total_gb:.1f} GB > {limit:.0f} GB"
+                     + (" even with a smaller micro-batch" if mb else "") + "; next option.")
+    return refit, cur.name, steps + ["Nothing fits better than the current configuration."], (None, None)
+
+
+def _smaller_micro_batch(states: float, other: float, limit: float, mb: int | None, seq: int | None) -> int | None:
+    """The largest halving of the micro-batch under which states + other x (mb'/mb) fits, if any."""
+    if not mb or mb < 2:
+        return None
+    cand = mb // 2
+    while cand >= 1:
+        if seq and cand * seq < MIN_TOKENS_PER_GPU:
+            return None
+        if states + other * cand / mb <= limit:
+            return cand
+        cand //= 2
+    return None
 
 
 def _recommend(stages: list[StagePlan], budget: float, act: float | None, act_ckpt: float | None,

@@ -63,6 +63,14 @@ def change_dict(c: Change) -> dict[str, Any]:
     return {"target": c.target, "key": c.key, "before": c.before, "after": c.after}
 
 
+def change_text(c: Change) -> str:
+    """`zero_optimization.stage: 3 -> 1`, `unset CUDA_LAUNCH_BLOCKING`: one line for the finding's own section; the
+    diff is shown once, in the recommended configuration."""
+    if c.target == "env" and c.after is None:
+        return f"unset {c.key}"
+    return f"{c.key}: {json.dumps(c.before) if c.before is not None else '(unset)'} -> {json.dumps(c.after)}"
+
+
 def diff_text(changes: tuple[Change, ...], r: Redactor) -> list[dict[str, str]]:
     """Each target's changes as a unified-diff snippet in that target's own syntax."""
     out = []
@@ -114,7 +122,8 @@ def finding_dict(f: Finding, r: Redactor) -> dict[str, Any]:
         "evidence": [{"text": r(e.text), "source": r(e.source), "line": e.line, "kind": e.kind} for e in f.evidence],
         "fix": None if f.fix is None else {
             "summary": r(f.fix.summary), "expected_effect": r(f.fix.expected_effect),
-            "changes": [r(change_dict(c)) for c in f.fix.changes], "diffs": diff_text(f.fix.changes, r)},
+            "changes": [r(change_dict(c)) for c in f.fix.changes], "diffs": diff_text(f.fix.changes, r),
+            "changes_text": [r(change_text(c)) for c in f.fix.changes]},
         "data": f.data,
     }
 
@@ -170,6 +179,9 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         },
         "metrics": metrics_dict(d),
         "findings": [finding_dict(x, r) for x in d.findings],
+        # every finding's changes merged into one consistent set (diagnose/recommend.py); each diff once, per file
+        "recommended_changes": [r(change_dict(c)) for c in d.recommendation.changes],
+        "recommended_diffs": diff_text(d.recommendation.changes, r),
         "plan": plan,
         "next_steps": list(d.next_steps),
         "sources": [{"name": r(s.name), "kind": s.kind, "lines": s.lines, "recognised": s.recognised,
@@ -208,7 +220,10 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
                                "(ZeRO paper); the DeepSpeed estimator adds 4 bytes of fp32 gradients.")
         out["plan_rows"] = [{"name": s["name"], "recommended": s["name"] == plan["recommended"],
                              "states": f"{s['model_states_gb']:.1f} GB", "ds": f"{s['deepspeed_estimate_gb']:.1f} GB",
-                             "comm": f"{s['comm_gb_per_step'] or 0:.1f} GB", "fits": "yes" if s["fits"] else "no",
+                             "comm": f"{s['comm_gb_per_step'] or 0:.1f} GB",
+                             "fits": (f"with micro-batch {plan['recommended_micro_batch']}"
+                                      if s["name"] == plan["recommended"] and plan["recommended_micro_batch"]
+                                      else "yes" if s["fits"] else "no"),
                              "note": s["note"]} for s in plan["stages"]]
     facts = [("world size", run["world_size"]), ("nodes", run["nodes"]), ("GPUs per node", run["gpus_per_node"]),
              ("tensor parallel", run["tensor_parallel"]), ("pipeline parallel", run["pipeline_parallel"]),

@@ -30,10 +30,15 @@ def render(doc: dict[str, Any], console: Console) -> None:
             console.print(Text(f"     {loc}{e['text']}", style="dim"), soft_wrap=True)
         if f["fix"]:
             console.print(Text(f"   fix: {f['fix']['summary']}", style="green"))
-            for d in f["fix"]["diffs"]:
-                for line in d["diff"].splitlines():
-                    style = "green" if line.startswith("+") else ("red" if line.startswith("-") else "dim")
-                    console.print(Text(f"     {line}", style=style))
+            for c in f["fix"]["changes_text"]:
+                console.print(Text(f"     {c}", style="green"))
+    if doc.get("recommended_diffs"):
+        console.print(Text("Recommended configuration (all findings' changes, merged):", style="bold"))
+        for d in doc["recommended_diffs"]:
+            console.print(Text(f" {d['label']}:", style="dim"))
+            for line in d["diff"].splitlines():
+                style = "green" if line.startswith("+") else ("red" if line.startswith("-") else "dim")
+                console.print(Text(f"   {line}", style=style))
     if doc["next_steps"]:
         console.print(Text("Next measurement:", style="bold"))
         for s in doc["next_steps"]:

@@ -125,7 +125,16 @@ def test_json_contract() -> None:
     assert f0["id"] == "cuda-launch-blocking" and f0["explains_slowdown"] is True
     assert {"id", "title", "severity", "confidence", "explains_slowdown", "evidence", "fix"} <= set(f0)
     assert f0["fix"]["changes"] == [{"target": "env", "key": "CUDA_LAUNCH_BLOCKING", "before": "1", "after": None}]
-    assert doc["plan"]["recommended"] == "ddp"
+    # The log's MaxMemAllocated (73.4 GB under ZeRO-3) rules out plain data parallel and ZeRO-1 as they are: the
+    # planner offers ZeRO-1 with half the micro-batch and twice the accumulation (same global batch).
+    plan = doc["plan"]
+    assert (plan["memory_basis"], plan["recommended"], plan["recommended_micro_batch"],
+            plan["recommended_grad_accum"]) == ("measured", "zero1", 2, 8)
+    assert any("13.2 + 35.3 = 48.5 GB fits" in line for line in plan["steps"])
+    rec = {(c["target"], c["key"]): c["after"] for c in doc["recommended_changes"]}
+    assert rec == {("env", "CUDA_LAUNCH_BLOCKING"): None, ("ds_config", "zero_optimization.stage"): 1,
+                   ("ds_config", "train_micro_batch_size_per_gpu"): 2, ("ds_config", "gradient_accumulation_steps"): 8}
+    assert len(doc["recommended_changes"]) == len(rec)  # one value per key
 
 
 def test_markdown_fits_a_github_comment() -> None:

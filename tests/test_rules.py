@@ -34,6 +34,9 @@ SCENARIOS = {
     "fp16-overflow-skips": "synthetic/fp16_overflow",
     "straggler": "synthetic/straggler",
     "world-size-mismatch": "synthetic/world_size_mismatch",
+    "pipeline-bubble": "synthetic/pipeline_bubble",
+    "no-gpu": "synthetic/no_gpu",
+    "gloo-collectives": "synthetic/gloo_horovod",
 }
 HEALTHY = ["ds_zero0", "ds_zero2_bf16", "hf_trainer_ddp_bf16", "ds_zero0_default_loglevel"]
 

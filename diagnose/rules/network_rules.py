@@ -196,21 +196,31 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
     if not f.grad_accum_steps or f.grad_accum_steps <= 1 or (f.zero_stage or 0) < 2:
         return None
     plan = ctx.plan
-    fits_zero1 = plan is not None and any(s.name in ("ddp", "zero1") and s.fits for s in plan.stages)
+    # The planner decides the stage (with the run's measured memory where it has it): ZeRO-1 only where it fits.
+    fits_zero1 = plan is not None and plan.gpu_memory_known and plan.recommended_stage <= 1
+    target = plan.recommended_stage if plan is not None else 1
     br = ctx.metrics.breakdown
     share = br.shares.get("allreduce", 0.0) if br else None
     explains = bool(share is not None and share >= COMM_SIGNIFICANT_SHARE and ctx.gpu_run)
     ev = [e for e in (ctx.fact_evidence("grad_accum_steps", "gradient_accumulation_steps"),
                       ctx.fact_evidence("zero_stage", "zero_optimization.stage")) if e]
-    changes = [Change("ds_config", "zero_optimization.stage", f.zero_stage, 1)] if fits_zero1 else [
-        Change("ds_config", "gradient_accumulation_steps", f.grad_accum_steps, max(1, f.grad_accum_steps // 2)),
-        Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu,
-               (f.micro_batch_per_gpu or 1) * 2)]
+    changes = [Change("ds_config", "zero_optimization.stage", f.zero_stage, target)]
+    if fits_zero1 and plan is not None and plan.recommended_micro_batch is not None:
+        changes += [Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu,
+                           plan.recommended_micro_batch),
+                    Change("ds_config", "gradient_accumulation_steps", f.grad_accum_steps,
+                           plan.recommended_grad_accum)]
+    elif not fits_zero1:  # fewer, larger micro-steps; the recommended config drops it where memory is tight
+        changes = [Change("ds_config", "gradient_accumulation_steps", f.grad_accum_steps,
+                          max(1, f.grad_accum_steps // 2)),
+                   Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu,
+                          (f.micro_batch_per_gpu or 1) * 2)]
     return Finding("grad-accum-zero-traffic", "Gradient accumulation multiplies ZeRO-2/3 traffic",
                    "warning", "high", explains,
                    f"ZeRO-{f.zero_stage} with {f.grad_accum_steps} accumulation steps communicates in every "
                    f"micro-step: {f.grad_accum_steps}x the gradient traffic of ZeRO-1/DDP per optimizer step.",
-                   tuple(ev), Fix("ZeRO-1 reduces only at the accumulation boundary." if fits_zero1 else
+                   tuple(ev), Fix(f"{'ZeRO-1' if target == 1 else 'No ZeRO'} reduces only at the accumulation "
+                                  "boundary." if fits_zero1 else
                                   "Fewer, larger micro-steps.", tuple(changes),
                                   f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step."))
 

@@ -1,6 +1,7 @@
 """ZeRO stage, offload and the optimizer step (causes.md C3, C5, C7, C8)."""
 from __future__ import annotations
 
+from diagnose.planner import USABLE_FRACTION
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
 OPTIMIZER_STEP_SHARE = 0.4  # optimizer step > 40% of the timed step: far above the few % of a fused GPU AdamW
@@ -16,6 +17,13 @@ BIG_MODEL_PARAMS = 1e9
 
 def _stage_name(stage: int) -> str:
     return "no ZeRO (plain data parallel)" if stage == 0 else f"ZeRO-{stage}"
+
+
+def _option_name(name: str) -> str:
+    """The planner's option names as people write them: zero3+offload -> ZeRO-3 with offload."""
+    base, _, offload = name.partition("+")
+    label = "plain data parallel" if base == "ddp" else f"ZeRO-{base[-1]}"
+    return label + (" with CPU offload" if offload else "")
 
 
 @rule("zero-stage-too-high", "A lower ZeRO stage fits in memory",
@@ -36,28 +44,58 @@ def zero_stage_too_high(ctx: Ctx) -> Finding | None:
         return None
     current = next(s for s in plan.stages if s.stage == f.zero_stage and (s.offload is not None) == offloaded)
     rec = next(s for s in plan.stages if s.name == plan.recommended)
+    if rec.name == current.name:
+        return None
+    name = _stage_name(rec.stage)
     ev = [e for e in (ctx.fact_evidence("zero_stage", "zero_optimization.stage"),
                       ctx.fact_evidence("model_params", "parameters")) if e]
-    ev.append(Evidence(f"planner: model states per GPU {rec.model_states_gb:.1f} GB under {_stage_name(rec.stage)} "
-                       f"vs {current.model_states_gb:.1f} GB under the configured {current.name}, of "
-                       f"{plan.gpu_memory_gb:.0f} GB; traffic {rec.comm_gb_per_step or 0:.1f} vs "
-                       f"{current.comm_gb_per_step or 0:.1f} GB per GPU per step", kind="metric"))
+    ev += [Evidence(f"planner: {line}", kind="metric") for line in plan.steps]
     changes = [Change("ds_config", "zero_optimization.stage", f.zero_stage, rec.stage)]
+    if plan.recommended_micro_batch is not None:
+        changes += [Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu,
+                           plan.recommended_micro_batch),
+                    Change("ds_config", "gradient_accumulation_steps", f.grad_accum_steps or 1,
+                           plan.recommended_grad_accum)]
     if f.offload_optimizer not in (None, "none"):
         changes.append(Change("ds_config", "zero_optimization.offload_optimizer.device", f.offload_optimizer, "none"))
     if f.offload_param not in (None, "none"):
         changes.append(Change("ds_config", "zero_optimization.offload_param.device", f.offload_param, "none"))
-    return Finding("zero-stage-too-high", f"{_stage_name(rec.stage)[0].upper()}{_stage_name(rec.stage)[1:]} fits: "
-                   f"the configured ZeRO-{f.zero_stage} "
-                   "only adds communication", "warning", "high", False,
-                   f"With {plan.params / 1e9:.2f}B parameters on {plan.gpus} GPUs of {plan.gpu_memory_gb:.0f} GB, "
-                   f"{_stage_name(rec.stage)} needs {rec.model_states_gb:.1f} GB of model states per GPU; "
-                   f"ZeRO-{f.zero_stage} buys memory the run does not need at the price of more traffic. "
-                   "This config is suboptimal; on its own it does not explain a large slowdown.",
-                   tuple(ev), Fix(f"Use {_stage_name(rec.stage)}.", tuple(changes),
-                                  f"Per-GPU traffic from {current.comm_gb_per_step or 0:.1f} to "
-                                  f"{rec.comm_gb_per_step or 0:.1f} GB per optimizer step."),
-                   {"recommended_stage": rec.stage, "recommended": plan.recommended})
+    with_mb = (f" with micro-batch {plan.recommended_micro_batch} x accumulation {plan.recommended_grad_accum}"
+               if plan.recommended_micro_batch is not None else "")
+    if not plan.gpu_memory_known:
+        need = max(1.0, rec.model_states_gb / USABLE_FRACTION)
+        summary = (f"The logs do not say how much memory the GPUs have. On GPUs with at least {need:.0f} GB, {name} "
+                   f"holds the model states of {plan.params / 1e9:.2f}B parameters per replica "
+                   f"({rec.model_states_gb:.1f} GB per GPU) with room for activations, and moves less data than the "
+                   f"configured {_option_name(current.name)}.")
+        confidence = "low"
+    elif plan.memory_basis == "measured":
+        summary = (f"From the run's measured peak memory, {name}{with_mb} fits on these {plan.gpu_memory_gb:.0f} GB "
+                   f"GPUs (the arithmetic is below); the configured {_option_name(current.name)} moves "
+                   f"{current.comm_gb_per_step or 0:.1f} GB per GPU per step against {rec.comm_gb_per_step or 0:.1f}.")
+        confidence = "high"
+    else:
+        summary = (f"With {plan.params / 1e9:.2f}B parameters on {plan.gpus} GPUs of {plan.gpu_memory_gb:.0f} GB, "
+                   f"{name} needs {rec.model_states_gb:.1f} GB of model states per GPU; the configured "
+                   f"{_option_name(current.name)} "
+                   "buys memory the run does not need at the price of more traffic (no peak memory in the logs: "
+                   "activations are estimated).")
+        confidence = "medium"
+    return Finding(id="zero-stage-too-high",
+                   title=f"{name[0].upper()}{name[1:]}{with_mb} fits: the configured {_option_name(current.name)} "
+                         "only adds communication",
+                   severity="warning" if plan.gpu_memory_known else "info", confidence=confidence,
+                   explains_slowdown=False,
+                   summary=summary + " Config to improve; on its own it does not explain a large slowdown.",
+                   evidence=tuple(ev),
+                   fix=Fix(f"Use {name}{with_mb}" + ("" if plan.gpu_memory_known else
+                                                      f" if the GPUs have at least "
+                                                      f"{max(1.0, rec.model_states_gb / USABLE_FRACTION):.0f} GB")
+                           + ".",
+                           tuple(changes), f"Per-GPU traffic from {current.comm_gb_per_step or 0:.1f} to "
+                                           f"{rec.comm_gb_per_step or 0:.1f} GB per optimizer step."),
+                   data={"recommended_stage": rec.stage, "recommended": plan.recommended,
+                         "memory_basis": plan.memory_basis, "gpu_memory_known": plan.gpu_memory_known})
 
 
 @rule("offload-bottleneck", "CPU/NVMe offload makes the optimizer step the bottleneck",

@@ -341,9 +341,59 @@ def checkpoint_stalls() -> None:
     write("checkpoint_stalls", {"train.log": "\n".join(log + body) + "\n"})
 
 
+def pipeline_bubble() -> None:
+    """Megatron-LM with 8 pipeline stages and 4 micro-batches per global batch: (8-1)/(4+8-1) = 64% bubble.
+    Line shapes: Megatron-LM's arguments dump, `using world size` and training_log (log_formats.md §6)."""
+    rng = random.Random(21)
+    args = {"bf16": "True", "fp16": "False", "global_batch_size": "16", "hidden_size": "5120", "micro_batch_size": "1",
+            "num_attention_heads": "40", "num_layers": "40", "pipeline_model_parallel_size": "8", "seq_length": "2048",
+            "tensor_model_parallel_size": "4", "world_size": "128"}
+    log = ["using world size: 128, data-parallel-size: 4, context-parallel size: 1, tensor-model-parallel size: 4, "
+           "pipeline-model-parallel size: 8 ",
+           "------------------------ arguments ------------------------"]
+    log += [f"  {k} {'.' * (48 - len(k))} {v}" for k, v in sorted(args.items())]
+    log += ["-------------------- end of arguments ---------------------"]
+    for i in range(10, 210, 10):
+        ms = rng.uniform(5900, 6100)
+        log.append(f" iteration {i:>8}/   10000 | consumed samples: {i * 16:>12} | elapsed time per iteration (ms): "
+                   f"{ms:.1f} | learning rate: 1.500E-04 | global batch size:    16 | lm loss: {3.5 - i / 1000:.6E} | "
+                   "loss scale: 1.0 | grad norm: 0.412 | number of skipped iterations:   0 | number of nan iterations:"
+                   "   0 |")
+        log.append(f"time (ms) | forward-compute: {rng.uniform(700, 760):.2f} | forward-recv: {rng.uniform(1900, 2100):.2f}"
+                   f" | backward-compute: {rng.uniform(1400, 1500):.2f} | backward-send: {rng.uniform(900, 1000):.2f} | "
+                   f"backward-params-all-reduce: {rng.uniform(150, 170):.2f} | optimizer: {rng.uniform(40, 50):.2f}")
+    write("pipeline_bubble", {"train.log": "\n".join(log) + "\n"})
+
+
+def no_gpu() -> None:
+    """An HF Trainer run that meant to train in fp16 on a GPU but found none: the CPU AMP backend."""
+    t = T0
+    log = ["The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers, 8-bit "
+           "multiplication, and GPU quantization are unavailable.",
+           f"[INFO|trainer.py:698] {ts(t)} >> Using cpu_amp half precision backend",
+           f"[INFO|trainer.py:2313] {ts(t)} >> ***** Running training *****",
+           f"[INFO|trainer.py:2314] {ts(t)} >>   Num examples = 2,000",
+           f"[INFO|trainer.py:2318] {ts(t)} >>   Instantaneous batch size per device = 4"]
+    log += [f"{s * 100 // 50}%|{'#' * (s // 5)}{' ' * (10 - s // 5)}| {s}/50 [{s * 41 // 60:02d}:{s * 41 % 60:02d}<"
+            f"{(50 - s) * 41 // 60:02d}:{(50 - s) * 41 % 60:02d}, 41.{s % 10}2s/it]" for s in range(1, 51)]
+    write("no_gpu", {"train.log": "\n".join(log) + "\n"})
+
+
+def gloo_horovod() -> None:
+    """Horovod built without NCCL (`horovodrun --check-build`) running a 4-GPU synthetic benchmark."""
+    rng = random.Random(23)
+    log = ["$ horovodrun --check-build", "Horovod v0.28.1:", "", "Available Frameworks:", "    [ ] TensorFlow",
+           "    [X] PyTorch", "", "Available Controllers:", "    [ ] MPI", "    [X] Gloo", "",
+           "Available Tensor Operations:", "    [ ] NCCL", "    [ ] DDL", "    [ ] CCL", "    [ ] MPI", "    [X] Gloo",
+           "$ horovodrun -np 4 -H localhost:4 python pytorch_synthetic_benchmark.py",
+           "[0]<stdout>:Model: resnet50", "[0]<stdout>:Batch size: 32", "[0]<stdout>:Number of GPUs: 4"]
+    log += [f"[0]<stdout>:Iter #{i}: {rng.uniform(30, 33):.1f} img/sec per GPU" for i in range(10)]
+    write("gloo_horovod", {"train.log": "\n".join(log) + "\n"})
+
+
 SCENARIOS = (seed_zero3_launch_blocking, checkpoint_stalls, multinode_socket, p2p_disabled, comm_bound, allocator_flush, straggler,
              world_size_mismatch, fp16_overflow, progressive_slowdown, small_micro_batch, input_bound,
-             slow_optimizer_step)
+             slow_optimizer_step, pipeline_bubble, no_gpu, gloo_horovod)
 
 if __name__ == "__main__":
     for make in SCENARIOS:
