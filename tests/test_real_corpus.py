@@ -30,3 +30,38 @@ def test_sample_facts_match_their_labels(case: tuple[str, list[str], dict]) -> N
     res = accuracy.evaluate(*case)
     assert res.refused is None
     assert res.facts_got == res.facts_want
+
+
+# The real-corpus figures may only rise (issue 11): raise this when benchmarks/accuracy.py reaches more.
+REAL_HITS_FLOOR = 26  # of 28 cases that expect a finding, 2026-12-01
+
+
+@pytest.mark.skipif(not REAL_CASES, reason="../shared/corpus/real is not beside the checkout")
+def test_real_corpus_ratchet() -> None:
+    s = accuracy.summary(accuracy.run_set("real"))
+    assert s["refused"] == []
+    assert s["hits"] >= REAL_HITS_FLOOR, s["rules"]
+    assert s["false_alarms"] == 0
+
+
+def _cases() -> list[tuple[str, list[str], dict]]:
+    return accuracy.cases("samples") + REAL_CASES
+
+
+@pytest.mark.parametrize("case", _cases(), ids=[c[0] for c in _cases()])
+def test_no_report_holds_a_no_op_or_conflicting_change(case: tuple[str, list[str], dict]) -> None:
+    from diagnose.engine import diagnose
+    from diagnose.recommend import effective
+    from parsers import parse
+
+    model = parse(case[1])
+    d = diagnose(model)
+    merged = {(c.target, c.key): c.after for c in d.recommendation.changes}
+    assert len(merged) == len(d.recommendation.changes)  # one value per key
+    for f in d.findings:
+        for c in (f.fix.changes if f.fix else ()):
+            assert merged[(c.target, c.key)] == c.after, (f.id, c)  # no finding contradicts the merged config
+            known, current = effective(model.facts, c.target, c.key)
+            assert not (known and str(current).lower() == str(c.after).lower()), (f.id, c)  # not a no-op
+            assert not (isinstance(c.after, str) and c.after.startswith("<")), (f.id, c)  # no placeholder
+            assert not (c.target == "env" and c.after is None and c.key not in model.facts.env), (f.id, c)

@@ -48,8 +48,7 @@ def nccl_socket_transport(ctx: Ctx) -> Finding | None:
         changes.append(Change("env", "NCCL_IB_DISABLE", "1", "0"))
     if ctx.env("NCCL_SOCKET_IFNAME"):
         evidence.append(ctx.env_evidence("NCCL_SOCKET_IFNAME"))
-    if n.ib_device_found is False:
-        changes.append(Change("env", "NCCL_IB_HCA", ctx.env("NCCL_IB_HCA"), "<your HCA, e.g. mlx5_0,mlx5_1>"))
+    # No IB device found: which HCA to name is the cluster's to say (ibstat); the fix text says so, no made-up value.
     return Finding("nccl-socket-transport", "NCCL runs over TCP sockets between nodes", "critical",
                    "high" if n.network or ib_off else "medium", True,
                    f"This {str(nodes) + '-node ' if nodes else ''}run moves its collectives over TCP sockets "
@@ -111,14 +110,28 @@ def p2p_disabled(ctx: Ctx) -> Finding | None:
     shm_only = t.get("SHM", 0) > 0 and not any(k.startswith("P2P") for k in t) and gpus_here > 1
     if (value or "").strip() != "1" and not shm_only:
         return None
+    level = ctx.env("NCCL_P2P_LEVEL")
+    disabled = (value or "").strip() == "1"
     evidence = [ctx.env_evidence("NCCL_P2P_DISABLE")] if value else []
+    if level:
+        evidence.append(ctx.env_evidence("NCCL_P2P_LEVEL"))
     evidence += _nccl_lines(ctx, r"via SHM")
+    if disabled:
+        fix = Fix("Unset NCCL_P2P_DISABLE.", (Change("env", "NCCL_P2P_DISABLE", value, None),),
+                  "Intra-node bandwidth back to NVLink/PCIe P2P speed.")
+    elif level:  # e.g. NVL on GPUs without NVLink: P2P is allowed only over links these GPUs lack
+        fix = Fix(f"NCCL_P2P_LEVEL={level} limits P2P to paths these GPUs may not have (`nvidia-smi topo -m` "
+                  "shows them); unset it and let NCCL choose.", (Change("env", "NCCL_P2P_LEVEL", level, None),),
+                  "Intra-node bandwidth back to PCIe/NVLink P2P speed where the topology allows it.")
+    else:
+        fix = Fix("Nothing in the environment disables P2P: the GPUs or their PCIe topology do not allow it "
+                  "(consumer cards such as the RTX 4090 have P2P off in the driver; check `nvidia-smi topo -p2p r`). "
+                  "GPUs with NVLink or P2P-capable PCIe switches avoid the host copy.", (),
+                  "Intra-node bandwidth of P2P where the hardware allows it.")
     return Finding("p2p-disabled", "GPU peer-to-peer disabled inside a node", "warning",
-                   "high" if value else "medium", True,
+                   "high" if disabled else "medium", True,
                    "Intra-node collectives go through host shared memory instead of GPU peer-to-peer paths.",
-                   tuple(evidence),
-                   Fix("Unset NCCL_P2P_DISABLE.", (Change("env", "NCCL_P2P_DISABLE", value, None),) if value else (),
-                       "Intra-node bandwidth back to NVLink/PCIe P2P speed."))
+                   tuple(evidence), fix)
 
 
 @rule("comm-bound", "Gradient communication dominates the step",

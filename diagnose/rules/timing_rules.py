@@ -14,6 +14,8 @@ PRINTED_GAP_FACTOR = 2.0  # wall-clock cadence twice the trainer's printed step 
 PRINTED_GAP_MIN_S = 0.1
 DATA_WAIT_SHARE = 0.25  # a quarter of each step waiting for the batch (mmcv's data_time; a fed pipeline shows ~0)
 STALL_SHARE = 0.1  # stalls adding >10% to the run's time are worth fixing (TF profiler's 5%/20% bands)
+MATERIAL_COMPUTE_SHARE = 0.5  # matmul time at least half the step: tensor cores' 2-8x on it shows in step time
+TENSOR_CORE_PARAMS = 1e8  # without timers: from ~100M parameters the matmuls are large enough to be the step
 SKIP_FRACTION = 0.05  # >5% of optimizer steps skipped after warm-up wastes compute (loss scale stuck low)
 LOSS_SCALE_FLOOR = 4.0  # 2^2: 14 halvings below DeepSpeed's 2^16 start; DeepSpeed's min_loss_scale default is 1
 
@@ -30,8 +32,7 @@ def input_bound(ctx: Ctx) -> Finding | None:
     m, f = ctx.metrics, ctx.facts
     evidence: list[Evidence] = []
     gap = None
-    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
-    if m.steps is not None and m.steps.source == "ds_step_ts" and m.breakdown is not None and not offloaded:
+    if m.steps is not None and m.steps.source == "ds_step_ts" and m.breakdown is not None:
         gap = m.steps.p50_s / (m.breakdown.total_ms / 1000.0) if m.breakdown.total_ms else None
         if gap is not None and gap >= INPUT_GAP_FACTOR:
             evidence.append(Evidence(f"wall-clock step {m.steps.p50_s * 1000:.0f} ms (median) vs "
@@ -112,20 +113,32 @@ def periodic_stalls(ctx: Ctx) -> Finding | None:
                    kind="metric")]
     ev += [Evidence(f"{k} at step {s}" + (f", next step {t:.2f} s" if t else ""), kind="metric")
            for k, s, t in m.stall_events[:4]]
-    changes = []
-    if "checkpoint" in kinds:
-        changes.append(Change("trainer_args", "save_steps", None, "<2-4x larger>"))
-        if ctx.facts.zero_stage == 3:
-            changes.append(Change("ds_config", "zero_optimization.stage3_gather_16bit_weights_on_model_save",
-                                  None, False))
-    if "eval" in kinds:
-        changes.append(Change("trainer_args", "eval_steps", None, "<2-4x larger>"))
+    changes = _less_often(ctx, kinds)
     return Finding("periodic-stalls", f"Training stalls at each {what}", "warning" if explains else "info",
                    "high" if aligned else "medium", explains,
                    f"Steps stall periodically{' at ' + what if kinds else ''}"
                    + (f", adding {share:.0%} to the run's time." if share is not None else "."), tuple(ev),
                    Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
                        "The stall time, spread over fewer events."), {"stall_share": share})
+
+
+LESS_OFTEN = 4  # save / evaluate 4x less often: the stall time falls to a quarter
+
+
+def _less_often(ctx: Ctx, kinds: list[str]) -> list[Change]:
+    """save_steps / eval_steps LESS_OFTEN times the interval the run used (read from the events' steps)."""
+    changes = []
+    for kind, key in (("checkpoint", "save_steps"), ("eval", "eval_steps")):
+        if kind not in kinds:
+            continue
+        steps = sorted({s for k, s, _ in ctx.metrics.stall_events if k == kind and s})
+        gaps = [b - a for a, b in zip(steps, steps[1:]) if b > a]
+        if gaps:
+            interval = sorted(gaps)[len(gaps) // 2]
+            changes.append(Change("trainer_args", key, interval, interval * LESS_OFTEN))
+    if "checkpoint" in kinds and ctx.facts.zero_stage == 3:
+        changes.append(Change("ds_config", "zero_optimization.stage3_gather_16bit_weights_on_model_save", None, False))
+    return changes
 
 
 def _stalls_from_utilization(ctx: Ctx) -> Finding:
@@ -138,11 +151,7 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
     what = " and ".join(f"each {k}" for k in kinds)
     text = (f"utilization fell below 10% on every GPU for ~{idle / len(m.stalls_in_idle) / 60:.1f} min at {what}"
             + (f" (steps {', '.join(map(str, steps[:6]))})" if steps else ""))
-    changes = [Change("trainer_args", "save_steps", None, "<2-4x larger>")] if "checkpoint" in kinds else []
-    if "checkpoint" in kinds and ctx.facts.zero_stage == 3:
-        changes.append(Change("ds_config", "zero_optimization.stage3_gather_16bit_weights_on_model_save", None, False))
-    if "eval" in kinds:
-        changes.append(Change("trainer_args", "eval_steps", None, "<2-4x larger>"))
+    changes = _less_often(ctx, kinds)
     explains = share is None or share >= STALL_SHARE
     return Finding("periodic-stalls", f"GPUs sit idle at {what}", "warning" if explains else "info", "high", explains,
                    text[0].upper() + text[1:] + (f": {share:.0%} of the run." if share is not None else "."),
@@ -191,12 +200,27 @@ def no_mixed_precision(ctx: Ctx) -> Finding | None:
         return None
     gpu = ctx.gpu_run
     ev = [e for e in (ctx.fact_evidence("precision", "precision"),) if e]
+    # Evidence before blame: fp32 costs time only where matmuls are a material share of the step.
+    br, st = ctx.metrics.breakdown, ctx.metrics.steps
+    compute_ms = (br.fwd_ms + (br.bwd_inner_ms or 0.0)) if br is not None else None
+    wall_ms = st.p50_s * 1000 if st is not None else (br.total_ms if br is not None else None)
+    share = compute_ms / wall_ms if compute_ms is not None and wall_ms else None
+    big = (f.model_params or 0) >= TENSOR_CORE_PARAMS
+    if share is not None:
+        ev.append(Evidence(f"forward + backward compute {compute_ms:.1f} ms of a {wall_ms:.1f} ms step ({share:.0%})",
+                           kind="metric"))
+    material = (share >= MATERIAL_COMPUTE_SHARE) if share is not None else big
+    gpu = gpu and material
     changes = [Change("ds_config", "bf16.enabled", False, True)] if f.zero_stage is not None or f.ds_config else []
     if f.launcher == "accelerate" or f.accelerate:
         changes.append(Change("accelerate", "mixed_precision", "no", "bf16"))
+    why_not = (" (a CPU run here, where bf16 speed depends on the CPU)." if not ctx.gpu_run else
+               f"; compute is only {share:.0%} of the step here, so precision is not what slows it." if share is not None
+               else "; with no timers and no parameter count in the logs, whether it matters is not measured "
+                    "(wall_clock_breakdown would show the compute share).")
     return Finding("no-mixed-precision", "Training in fp32", "warning" if gpu else "info", "high", gpu,
                    "The run trains in fp32" + ("; tensor cores run bf16/fp16 several times faster." if gpu else
-                                               " (a CPU run here, where bf16 speed depends on the CPU)."),
+                                               why_not),
                    tuple(ev), Fix("Train in bf16.", tuple(changes), "Up to 2-8x faster matmuls on A100/H100."))
 
 

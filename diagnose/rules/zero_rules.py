@@ -19,6 +19,16 @@ def _stage_name(stage: int) -> str:
     return "no ZeRO (plain data parallel)" if stage == 0 else f"ZeRO-{stage}"
 
 
+def _setting(f: object, key: str) -> object | None:
+    """The run's effective DeepSpeed setting (engine dump, JSON), truthy-normalised; None when unknown."""
+    from diagnose.recommend import effective
+
+    known, value = effective(f, "ds_config", key)  # type: ignore[arg-type]
+    if not known:
+        return None
+    return str(value).strip("'\"").lower() in ("true", "1") if not isinstance(value, bool) else value
+
+
 def _option_name(name: str) -> str:
     """The planner's option names as people write them: zero3+offload -> ZeRO-3 with offload."""
     base, _, offload = name.partition("+")
@@ -117,25 +127,34 @@ def offload_bottleneck(ctx: Ctx) -> Finding | None:
     # Offloaded work also runs outside the engine's timers (CPU Adam, PCIe copies): a wall-clock step far above the
     # timed one counts too.
     gap = st.p50_s / (br.total_ms / 1000.0) if br and st and st.source == "ds_step_ts" and br.total_ms else None
-    explains = share is None or share >= OFFLOAD_EXPLAINS_SHARE or (gap is not None and gap >= 1.3)
+    # Evidence before blame: the optimizer step's measured share. DeepSpeed's `step` timer holds the CPU Adam step
+    # and the parameter copies back, so a wall-clock gap beyond the timers is not the offload (input-bound looks
+    # at it).
+    explains = share is not None and share >= OFFLOAD_EXPLAINS_SHARE
     ev = [e for e in (ctx.fact_evidence("offload_optimizer", "offload_optimizer.device"),) if e]
     if br is not None:
         ev.append(Evidence(f"optimizer step {br.step_ms:.1f} ms of {br.total_ms:.1f} ms timed per step "
                            f"({share:.0%}); fwd {br.fwd_ms:.1f} ms", kind="metric"))
-    if gap is not None and gap >= 1.3 and st is not None:
-        ev.append(Evidence(f"wall-clock step {st.p50_s * 1000:.0f} ms vs {br.total_ms:.0f} ms inside the engine's "  # type: ignore[union-attr]
-                           "timers: the offloaded work runs outside them", kind="metric"))
+    del gap, st
     fits = ctx.plan is not None and any(s.fits and s.offload is None for s in ctx.plan.stages)
-    changes = (Change("ds_config", "zero_optimization.offload_optimizer.device", f.offload_optimizer, "none"),) \
-        if fits and f.offload_optimizer not in (None, "none") else \
-        (Change("ds_config", "zero_optimization.offload_optimizer.pin_memory", None, True),)
+    pinned = _setting(f, "zero_optimization.offload_optimizer.pin_memory")
+    if fits and f.offload_optimizer not in (None, "none"):
+        changes: tuple[Change, ...] = (Change("ds_config", "zero_optimization.offload_optimizer.device",
+                                              f.offload_optimizer, "none"),)
+        advice = "Keep optimizer state on the GPU when it fits."
+    elif pinned:
+        changes = ()
+        advice = ("The offload buffers are already pinned: amortise the CPU step over more gradient accumulation, "
+                  "or move to GPUs where the states fit.")
+    else:
+        changes = (Change("ds_config", "zero_optimization.offload_optimizer.pin_memory", pinned, True),)
+        advice = "Pin the offload buffers and amortise the step over more accumulation."
+    tail = (f" and its step takes {share:.0%} of the timed step" if share is not None else
+            "; the logs have no timers, so its cost is not measured (add \"wall_clock_breakdown\": true)")
     return Finding("offload-bottleneck", f"Optimizer state offloaded to {device}", "warning",
                    "high" if share is not None else "medium", explains,
-                   f"The optimizer runs offloaded to {device}" + (f" and its step takes {share:.0%} of the timed step"
-                                                                  if share is not None else "") + ".",
-                   tuple(ev), Fix("Keep optimizer state on the GPU when it fits." if fits else
-                                  "Pin the offload buffers and amortise the step over more accumulation.",
-                                  changes, "The optimizer step back to GPU speed (tens of ms)."),
+                   f"The optimizer runs offloaded to {device}" + tail + ".",
+                   tuple(ev), Fix(advice, changes, "The optimizer step back to GPU speed (tens of ms)."),
                    {"optimizer_share": share})
 
 
