@@ -95,6 +95,7 @@ class Metrics:
     # The most memory the run allocated on one GPU, GB: DeepSpeed's MaxMemAllocated, see_memory_usage's Max_MA,
     # Megatron's `max allocated`, LLaMA-Factory's memory(GiB).
     peak_mem_gb: float | None = None
+    generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
 
 
 def compute(model: RunModel) -> Metrics:
@@ -141,7 +142,8 @@ def compute(model: RunModel) -> Metrics:
                    stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
-                   data_wait_share=_data_wait_share(steps), peak_mem_gb=_peak_mem(steps, model.frames["memory"]))
+                   data_wait_share=_data_wait_share(steps), generation_share=_generation_share(steps),
+                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]))
 
 
 def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataFrame | None, str]:
@@ -219,6 +221,13 @@ def _printed_vs_wall(steps: pl.DataFrame) -> tuple[float, float] | None:
     if wall.len() < 3:
         return None
     return float(rows["step_time_s"].median()), float(wall.median())  # type: ignore[arg-type]
+
+
+def _generation_share(steps: pl.DataFrame) -> float | None:
+    rows = steps.filter(pl.col("generate_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+    if rows.height < 3:
+        return None
+    return float((rows["generate_time_s"] / rows["step_time_s"]).median())  # type: ignore[arg-type]
 
 
 def _peak_mem(steps: pl.DataFrame, memory: pl.DataFrame) -> float | None:

@@ -96,7 +96,8 @@ class RunFacts:
     wall_clock_breakdown: bool | None = None
     comms_logger: bool | None = None
     flops_profiler: bool | None = None
-    horovod_nccl: bool | None = None  # Horovod's build has NCCL tensor operations (`horovodrun --check-build`)
+    horovod_nccl: bool | None = None
+    hybrid_engine: bool | None = None  # DeepSpeed-Chat's --enable_hybrid_engine (fast generation in RLHF)  # Horovod's build has NCCL tensor operations (`horovodrun --check-build`)
     overlap_comm: bool | None = None
     contiguous_gradients: bool | None = None
     reduce_bucket_size: float | None = None
@@ -231,8 +232,8 @@ def assemble(inp: FactInputs) -> RunFacts:
         grad_accum_steps=val("grad_accum_steps"), train_batch_size=val("train_batch_size"),
         model_params=val("model_params"), optimizer=val("optimizer"), steps_per_print=val("steps_per_print"),
         wall_clock_breakdown=val("wall_clock_breakdown"), comms_logger=val("comms_logger"),
-        flops_profiler=val("flops_profiler"), horovod_nccl=c.first("horovod_nccl").value
-        if c.first("horovod_nccl") else None, overlap_comm=val("overlap_comm"),
+        flops_profiler=val("flops_profiler"), horovod_nccl=_flag_value(c, "horovod_nccl"),
+        hybrid_engine=_flag_value(c, "hybrid_engine"), overlap_comm=val("overlap_comm"),
         contiguous_gradients=val("contiguous_gradients"), reduce_bucket_size=val("reduce_bucket_size"),
         allgather_bucket_size=val("allgather_bucket_size"), prefetch_bucket_size=val("prefetch_bucket_size"),
         gradient_checkpointing=val("gradient_checkpointing"), dataloader_num_workers=val("dataloader_num_workers"),
@@ -244,6 +245,12 @@ def assemble(inp: FactInputs) -> RunFacts:
         flops=flops, evidence=evidence,
         claims={k: v for k, v in c.by_fact.items() if k in ("world_size", "nodes", "gpus_per_node", "allocated_gpus")},
     )
+
+
+def _flag_value(c: _Claims, fact: str) -> bool | None:
+    """A boolean fact, False kept (val() would read False as unknown)."""
+    ev = c.first(fact)
+    return None if ev is None else bool(ev.value)
 
 
 def _fact_rows(facts: pl.DataFrame) -> list[dict[str, Any]]:
@@ -496,6 +503,8 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
     for key, prec in (("bf16", "bf16"), ("fp16", "fp16")):
         if key in a and _bool(a[key].value):
             c.add("precision", prec, o, src, at or a[key].line)
+    if "enable_hybrid_engine" in a:
+        c.add("hybrid_engine", _bool(a["enable_hybrid_engine"].value), o, src, at or a["enable_hybrid_engine"].line)
     if "offload" in a and _bool(a["offload"].value):  # DeepSpeed-Chat's `--offload`: ZeRO-Offload to the CPU
         c.add("offload_optimizer", "cpu", o, src, at or a["offload"].line)
     if "gradient_checkpointing" in a:

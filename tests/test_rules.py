@@ -37,6 +37,7 @@ SCENARIOS = {
     "pipeline-bubble": "synthetic/pipeline_bubble",
     "no-gpu": "synthetic/no_gpu",
     "gloo-collectives": "synthetic/gloo_horovod",
+    "rlhf-generation-bound": "synthetic/rlhf_generation",
 }
 HEALTHY = ["ds_zero0", "ds_zero2_bf16", "hf_trainer_ddp_bf16", "ds_zero0_default_loglevel"]
 

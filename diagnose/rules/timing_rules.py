@@ -258,3 +258,45 @@ def fp16_overflow_skips(ctx: Ctx) -> Finding | None:
                    fix=Fix("Switch to bf16 (A100/H100); on fp16-only GPUs lower the learning rate and clip gradients.",
                            changes, "Every step updates the weights."),
                    data={"skipped_fraction": frac, "loss_scale_min": m.loss_scale_min})
+
+
+# RLHF: generation past half of the end-to-end step. With DeepSpeed-Chat's hybrid engine this is the expected shape
+# (its authors report generation as the largest share even then); without it the actor generates through the ZeRO
+# training engine, which DeepSpeed-Chat's docs put at up to ~10x slower generation.
+GENERATION_SHARE = 0.5
+
+
+@rule("rlhf-generation-bound", "RLHF steps are dominated by generation",
+      detects="RLHF step lines (DeepSpeed-Chat's `E2E latency | Generate time | Training time`) where generation takes "
+              "more than half of the end-to-end step.",
+      why="Each PPO step first generates answers with the actor; through the training engine (ZeRO-partitioned "
+          "weights, no inference kernels) generation is many times slower than the training that follows.",
+      evidence="The step lines' generation and training times; the launch command's --enable_hybrid_engine.",
+      fix="--enable_hybrid_engine (inference kernels and one weight layout for generation), with "
+          "--inference_tp_size and --tp_gather_partition_size for large actors; shorter --max_answer_seq_len.")
+def rlhf_generation_bound(ctx: Ctx) -> Finding | None:
+    share = ctx.metrics.generation_share
+    if share is None or share < GENERATION_SHARE:
+        return None
+    hybrid = ctx.facts.hybrid_engine
+    ev = [Evidence(f"generation is {share:.0%} of the end-to-end RLHF step (median)", kind="metric")]
+    if hybrid:
+        ev += [e for e in (ctx.fact_evidence("hybrid_engine", "--enable_hybrid_engine"),) if e]
+        return Finding(id="rlhf-generation-bound", title="RLHF steps are dominated by generation",
+                       severity="info", confidence="medium", explains_slowdown=False,
+                       summary=f"Generation takes {share:.0%} of each RLHF step with the hybrid engine on: the usual "
+                               "shape of PPO training, not a fault.",
+                       evidence=tuple(ev),
+                       fix=Fix("If the step must get faster: shorter answers (--max_answer_seq_len) or tensor "
+                               "parallelism for generation (--inference_tp_size).", (),
+                               "Shorter generation time per step."),
+                       data={"generation_share": share})
+    return Finding(id="rlhf-generation-bound", title="RLHF steps are dominated by generation",
+                   severity="warning", confidence="medium" if hybrid is None else "high", explains_slowdown=True,
+                   summary=f"Generation takes {share:.0%} of each RLHF step, and nothing shows the hybrid engine "
+                           "on: the actor generates through the training engine.",
+                   evidence=tuple(ev),
+                   fix=Fix("Enable DeepSpeed-Chat's hybrid engine for generation.",
+                           (Change("trainer_args", "enable_hybrid_engine", hybrid, True),),
+                           "Generation several times faster; the step approaches its training time."),
+                   data={"generation_share": share})

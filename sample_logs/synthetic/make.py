@@ -391,9 +391,25 @@ def gloo_horovod() -> None:
     write("gloo_horovod", {"train.log": "\n".join(log) + "\n"})
 
 
+def rlhf_generation() -> None:
+    """DeepSpeed-Chat step 3 without --enable_hybrid_engine: generation ~85% of every PPO step."""
+    rng = random.Random(29)
+    log = ["cmd = deepspeed main.py --data_path Dahoas/rm-static --actor_model_name_or_path ./actor "
+           "--critic_model_name_or_path ./critic --per_device_generation_batch_size 4 "
+           "--per_device_training_batch_size 4 --generation_batches 1 --ppo_epochs 1 --max_answer_seq_len 256 "
+           "--max_prompt_seq_len 256 --actor_zero_stage 3 --critic_zero_stage 3 --deepspeed --output_dir ./out"]
+    for _ in range(40):
+        gen, train, other = rng.uniform(20, 22), rng.uniform(2.8, 3.2), rng.uniform(0.2, 0.3)
+        e2e = gen + train + other
+        log.append(f"|E2E latency={e2e:.2f}s |Gather latency=0.00s (0.00%) |Generate time={gen:.2f}s "
+                   f"({gen / e2e:.2%}) |Training time={train:.2f}s ({train / e2e:.2%}) |Others={other:.2f} "
+                   f"({other / e2e:.2%})|CurSamplesPerSec={32 / e2e:.2f} |AvgSamplesPerSec={32 / e2e:.2f}")
+    write("rlhf_generation", {"train.log": "\n".join(log) + "\n"})
+
+
 SCENARIOS = (seed_zero3_launch_blocking, checkpoint_stalls, multinode_socket, p2p_disabled, comm_bound, allocator_flush, straggler,
              world_size_mismatch, fp16_overflow, progressive_slowdown, small_micro_batch, input_bound,
-             slow_optimizer_step, pipeline_bubble, no_gpu, gloo_horovod)
+             slow_optimizer_step, pipeline_bubble, no_gpu, gloo_horovod, rlhf_generation)
 
 if __name__ == "__main__":
     for make in SCENARIOS:
