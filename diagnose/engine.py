@@ -44,6 +44,14 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
         peak = metrics.utilization["mem_max"] / 100.0 * mem  # W&B's allocated % of the card
     offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
     current = (f.zero_stage, offloaded) if f.zero_stage is not None else None
+    if not known and peak is not None and current is not None:
+        # The GPU is not named, but it held the measured peak: plan for a card of exactly that size (a lower
+        # bound), and say so.
+        return plan(float(f.model_params) / ((f.tensor_parallel or 1) * (f.pipeline_parallel or 1)), dp,
+                    f.gpus_per_node, peak, grad_accum=f.grad_accum_steps or 1, seq_len=f.seq_len,
+                    micro_batch=f.micro_batch_per_gpu, hidden=f.hidden_size, layers=f.num_layers, heads=f.num_heads,
+                    activation_checkpointing=bool(f.gradient_checkpointing), measured_peak_gb=peak,
+                    current=current, gpu_memory_known=False, measured_fraction=1.0)
     # Tensor and pipeline parallelism split the weights first; ZeRO partitions each shard over the data-parallel group.
     shard = float(f.model_params) / ((f.tensor_parallel or 1) * (f.pipeline_parallel or 1))
     return plan(shard, dp, f.gpus_per_node, mem or ASSUMED_GPU_GB,

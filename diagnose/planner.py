@@ -79,7 +79,8 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
          optimizer: str = "adamw", grad_accum: int = 1, seq_len: int | None = None, micro_batch: int | None = None,
          hidden: int | None = None, layers: int | None = None, heads: int | None = None,
          activation_checkpointing: bool = False, measured_peak_gb: float | None = None,
-         current: tuple[int, bool] | None = None, gpu_memory_known: bool = True) -> Plan:
+         current: tuple[int, bool] | None = None, gpu_memory_known: bool = True,
+         measured_fraction: float = MEASURED_FRACTION) -> Plan:
     """`measured_peak_gb` with `current` (the run's ZeRO stage, offloaded or not) switches to measured memory."""
     nd = max(1, gpus)
     k = OPTIMIZER_BYTES.get(optimizer, 12)
@@ -117,7 +118,7 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
     if measured_peak_gb is not None and cur is not None:
         basis = "measured"
         stages, recommended, steps, mb_ga = _recommend_measured(stages, cur, measured_peak_gb, gpu_memory_gb,
-                                                                micro_batch, ga, seq_len)
+                                                                micro_batch, ga, seq_len, measured_fraction)
     else:
         recommended, steps = _recommend(stages, budget, act, act_ckpt, activation_checkpointing, optimizer)
     rec = next(s for s in stages if s.name == recommended) if recommended in {s.name for s in stages} else None
@@ -127,15 +128,16 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
 
 
 def _recommend_measured(stages: list[StagePlan], cur: StagePlan, peak: float, gpu_gb: float, mb: int | None,
-                        ga: int, seq: int | None) -> tuple[list[StagePlan], str, list[str], tuple[int | None, int | None]]:
+                        ga: int, seq: int | None, fraction: float = MEASURED_FRACTION
+                        ) -> tuple[list[StagePlan], str, list[str], tuple[int | None, int | None]]:
     """Stages from the measured peak: other memory = peak - the current stage's model states, assumed to scale with
     the micro-batch (activations dominate it). The first stage in the maintainers' order that fits as it is, or with
     a smaller micro-batch and proportionally more accumulation (not below MIN_TOKENS_PER_GPU), wins."""
-    limit = MEASURED_FRACTION * gpu_gb
+    limit = fraction * gpu_gb
     other = max(0.0, peak - cur.model_states_gb)
     steps = [f"Measured: peak {peak:.1f} GB per GPU under the run's {cur.name}, of which {cur.model_states_gb:.1f} GB "
              f"are model states, so {other:.1f} GB is the rest (activations, buffers); a stage fits when its states "
-             f"plus that stay under {limit:.0f} GB ({MEASURED_FRACTION:.0%} of {gpu_gb:.0f} GB)."]
+             f"plus that stay under {limit:.0f} GB ({fraction:.0%} of {gpu_gb:.0f} GB)."]
     refit = []
     for s in stages:
         need = s.model_states_gb + other

@@ -13,11 +13,18 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 
 
-@pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "ds_zero1_ga2_torchrun"])
+@pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "ds_zero1_ga2_torchrun", "two runs"])
 def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     out = tmp_path / "report.html"
-    assert run_cli("report", str(SAMPLES / run), "-o", str(out)).returncode == 0
+    source = SAMPLES / run
+    if run == "two runs":  # a folder of two runs: one page, a section each, every chart drawn
+        source = tmp_path / "runs"
+        for name in ("ds_zero0", "ds_zero2_bf16"):
+            shutil.copytree(SAMPLES / name, source / name)
+    assert run_cli("report", str(source), "-o", str(out)).returncode == 0
+    if run == "two runs":
+        assert out.read_text().count('<h1 class="run">') == 2
     expected_charts = out.read_text().count('class="chart')
     assert expected_charts >= 2
     errors: list[str] = []
@@ -35,8 +42,11 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
             page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
             drawn = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot')]"
                                   ".filter(d => d.data && d.data.length && d.querySelector('.main-svg')).length")
-            verdict = page.locator("#verdict")
+            verdict = page.locator("#verdict").first
             assert verdict.is_visible() and verdict.inner_text().strip()
+            if run.startswith("synthetic/seed"):
+                diffs = " ".join(page.locator("#recommended ~ pre.diff").all_inner_texts())
+                assert "-export CUDA_LAUNCH_BLOCKING=1" in diffs and '+  "stage": 1' in diffs
             page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()

@@ -213,3 +213,22 @@ def test_comms_running_totals_only_from_0_18_3(tmp_path) -> None:
     old = diagnose(parse([str(log)])).metrics
     assert not old.comm_running_totals and old.comm_busbw_gbps is not None
     assert diagnose(parse([str(SAMPLES / "ds_zero0" / "train.log")])).metrics.comm_running_totals
+
+
+def test_seed_without_gpu_memory_still_gets_conditional_stage_advice(tmp_path) -> None:
+    """Only the launch script, the DeepSpeed JSON and the slurm log, with no W&B run and no line naming the GPU: the
+    planner still runs and zero-stage-too-high says on which GPUs its advice holds."""
+    seed = SAMPLES / "synthetic" / "seed_zero3_launch_blocking"
+    log = [line for line in (seed / "slurm-1234.out").read_text().splitlines() if "UUID: GPU-" not in line]
+    (tmp_path / "slurm-1234.out").write_text("\n".join(log) + "\n")
+    sources = [str(tmp_path / "slurm-1234.out"), str(seed / "train.sh"), str(seed / "ds_config.json")]
+    model = parse(sources)
+    assert model.facts.gpu_name is None and model.facts.gpu_memory_gb is None
+    d = diagnose(model)
+    assert d.findings[0].id == "cuda-launch-blocking"
+    zero = next(f for f in d.findings if f.id == "zero-stage-too-high")
+    assert zero.severity == "info" and not zero.explains_slowdown
+    # the GPU held the measured 73.4 GB peak: on any such GPU, ZeRO-1 at half the micro-batch fits
+    assert re.search(r"On GPUs with at least 73 GB, ZeRO-1 with micro-batch 2 x accumulation 8 fits", zero.summary)
+    stages = [c.after for c in d.recommendation.changes if c.key == "zero_optimization.stage"]
+    assert stages == [1]  # one stage in the recommended configuration

@@ -72,7 +72,14 @@ def zero_stage_too_high(ctx: Ctx) -> Finding | None:
         changes.append(Change("ds_config", "zero_optimization.offload_param.device", f.offload_param, "none"))
     with_mb = (f" with micro-batch {plan.recommended_micro_batch} x accumulation {plan.recommended_grad_accum}"
                if plan.recommended_micro_batch is not None else "")
-    if not plan.gpu_memory_known:
+    if not plan.gpu_memory_known and plan.memory_basis == "measured":
+        summary = (f"The logs do not name the GPU, but it held this run's measured peak of {plan.gpu_memory_gb:.1f} GB. "
+                   f"On GPUs with at least {plan.gpu_memory_gb:.0f} GB, {name}{with_mb} fits within what the run "
+                   f"already used (the arithmetic is below) and moves {rec.comm_gb_per_step or 0:.1f} GB per GPU per "
+                   f"step against {current.comm_gb_per_step or 0:.1f} under the configured "
+                   f"{_option_name(current.name)}.")
+        confidence = "medium"
+    elif not plan.gpu_memory_known:
         need = max(1.0, rec.model_states_gb / USABLE_FRACTION)
         summary = (f"The logs do not say how much memory the GPUs have. On GPUs with at least {need:.0f} GB, {name} "
                    f"holds the model states of {plan.params / 1e9:.2f}B parameters per replica "
@@ -98,8 +105,8 @@ def zero_stage_too_high(ctx: Ctx) -> Finding | None:
                    explains_slowdown=False,
                    summary=summary + " Config to improve; on its own it does not explain a large slowdown.",
                    evidence=tuple(ev),
-                   fix=Fix(f"Use {name}{with_mb}" + ("" if plan.gpu_memory_known else
-                                                      f" if the GPUs have at least "
+                   fix=Fix(f"Use {name}{with_mb}" + ("" if plan.gpu_memory_known or plan.memory_basis == "measured"
+                                                      else f" if the GPUs have at least "
                                                       f"{max(1.0, rec.model_states_gb / USABLE_FRACTION):.0f} GB")
                            + ".",
                            tuple(changes), f"Per-GPU traffic from {current.comm_gb_per_step or 0:.1f} to "
