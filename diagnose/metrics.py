@@ -95,6 +95,7 @@ class Metrics:
     # The most memory the run allocated on one GPU, GB: DeepSpeed's MaxMemAllocated, see_memory_usage's Max_MA,
     # Megatron's `max allocated`, LLaMA-Factory's memory(GiB).
     peak_mem_gb: float | None = None
+    timed_totals: tuple[float, ...] = ()  # fwd + bwd + step (+ pipeline waits) ms per timer line, in order (one rank)
     generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
 
 
@@ -142,7 +143,8 @@ def compute(model: RunModel) -> Metrics:
                    stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
-                   data_wait_share=_data_wait_share(steps), generation_share=_generation_share(steps),
+                   data_wait_share=_data_wait_share(steps), timed_totals=_timed_totals(model.frames["timers"]),
+                   generation_share=_generation_share(steps),
                    peak_mem_gb=_peak_mem(steps, model.frames["memory"]))
 
 
@@ -221,6 +223,17 @@ def _printed_vs_wall(steps: pl.DataFrame) -> tuple[float, float] | None:
     if wall.len() < 3:
         return None
     return float(rows["step_time_s"].median()), float(wall.median())  # type: ignore[arg-type]
+
+
+def _timed_totals(timers: pl.DataFrame) -> tuple[float, ...]:
+    glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null())
+    if glob.height == 0:
+        return ()
+    first_rank = glob["rank"].drop_nulls().min()
+    if first_rank is not None:
+        glob = glob.filter(pl.col("rank") == first_rank)
+    total = pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0) + pl.col("pipe_comm").fill_null(0)
+    return tuple(float(v) for v in glob.select(total)["fwd"].to_list())
 
 
 def _generation_share(steps: pl.DataFrame) -> float | None:

@@ -30,6 +30,37 @@ def sniff_json(text: str) -> tuple[str, Any] | None:
     return None
 
 
+_PY_DICT = re.compile(r"^\s*(?:[A-Za-z_]\w*\s*=\s*)?(\{.*\})\s*$", re.S)
+
+
+def sniff_python_dict(text: str) -> dict[str, Any] | None:
+    """A DeepSpeed config pasted as Python (`ds_config = {"zero_optimization": {"stage": 3, ...}, "fp16": {"enabled":
+    True}}`): read as data, never run. Names the snippet leaves to the script (`batch_size`) read as unknown."""
+    import ast
+
+    m = _PY_DICT.match(text)
+    if not m:
+        return None
+    try:
+        tree = ast.parse(m.group(1), mode="eval")
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+    def value(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Dict):
+            return {value(k): value(v) for k, v in zip(node.keys, node.values) if k is not None}
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [value(e) for e in node.elts]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
+            return -node.operand.value  # type: ignore[operator]
+        return None  # a name or an expression the script computes
+
+    data = value(tree.body)
+    return data if isinstance(data, dict) and DS_KEYS & set(data) else None
+
+
 def sniff_yaml(text: str) -> dict[str, Any] | None:
     if not re.search(r"^(?:distributed_type|num_processes|compute_environment):", text, re.M):
         return None

@@ -212,6 +212,9 @@ def _read_small(inp: Input, path: Path, source_id: int, acc: _Acc) -> str | None
         else:
             acc.parts.setdefault("steps", []).append(configs.trainer_state_steps(data, source_id))
         return kind
+    if (py_cfg := configs.sniff_python_dict(text)) is not None:
+        acc.ds_configs.append((source_id, py_cfg))
+        return "ds_config"
     if (yaml_cfg := configs.sniff_yaml(text)) is not None:
         acc.accelerate.append((source_id, yaml_cfg))
         return "accelerate_config"

@@ -232,3 +232,14 @@ def test_seed_without_gpu_memory_still_gets_conditional_stage_advice(tmp_path) -
     assert re.search(r"On GPUs with at least 73 GB, ZeRO-1 with micro-batch 2 x accumulation 8 fits", zero.summary)
     stages = [c.after for c in d.recommendation.changes if c.key == "zero_optimization.stage"]
     assert stages == [1]  # one stage in the recommended configuration
+
+
+def test_zero_on_one_gpu_is_conclusive_advice(tmp_path) -> None:
+    log = tmp_path / "train.log"
+    log.write_text("[2024-01-01 10:00:00,000] [INFO] [config.py:996:print] DeepSpeedEngine configuration:\n"
+                   "[2024-01-01 10:00:00,000] [INFO] [config.py:1000:print]   world_size ................... 1\n"
+                   "[2024-01-01 10:00:00,000] [INFO] [config.py:1000:print]   zero_optimization_stage ...... 3\n")
+    found = {f.id: f for f in diagnose(parse([str(log)])).findings}
+    f = found["zero-stage-too-high"]
+    assert f.title == "ZeRO-3 on a single GPU partitions nothing" and not f.explains_slowdown
+    assert [(c.key, c.before, c.after) for c in f.fix.changes] == [("zero_optimization.stage", 3, 0)]

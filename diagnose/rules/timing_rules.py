@@ -170,7 +170,7 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
 def progressive_slowdown(ctx: Ctx) -> Finding | None:
     s = ctx.metrics.steps
     if s is None or s.first_quarter_p50_s is None or s.last_quarter_p50_s is None:
-        return None
+        return _short_run_slowdown(ctx)
     ratio = s.last_quarter_p50_s / s.first_quarter_p50_s if s.first_quarter_p50_s else 0
     q = s.quarter_p50_s
     # A trend rises through the run; one jump between two flat halves is a step change (flushes, a slow node).
@@ -186,6 +186,34 @@ def progressive_slowdown(ctx: Ctx) -> Finding | None:
                              f"{s.last_quarter_p50_s:.3f} s over {s.n} steps ({s.source})", kind="metric"),),
                    Fix("Look for what accumulates per step.", tuple(changes),
                        "Flat step time over the run."), {"ratio": ratio})
+
+
+SHORT_RUN_MAX = 8  # fewer samples than this: too few for quarters, read as a sequence
+SHORT_TREND_FACTOR = 1.5  # in a handful of steps, growth by half or more, every step longer than the last
+
+
+def _short_run_slowdown(ctx: Ctx) -> Finding | None:
+    """A handful of step times (or timed steps) each longer than the one before and growing by half or more."""
+    m = ctx.metrics
+    series = m.step_series["step_time_s"].to_list() if m.step_series is not None else []
+    what = "step time"
+    if len(series) < 3 and len(m.timed_totals) >= 3:
+        series, what = [t / 1000.0 for t in m.timed_totals], "timed step (fwd + bwd + optimizer)"
+    if not 3 <= len(series) < SHORT_RUN_MAX or not all(b > a for a, b in zip(series, series[1:])):
+        return None
+    ratio = series[-1] / series[0] if series[0] else 0.0
+    if ratio < SHORT_TREND_FACTOR:
+        return None
+    seq = ", ".join(f"{v:.2f}" for v in series)
+    return Finding(id="progressive-slowdown", title="Steps get slower as training goes on", severity="warning",
+                   confidence="medium", explains_slowdown=True,
+                   summary=f"Every {what} the log shows is longer than the one before: {seq} s, {ratio:.1f}x over "
+                           f"{len(series)} samples.",
+                   evidence=(Evidence(f"{what}s in order: {seq} s", kind="metric"),),
+                   fix=Fix("Look for what accumulates per step (gradients or tensors kept across steps, growing "
+                           "inputs, wandb.watch, fragmentation); watch GPU clocks and temperature.", (),
+                           "Flat step time over the run."),
+                   data={"ratio": ratio})
 
 
 @rule("no-mixed-precision", "Training in fp32 on GPUs with bf16/fp16 tensor cores",

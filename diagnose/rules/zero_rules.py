@@ -47,9 +47,11 @@ def _option_name(name: str) -> str:
           "activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload.")
 def zero_stage_too_high(ctx: Ctx) -> Finding | None:
     f, plan = ctx.facts, ctx.plan
+    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
+    if (f.data_parallel or f.world_size) == 1 and (f.zero_stage or 0) >= 1 and not offloaded:
+        return _zero_on_one_gpu(ctx)
     if plan is None or f.zero_stage is None or plan.recommended == "none":
         return None
-    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
     if f.zero_stage <= plan.recommended_stage and not offloaded:
         return None
     current = next(s for s in plan.stages if s.stage == f.zero_stage and (s.offload is not None) == offloaded)
@@ -113,6 +115,23 @@ def zero_stage_too_high(ctx: Ctx) -> Finding | None:
                                            f"{rec.comm_gb_per_step or 0:.1f} GB per optimizer step."),
                    data={"recommended_stage": rec.stage, "recommended": plan.recommended,
                          "memory_basis": plan.memory_basis, "gpu_memory_known": plan.gpu_memory_known})
+
+
+def _zero_on_one_gpu(ctx: Ctx) -> Finding:
+    """Conclusive from two facts: ZeRO partitions over the data-parallel group, and here that group is one GPU."""
+    f = ctx.facts
+    ev = [e for e in (ctx.fact_evidence("zero_stage", "zero_optimization.stage"),
+                      ctx.fact_evidence("world_size", "world size")) if e]
+    return Finding(id="zero-stage-too-high", title=f"ZeRO-{f.zero_stage} on a single GPU partitions nothing",
+                   severity="warning", confidence="high", explains_slowdown=False,
+                   summary=f"ZeRO-{f.zero_stage} divides model states over the data-parallel GPUs; with one GPU it "
+                           "saves no memory and still pays its bookkeeping (and, at stage 3, the parameter "
+                           "fetches). Config to improve; on its own it does not explain a large slowdown.",
+                   evidence=tuple(ev),
+                   fix=Fix("Use no ZeRO on one GPU (or offload, if the states do not fit).",
+                           (Change("ds_config", "zero_optimization.stage", f.zero_stage, 0),),
+                           "No partitioning overhead."),
+                   data={"recommended_stage": 0})
 
 
 @rule("offload-bottleneck", "CPU/NVMe offload makes the optimizer step the bottleneck",
