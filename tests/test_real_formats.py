@@ -366,3 +366,18 @@ def test_launch_flags_alone_override_the_yaml(tmp_path: Path) -> None:
     assert (m.facts.world_size, m.facts.nodes, m.facts.gpus_per_node) == (16, 4, 4)
     assert m.facts.evidence["world_size"].origin == "launch_script"
     assert "world-size-mismatch" not in [x.id for x in diagnose(m).findings]
+
+
+def test_deepspeed_config_pasted_as_python_is_read_as_data(tmp_path: Path) -> None:
+    cfg = tmp_path / "ds_config.py.txt"
+    cfg.write_text('ds_config = {\n    "train_micro_batch_size_per_gpu": batch_size,\n    "fp16": {"enabled": True},\n'
+                   '    "zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True}},\n'
+                   '    "gradient_clipping": -1.0,\n}\n')
+    m = parse([str(cfg)])
+    f = m.facts
+    assert [s.kind for s in m.sources] == ["ds_config"]
+    assert (f.zero_stage, f.offload_optimizer, f.precision, f.micro_batch_per_gpu) == (3, "cpu", "fp16", None)
+    assert f.ds_config["gradient_clipping"] == -1.0
+    code = tmp_path / "evil.py.txt"
+    code.write_text('ds_config = {"fp16": __import__("os").system("echo pwned")}\n')  # never run: read as unknown
+    assert parse([str(code), str(cfg)]).facts.ds_config.get("fp16", "x") in (None, "x")
