@@ -161,7 +161,9 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
 
 
 @rule("progressive-slowdown", "Steps get slower as training goes on",
-      detects="The last quarter's median step time 30% above the first quarter's (after warm-up).",
+      detects="The last quarter's median step time 30% above the first quarter's (after warm-up), every quarter slower "
+              "than the one before; in a log of fewer than 8 step (or timer) lines, every one longer than the last "
+              "and 1.5x in all.",
       why="Growing step time points to a leak: wandb.watch histograms, accumulating Python objects or CUDA "
           "caching fragmentation, a filling disk, or thermal throttling.",
       evidence="Step times over the run from any clock (DeepSpeed, HF, tqdm, W&B).",
