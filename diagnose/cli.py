@@ -38,7 +38,9 @@ SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scr
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
-    sys.stderr.write(f"diagnose: error: {message}\n")  # one line, never wrapped
+    from reports import redact
+
+    sys.stderr.write(f"diagnose: error: {redact.text(message)}\n")  # one line, never wrapped; URL credentials masked
     return typer.Exit(code)
 
 
@@ -103,12 +105,36 @@ def parse(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, frame in model.frames.items():
-            frame.write_parquet(out_dir / f"{name}.parquet")
+            (redacted_frame(frame) if not no_redact else frame).write_parquet(out_dir / f"{name}.parquet")
         (out_dir / "facts.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
     if format == "json":
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
         _print_text(doc)
+
+
+def redacted_frame(frame: "pl.DataFrame") -> "pl.DataFrame":
+    """Every text column through the redactor (each distinct value once: frames repeat their strings)."""
+    import polars as pl
+
+    from reports import redact
+
+    cols = []
+    for name, dtype in frame.schema.items():
+        if dtype in (pl.String, pl.Categorical):
+            col = frame[name].cast(pl.String)
+            values = col.unique().drop_nulls()
+            mapping = dict(zip(values.to_list(), (redact.text(v) for v in values.to_list())))
+            if any(k != v for k, v in mapping.items()):
+                cols.append(col.replace_strict(mapping, default=None, return_dtype=pl.String).cast(dtype).alias(name))
+    out = frame.with_columns(cols) if cols else frame
+    if {"key", "value"} <= set(frame.columns):  # env and facts frames: a value under a secret name goes whole
+        secret = out["key"].cast(pl.String).map_elements(
+            lambda k: redact.is_secret_env(k.rsplit(".", 1)[-1]) or redact.is_secret_key(k.rsplit(".", 1)[-1]),
+            return_dtype=pl.Boolean)
+        out = out.with_columns(pl.when(secret & pl.col("value").is_not_null()).then(pl.lit(redact.MASK))
+                               .otherwise(pl.col("value")).alias("value"))
+    return out
 
 
 def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
@@ -119,7 +145,9 @@ def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
     if model.skipped:  # one line for all of them; the report's sources table lists each
         listed = "; ".join(f"{s.name} ({s.why})" for s in model.skipped[:5])
         more = f"; and {len(model.skipped) - 5} more" if len(model.skipped) > 5 else ""
-        sys.stderr.write(f"diagnose: skipped {len(model.skipped)} input(s): {listed}{more}\n")
+        from reports import redact
+
+        sys.stderr.write(redact.text(f"diagnose: skipped {len(model.skipped)} input(s): {listed}{more}") + "\n")
     return model
 
 

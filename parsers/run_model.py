@@ -162,7 +162,7 @@ def _script_majority(script: launch_script.LaunchScript, result: LogResult) -> b
     """A file that looks like a script is one when its shell lines outnumber the lines a log kind read (environment
     variables aside, which both see): a log that opens with `export NCCL_DEBUG=info` / `srun ...` is a log."""
     log_rows = sum(p.height for name, parts in result.parts.items() if name != "env" for p in parts)
-    return len(script.commands) + len(script.env) + len(script.sbatch) >= log_rows
+    return len(script.commands) + len(script.env) + len(script.sbatch) > log_rows
 
 
 def _read_wandb(inp: Input, path: Path, source_id: int, acc: _Acc, progress: Callable[[int], None] | None) -> None:

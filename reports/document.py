@@ -36,10 +36,17 @@ class Redactor:
                 out = re.sub(r"\b(?:\d{1,3}\.){3}\d{1,3}\b", lambda m: self._alias(m.group(0)), out)
             return out
         if isinstance(value, dict):
-            return {self(k) if isinstance(k, str) and self.redact_hosts else k: self(v) for k, v in value.items()}
+            return {self(k) if isinstance(k, str) and self.redact_hosts else k:
+                    redact.MASK if self._secret_key(k, v) else self(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
         return value
+
+    def _secret_key(self, key: Any, value: Any) -> bool:
+        """A structured value under a secret-looking key (`api_key`, `HF_TOKEN`, `password`) is masked whole."""
+        return (self.enabled and isinstance(key, str) and isinstance(value, (str, int, float)) and value != ""
+                and not isinstance(value, bool) and (redact.is_secret_key(key) or (key.isupper()
+                                                                                   and redact.is_secret_env(key))))
 
     def _alias(self, host: str) -> str:
         return self.aliases.setdefault(host, f"host-{len(self.aliases) + 1}")
@@ -191,7 +198,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "unparsed_lines": model.unrecognised_lines,
     }
     doc.update(display(doc))
-    return doc
+    return r(doc)  # the one pass: every string of the document, whatever field it sits in
 
 
 def _num(v: float | None, fmt: str, unit: str = "") -> str | None:

@@ -11,27 +11,48 @@ from typing import Any
 from jinja2 import Environment, PackageLoader
 
 GITHUB_LIMIT = 65_536
-_ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=False, trim_blocks=True,
-                   lstrip_blocks=True, keep_trailing_newline=True)
 
 
-def md(text: Any) -> str:
-    """Inline text: HTML and Markdown metacharacters neutralised, one line."""
+class Safe(str):
+    """Text a filter has already made inert; the default escaper leaves it alone."""
+
+
+def md(text: Any) -> Safe:
+    """Inline text: HTML and Markdown metacharacters neutralised, @mentions defused, one line."""
+    if isinstance(text, Safe):
+        return text
     s = "" if text is None else str(text)
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = re.sub(r"([\\`*_{}\[\]#|~])", r"\\\1", s)
-    return s.replace("\r", " ").replace("\n", " ")
+    s = _MENTION.sub("@\u200b", s)  # a zero-width space: GitHub links no user or team, the text reads the same
+    return Safe(s.replace("\r", " ").replace("\n", " "))
 
 
-def code(text: Any) -> str:
-    """Text inside an inline code span: backticks and line breaks cannot be escaped there, so they go."""
-    return ("" if text is None else str(text)).replace("`", "'").replace("\r", " ").replace("\n", " ")
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
 
 
-def fence(text: str, lang: str = "") -> str:
+def code(text: Any) -> Safe:
+    """Text inside an inline code span: backticks and line breaks cannot be escaped there, so they go (GitHub links
+    no @mention inside code)."""
+    return Safe(("" if text is None else str(text)).replace("`", "'").replace("\r", " ").replace("\n", " "))
+
+
+def fence(text: str, lang: str = "") -> Safe:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     ticks = "`" * max(3, longest + 1)
-    return f"{ticks}{lang}\n{text}\n{ticks}"
+    return Safe(f"{ticks}{lang}\n{text}\n{ticks}")
+
+
+def _finalize(value: Any) -> Any:
+    """Every `{{ value }}` in the template is escaped unless a filter already made it inert (like HTML
+    autoescape): a value from an input can never reach the Markdown raw."""
+    if value is None or isinstance(value, (Safe, bool, int, float)):
+        return value
+    return md(value)
+
+
+_ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=False, trim_blocks=True,
+                   lstrip_blocks=True, keep_trailing_newline=True, finalize=_finalize)
 
 
 _ENV.filters["md"] = md

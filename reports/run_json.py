@@ -35,7 +35,9 @@ def facts_dict(facts: RunFacts, model: RunModel, redact_secrets: bool = True) ->
 
 
 def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
-    return {
+    from reports.document import Redactor
+
+    return Redactor(redact_secrets)({
         "schema_version": SCHEMA_VERSION,
         "sources": [dataclasses.asdict(s) for s in model.sources],
         "skipped": [{"name": s.name, "why": s.why} for s in model.skipped],
@@ -43,4 +45,4 @@ def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
         "unparsed_lines": model.unrecognised_lines,
         "invalid_utf8": sum(s.invalid_utf8 for s in model.sources),
         "facts": facts_dict(model.facts, model, redact_secrets),
-    }
+    })
