@@ -133,7 +133,7 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
             return
     with open_input(path) as fh:
         result = ingest_log(fh, source_id, progress)
-    if script is not None and _script_majority(script, result):
+    if script is not None and (_has_shebang(path) or _script_majority(script, result)):
         acc.scripts.append((source_id, script))
         acc.sources.append(SourceInfo(inp.name, "launch_script", bytes=size))
         return
@@ -156,6 +156,13 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
 
 
 EMBEDDED_SCRIPT_BYTES = 4 * 1024 * 1024
+
+
+def _has_shebang(path: Path) -> bool:
+    """`#!/bin/bash` or `#SBATCH` at the top: a script, whatever lines of it a log kind also matches (a comment
+    that says "checkpoint saved every 10 steps")."""
+    head = head_bytes(path, 4096)
+    return head.startswith(b"#!") or b"\n#SBATCH" in b"\n" + head
 
 
 def _script_majority(script: launch_script.LaunchScript, result: LogResult) -> bool:

@@ -72,10 +72,10 @@ def env_value(name: str, value: str) -> str:
 def _masked(m: re.Match[str], name: str, secret: bool, groups: tuple[int, ...]) -> str:
     if not secret:
         return m.group(0)
-    value = next((g for g in groups if m.group(g) is not None), None)
-    if value is None or value == "":
+    group = next((g for g in groups if m.group(g) is not None), None)
+    if group is None or m.group(group).strip().lower() in ("", "none", "null"):
         return m.group(0)
-    start, end = m.span(next(g for g in groups if m.group(g) is not None))
+    start, end = m.span(group)
     return m.string[m.start():start] + MASK + m.string[end:m.end()]
 
 
