@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -15,6 +15,9 @@ from rich.console import Console
 from parsers import InputError, RunModel, parse as parse_sources
 from parsers.schema import describe
 from reports import run_json
+
+if TYPE_CHECKING:
+    import polars as pl
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a progress bar only flickers
@@ -35,6 +38,23 @@ out = Console(highlight=False, soft_wrap=True)
 SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, W&B runs "
                                                       "or '-'.",
                                                  show_default=False)]
+
+
+def _finite(value: object) -> object:
+    """JSON has no NaN or Infinity: non-finite numbers become null (a metric that could not be measured)."""
+    import math
+
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def strict_json(doc: object) -> str:
+    return json.dumps(_finite(doc), indent=2, default=str, allow_nan=False) + "\n"
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
@@ -106,14 +126,14 @@ def parse(
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, frame in model.frames.items():
             (redacted_frame(frame) if not no_redact else frame).write_parquet(out_dir / f"{name}.parquet")
-        (out_dir / "facts.json").write_text(json.dumps(doc, indent=2, default=str) + "\n")
+        (out_dir / "facts.json").write_text(strict_json(doc))
     if format == "json":
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        sys.stdout.write(strict_json(doc))
     else:
         _print_text(doc)
 
 
-def redacted_frame(frame: "pl.DataFrame") -> "pl.DataFrame":
+def redacted_frame(frame: pl.DataFrame) -> pl.DataFrame:
     """Every text column through the redactor (each distinct value once: frames repeat their strings)."""
     import polars as pl
 
@@ -200,6 +220,10 @@ def report(
 
     A single directory that holds several runs (run subdirectories, several job ids, several W&B runs) is reported
     run by run: a section per run in every format, `runs: [...]` in JSON; --run picks one."""
+    if output is not None and str(output) == "-":  # `-o -`: the report to stdout, in --format (default text)
+        output, to_stdout = None, True
+    else:
+        to_stdout = False
     fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
     if fmt not in FORMATS:
         raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -217,14 +241,14 @@ def report(
             raise _fail(f"--run {run!r} matches {len(chosen)} of the runs: " + ", ".join(r.name for r in runs))
         runs = chosen
     if len(runs) > 1:
-        _report_runs(runs, fmt, output, fail_on, refresh, gpu_memory, not no_redact, redact_hosts)
+        _report_runs(runs, fmt, output, fail_on, refresh, gpu_memory, not no_redact, redact_hosts, force, to_stdout)
         return
     if run is not None:
         sources = list(runs[0].sources)
     model = _load_or_exit(sources, refresh)
     diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
     doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts)
-    if fmt == "text" and output is None:
+    if fmt == "text" and output is None and not to_stdout:
         from reports import terminal
 
         terminal.render(doc, out)
@@ -233,7 +257,7 @@ def report(
         if output is None:
             sys.stdout.write(text)
         else:
-            _write_atomic(output, text)
+            _write_atomic(output, text, force)
             err.print(f"wrote {output} ({len(text.encode()) / 1e6:.1f} MB)" if len(text) > 1e6 else f"wrote {output}")
     if images is not None:
         _write_images(images, model, diagnosis)
@@ -256,7 +280,8 @@ def _runs(sources: list[str]) -> list:
 
 
 def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional[str], refresh: bool,
-                 gpu_memory: Optional[float], redact_secrets: bool, redact_hosts: bool) -> None:
+                 gpu_memory: Optional[float], redact_secrets: bool, redact_hosts: bool, force: bool = False,
+                 to_stdout: bool = False) -> None:
     """Several runs in one directory: each analysed on its own, one section per run; never merged."""
     from diagnose.engine import diagnose as run_diagnosis
     from reports import document
@@ -279,14 +304,14 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
     if not done:
         raise _fail("no run in the directory held anything recognisable")
     if fmt == "json":
-        text = json.dumps({"schema_version": done[0][1]["schema_version"],
-                           "runs": [{"name": n, **doc} for n, doc, _, _ in done]}, indent=2, default=str) + "\n"
+        text = strict_json({"schema_version": done[0][1]["schema_version"],
+                            "runs": [{"name": n, **doc} for n, doc, _, _ in done]})
     elif fmt == "html":
         from reports import charts, html
 
         text = html.combine([(n, html.render(doc, charts.figures(m, d), chart_prefix=f"run{i}-"))
                              for i, (n, doc, m, d) in enumerate(done)])
-    elif fmt == "text" and output is None:
+    elif fmt == "text" and output is None and not to_stdout:
         from reports import terminal
 
         for i, (n, doc, _, _) in enumerate(done, 1):
@@ -300,7 +325,7 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
         if output is None:
             sys.stdout.write(text)
         else:
-            _write_atomic(output, text)
+            _write_atomic(output, text, force)
             err.print(f"wrote {output} ({len(done)} runs)")
     if fail_on:
         levels = {"critical"} if fail_on == "critical" else {"critical", "warning"}
@@ -310,7 +335,7 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
 
 def _render(fmt: str, doc: dict, model: RunModel, diagnosis: object) -> str:
     if fmt == "json":
-        return json.dumps(doc, indent=2, default=str) + "\n"
+        return strict_json(doc)
     if fmt == "md":
         from reports import markdown
 
@@ -347,22 +372,39 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object) -> None:
     err.print(f"wrote {written} chart image(s) to {directory}")
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str, force: bool = True) -> None:
+    """Write to a temporary file beside the target, then put it in place in one step: with `force` by rename,
+    without it by a hard link, which fails if the target appeared meanwhile (no check-then-write race). Any path
+    problem (a directory, a parent that is a file, no permission, a full disk) is exit 2 naming the path."""
+    import errno
     import os
     import tempfile
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        if force:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise _fail(f"{path} exists; pass --force to overwrite it") from None
+            os.unlink(tmp)
+        tmp = None
+    except OSError as e:
+        raise _fail(f"{path}: cannot write the report ({e.strerror or e})") from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 @app.command()
@@ -393,7 +435,7 @@ def plan(
     p = make_plan(params, gpus, gpus_per_node, gpu_memory, optimizer, grad_accum, seq_len, micro_batch, hidden,
                   layers, heads, activation_checkpointing)
     if format == "json":
-        sys.stdout.write(json.dumps(dataclasses.asdict(p), indent=2) + "\n")
+        sys.stdout.write(strict_json(dataclasses.asdict(p)))
         return
     if format != "text":
         raise _fail(f"--format must be text or json, not {format!r}")

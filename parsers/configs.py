@@ -8,6 +8,8 @@ from typing import Any
 import polars as pl
 import yaml
 
+from parsers.errors import Refused
+
 DS_KEYS = {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps",
            "fp16", "bf16", "optimizer", "scheduler", "wall_clock_breakdown", "steps_per_print", "comms_logger",
            "gradient_clipping", "activation_checkpointing", "flops_profiler"}
@@ -61,11 +63,68 @@ def sniff_python_dict(text: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and DS_KEYS & set(data) else None
 
 
+MAX_YAML_ALIASES = 100  # a config uses a handful; a "billion laughs" file nests thousands
+MAX_YAML_NODES = 100_000  # nodes once aliases are expanded: 9 levels of 9 aliases each make 387 million
+MAX_NESTING = 100  # JSON / YAML levels; configs use a few
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """safe_load with a cap on alias references and nesting depth: aliases share objects, so a few hundred bytes
+    of nested aliases become gigabytes when anything walks or prints the result."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise Refused(f"YAML with more than {MAX_YAML_ALIASES} alias references: refused")
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            raise Refused(f"YAML nested deeper than {MAX_NESTING} levels: refused")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+def load_yaml(text: str) -> Any:
+    loader = _BoundedLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        if _expanded_size(node, {}) > MAX_YAML_NODES:
+            raise Refused(f"YAML that expands past {MAX_YAML_NODES:,} nodes through its aliases: refused")
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """Nodes in the document with every alias expanded, counted without expanding it (each node once)."""
+    key = id(node)
+    if key in memo:
+        return memo[key]
+    memo[key] = 1  # a cycle counts once
+    if isinstance(node, yaml.SequenceNode):
+        size = 1 + sum(_expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size = 1 + sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    else:
+        size = 1
+    memo[key] = min(size, MAX_YAML_NODES + 1)
+    return memo[key]
+
+
 def sniff_yaml(text: str) -> dict[str, Any] | None:
     if not re.search(r"^(?:distributed_type|num_processes|compute_environment):", text, re.M):
         return None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError:
         return None
     if isinstance(data, dict) and len(ACCELERATE_KEYS & set(data)) >= 2:

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 
+class Refused(ValueError):
+    """Input refused by a bound (alias expansion, nesting, size): the message says which."""
+
+
 class InputError(Exception):
     """Input that cannot be read at all (missing, unreadable, binary, nothing recognisable)."""
 

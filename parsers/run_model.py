@@ -10,11 +10,11 @@ from typing import Any
 import polars as pl
 
 from parsers import configs, launch_script, wandb_offline
-from parsers.errors import InputError
+from parsers.errors import InputError, Refused
 from parsers.facts import FactInputs, RunFacts, assemble
 from parsers.ingest import LogResult, ingest_log
 from parsers.schema import FRAMES, conform
-from parsers.sources import Input, head_bytes, is_binary, open_input, read_text
+from parsers.sources import Input, gzip_truncated, head_bytes, is_binary, open_input, read_text
 
 CONFIG_MAX_BYTES = 4 * 1024 * 1024  # configs and launch scripts are small; anything bigger is read as a log
 # Frames whose rows a rule reads; `facts`, `env` and `nccl` feed RunFacts and stay for evidence.
@@ -92,6 +92,14 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
             acc.skipped.append(Skipped(inp.name, e.why))
         except OSError as e:
             acc.skipped.append(Skipped(inp.name, e.strerror or str(e)))
+        except RecursionError:
+            acc.skipped.append(Skipped(inp.name, "nested too deeply to read"))
+        except Refused as e:
+            acc.skipped.append(Skipped(inp.name, str(e)))
+        except (ValueError, TypeError, OverflowError, KeyError, pl.exceptions.PolarsError) as e:
+            # Malformed content the readers did not expect (wrong JSON types, absurd numbers): that input is
+            # unreadable, not the program broken; named with the error so a real bug still shows.
+            acc.skipped.append(Skipped(inp.name, f"malformed ({type(e).__name__}: {str(e).splitlines()[0][:120]})"))
     if not acc.sources:
         # Exit 2 only when nothing at all was read: one input keeps its own reason, several list theirs.
         named = [s for s, inp in zip(acc.skipped, inputs) if inp.explicit] or acc.skipped
@@ -133,12 +141,15 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
             return
     with open_input(path) as fh:
         result = ingest_log(fh, source_id, progress)
+        truncated = gzip_truncated(fh)
     if script is not None and (_has_shebang(path) or _script_majority(script, result)):
         acc.scripts.append((source_id, script))
         acc.sources.append(SourceInfo(inp.name, "launch_script", bytes=size))
         return
+    notes = (["truncated gzip: read what it holds"] if truncated else []) + (
+        ["a NUL-padded tail (what a crashed node leaves) ignored"] if _nul_tail(path) else [])
     info = SourceInfo(inp.name, "log", lines=result.stats.physical_lines, recognised=result.used_lines,
-                      invalid_utf8=result.stats.invalid_utf8, bytes=size)
+                      invalid_utf8=result.stats.invalid_utf8, bytes=size, note="; ".join(notes))
     if result.used_lines == 0 and not any(p.height for parts in result.parts.values() for p in parts):
         raise InputError(inp.name, f"nothing recognisable in {result.text_lines} lines (not a DeepSpeed, "
                                    f"accelerate, HF Trainer, torchrun or NCCL log)")
@@ -156,6 +167,15 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> 
 
 
 EMBEDDED_SCRIPT_BYTES = 4 * 1024 * 1024
+
+
+def _nul_tail(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        fh.seek(0, 2)
+        if fh.tell() == 0:
+            return False
+        fh.seek(-1, 2)
+        return fh.read(1) == b"\x00"
 
 
 def _has_shebang(path: Path) -> bool:

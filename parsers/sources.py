@@ -14,6 +14,7 @@ import sys
 import tempfile
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,17 +181,27 @@ def download(url: str, tmpdir: Path) -> Path:
 def head_bytes(path: Path, n: int = SNIFF_BYTES) -> bytes:
     with open(path, "rb") as fh:
         head = fh.read(n)
-    if head[:2] == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as gz:
-                return gz.read(n)
-        except (OSError, EOFError):
+        if head[:2] != b"\x1f\x8b":
             return head
-    return head
+        # A gzip stream's first n bytes, from as much of the file as that takes: a decompressor object returns
+        # what it has where the file is cut short, and never more than n bytes however well it compresses.
+        fh.seek(0)
+        inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        out = b""
+        try:
+            while len(out) < n and (block := fh.read(1 << 16)):
+                out += inflate.decompress(block, n - len(out))
+                while inflate.unconsumed_tail and len(out) < n:
+                    out += inflate.decompress(inflate.unconsumed_tail, n - len(out))
+        except zlib.error:
+            return out or head  # corrupt: what came out, else the raw bytes (sniffed as binary)
+        return out
 
 
 def is_binary(head: bytes) -> bool:
-    """NUL bytes or mostly non-text bytes (checkpoints, tensors, archives) in the first block."""
+    """NUL bytes or mostly non-text bytes (checkpoints, tensors, archives) in the first block. A run of NULs at the
+    end is what a crashed node leaves in its log, not a sign of a binary file."""
+    head = head.rstrip(b"\x00")
     if not head:
         return False
     if b"\x00" in head:
@@ -200,13 +211,60 @@ def is_binary(head: bytes) -> bool:
     return text_like / len(sample) < 0.85
 
 
+# A compressed input may expand to this many times its size on disk (and at least GZIP_MIN_CAP): real logs compress
+# 10-50x (NCCL INFO spam towards 100x); a 2 MB file that inflates to 2 GB is a bomb, not a log.
+GZIP_RATIO_CAP = 200
+GZIP_MIN_CAP = 256 * 1024 * 1024
+
+
+class _CappedGzip(io.RawIOBase):
+    """A gzip stream that stops with an InputError past its cap, and ends quietly (marking `truncated`) where a
+    crashed writer cut the file short."""
+
+    def __init__(self, path: Path) -> None:
+        self._gz = gzip.open(path, "rb")
+        self._name = str(path)
+        self._cap = max(GZIP_MIN_CAP, GZIP_RATIO_CAP * path.stat().st_size)
+        self._read = 0
+        self.truncated = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: "memoryview | bytearray") -> int:  # type: ignore[override]
+        try:
+            data = self._gz.read1(len(buf))  # one block at a time: a cut stream still gives what came before
+        except (EOFError, zlib.error) as e:  # cut short mid-stream: keep what was read, say so
+            self.truncated = True
+            if isinstance(e, zlib.error) and self._read == 0:
+                raise InputError(self._name, f"corrupt gzip ({e})") from None
+            return 0
+        except gzip.BadGzipFile as e:
+            raise InputError(self._name, f"corrupt gzip ({e})") from None
+        self._read += len(data)
+        if self._read > self._cap:
+            raise InputError(self._name, f"expands past {self._cap >> 20} MiB ({GZIP_RATIO_CAP}x its size): refused "
+                                         "as a compression bomb")
+        buf[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._gz.close()
+        super().close()
+
+
 def open_input(path: Path) -> BinaryIO:
     fh = open(path, "rb")
     if fh.read(2) == b"\x1f\x8b":
         fh.close()
-        return gzip.open(path, "rb")  # type: ignore[return-value]
+        return io.BufferedReader(_CappedGzip(path), buffer_size=1 << 20)  # type: ignore[return-value]
     fh.seek(0)
     return fh
+
+
+def gzip_truncated(fh: BinaryIO) -> bool:
+    raw = getattr(fh, "raw", None)
+    return bool(getattr(raw, "truncated", False))
 
 
 def read_text(path: Path) -> str:

@@ -271,12 +271,25 @@ def read_legacy(run_dir: Path) -> WandbRun:
 
     run.history = wandb_history.from_rows(jsonl("wandb-history.jsonl"))
     run.stats = jsonl("wandb-events.jsonl")
+    def mapping(name: str, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise ValueError(f"{name} holds a {type(data).__name__}, not a mapping")
+        return data
+
     if (files / "wandb-summary.json").is_file():
-        run.summary = json.loads((files / "wandb-summary.json").read_text(errors="replace") or "{}")
+        run.summary = mapping("wandb-summary.json",
+                              json.loads((files / "wandb-summary.json").read_text(errors="replace") or "{}"))
     if (files / "wandb-metadata.json").is_file():
-        run.environment = json.loads((files / "wandb-metadata.json").read_text(errors="replace") or "{}")
+        run.environment = mapping("wandb-metadata.json",
+                                  json.loads((files / "wandb-metadata.json").read_text(errors="replace") or "{}"))
     if (files / "config.yaml").is_file():
-        cfg = yaml.safe_load((files / "config.yaml").read_text(errors="replace")) or {}
+        from parsers.configs import load_yaml
+
+        try:
+            cfg = load_yaml((files / "config.yaml").read_text(errors="replace")) or {}
+        except yaml.YAMLError as e:
+            raise ValueError(f"config.yaml is not YAML ({str(e).splitlines()[0]})") from None
+        cfg = mapping("config.yaml", cfg)
         run.config = {k: v.get("value", v) if isinstance(v, dict) else v for k, v in cfg.items() if k != "wandb_version"}
     if (files / "output.log").is_file():
         run.output = (files / "output.log").read_text(errors="replace").split("\n")

@@ -1,0 +1,122 @@
+"""Malformed, hostile and oversized input: one line and exit 2 (never a traceback, never exit 3), bounded time and
+memory, inputs untouched; output paths that cannot be written are exit 2 too."""
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLES, run_cli
+
+LOG = SAMPLES / "ds_zero0" / "train.log"
+
+
+def _one_line_exit_2(proc, *words: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+    for w in words:
+        assert w in proc.stderr
+
+
+BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8)) + \
+    "distributed_type: MULTI_GPU\nnum_processes: *i\ncompute_environment: LOCAL_MACHINE\n"
+
+
+@pytest.mark.parametrize("name, data, why", [
+    ("bomb.yaml", BILLION_LAUGHS, "through its aliases: refused"),
+    ("deep.json", '{"train_batch_size": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+    ("deep.yaml", "distributed_type: MULTI_GPU\nnum_processes: 1\nx: " + "[" * 200 + "]" * 200 + "\n", "nested"),
+])
+def test_config_bombs_are_refused_quickly(tmp_path: Path, name: str, data: str, why: str) -> None:
+    p = tmp_path / name
+    p.write_text(data)
+    start = time.monotonic()
+    proc = run_cli("report", str(p))
+    assert time.monotonic() - start < 30
+    _one_line_exit_2(proc, why)
+
+
+def test_gzip_bomb_is_refused_within_its_cap(tmp_path: Path) -> None:
+    bomb = tmp_path / "train.log.gz"
+    with gzip.open(bomb, "wb", compresslevel=9) as gz:
+        block = b"\n" * (1 << 20)
+        for _ in range(300):  # 300 MiB of newlines in ~300 KB
+            gz.write(block)
+    start = time.monotonic()
+    proc = run_cli("parse", str(bomb))
+    assert time.monotonic() - start < 60
+    _one_line_exit_2(proc, "compression bomb")
+
+
+def test_truncated_and_corrupt_gzip(tmp_path: Path) -> None:
+    whole = gzip.compress(LOG.read_bytes())
+    cut = tmp_path / "cut.log.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    proc = run_cli("parse", str(cut), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    src = json.loads(proc.stdout)["sources"][0]
+    assert src["recognised"] > 0 and "truncated gzip" in src["note"]
+    bad = tmp_path / "bad.log.gz"
+    bad.write_bytes(whole[:10] + b"\xff" * 200)
+    _one_line_exit_2(run_cli("parse", str(bad)), str(bad))
+
+
+def test_nul_padded_tail_is_read_with_a_note(tmp_path: Path) -> None:
+    p = tmp_path / "crashed.log"
+    p.write_bytes(LOG.read_bytes()[:3000] + b"\x00" * 5000)
+    proc = run_cli("parse", str(p), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert "NUL-padded tail" in json.loads(proc.stdout)["sources"][0]["note"]
+
+
+@pytest.mark.parametrize("name, data", [
+    ("trainer_state.json", '{"log_history": [{"step": 1e40, "loss": NaN}, {"step": Infinity, "loss": 1}]}'),
+    ("trainer_state2.json", '{"log_history": [{"step": "ten", "loss": [1]}, 5, null]}'),
+])
+def test_absurd_numbers_and_wrong_types_are_exit_2_or_read(tmp_path: Path, name: str, data: str) -> None:
+    p = tmp_path / name
+    p.write_text(data)
+    proc = run_cli("report", str(p), "--format", "json")
+    assert proc.returncode in (0, 2) and "Traceback" not in proc.stderr
+    if proc.returncode == 0:
+        assert "NaN" not in proc.stdout and "Infinity" not in proc.stdout  # strict JSON
+
+
+def test_legacy_wandb_files_of_the_wrong_type(tmp_path: Path) -> None:
+    files = tmp_path / "run-20260101_000000-bad00001" / "files"
+    files.mkdir(parents=True)
+    (files / "wandb-summary.json").write_text("[1, 2, 3]")
+    (files / "wandb-metadata.json").write_text('"just a string"')
+    _one_line_exit_2(run_cli("report", str(files.parent)), "not a mapping")
+
+
+def test_output_path_problems_are_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "a_dir").mkdir()
+    _one_line_exit_2(run_cli("report", str(LOG), "-o", str(tmp_path / "a_dir"), "--force"), "a_dir")
+    (tmp_path / "file").write_text("x")
+    _one_line_exit_2(run_cli("report", str(LOG), "-o", str(tmp_path / "file" / "report.md")), "cannot write")
+
+
+def test_final_link_refuses_a_file_that_appeared(tmp_path: Path) -> None:
+    import typer
+
+    from diagnose.cli import _write_atomic
+
+    target = tmp_path / "report.md"
+    target.write_text("someone else's")
+    with pytest.raises(typer.Exit) as e:
+        _write_atomic(target, "ours", force=False)
+    assert e.value.exit_code == 2 and target.read_text() == "someone else's"
+    assert [p.name for p in tmp_path.iterdir()] == ["report.md"]  # no temporary file left behind
+
+
+def test_dash_o_writes_to_stdout_and_json_is_strict() -> None:
+    proc = run_cli("report", str(LOG), "-o", "-", "--format", "json")
+    assert proc.returncode == 0
+    json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+    text = run_cli("report", str(LOG), "-o", "-")
+    assert text.returncode == 0 and "diagnose" in text.stdout
