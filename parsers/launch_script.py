@@ -9,6 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+MAX_COMMAND_CHARS = 64 * 1024  # shlex's tokenizer is quadratic in a token's length: 2 MB took 150 s
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _BARE_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
 _VAR_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
@@ -62,10 +63,13 @@ _TRACE = re.compile(r"^\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m 
 def embedded_script(text: str) -> str | None:
     """The launch commands a log carries, as a script with the log's line numbers (other lines left blank);
     None when there are none."""
+    found = sorted((m.start(), m.group(1)) for rx in (_EMBEDDED, _TRACE) for m in rx.finditer(text))
     keep: dict[int, str] = {}
-    for rx in (_EMBEDDED, _TRACE):
-        for m in rx.finditer(text):
-            keep[text.count("\n", 0, m.start())] = m.group(1)
+    line, pos = 0, 0
+    for start, command in found:  # line numbers counted once through the text, not once per match
+        line += text.count("\n", pos, start)
+        pos = start
+        keep[line] = command
     if not keep:
         return None
     lines = [""] * (max(keep) + 1)
@@ -78,6 +82,8 @@ def parse_script(text: str) -> LaunchScript:
     out = LaunchScript()
     shell_vars: dict[str, str] = {}
     for lineno, logical in _logical_lines(text):
+        if len(logical) > MAX_COMMAND_CHARS:  # no launch command is this long; shlex would take minutes on it
+            continue
         if logical.startswith("#SBATCH"):
             for key, value in _flag_pairs(_split(logical[len("#SBATCH"):])):
                 out.sbatch[key] = Setting(value, lineno)
