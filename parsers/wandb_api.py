@@ -121,6 +121,7 @@ def fetch(ref: WandbRef, refresh: bool = False, cache_root: Path | None = None,
     base = ref.base_url or os.environ.get("WANDB_BASE_URL") or "https://api.wandb.ai"
     _preflight(name, base)
     report("connecting to W&B", 0, None)
+    _host_check(name, base, os.environ.get("WANDB_API_KEY"))
     api = _api(name, ref)
     key = getattr(api, "api_key", None) or os.environ.get("WANDB_API_KEY")
 
@@ -159,6 +160,37 @@ def _preflight(name: str, base: str) -> None:
                                "WANDB_BASE_URL for a self-hosted server") from None
 
 
+HOST_CHECK_TIMEOUT_S = 5.0  # with the 3 s connect, a host that never answers is named within 10 s in all
+
+
+def _host_check(name: str, base: str, key: str | None) -> None:
+    """One GraphQL request before the client's own (which retries until its deadline and then blames the key):
+    a host that does not answer, a host that is not a W&B API (404), or a key the API rejects (401), each named."""
+    body = json.dumps({"query": "query Viewer { viewer { id } }"}).encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "diagnose"}
+    if key:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"api:{key}".encode()).decode()
+    request = urllib.request.Request(base.rstrip("/") + "/graphql", data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=HOST_CHECK_TIMEOUT_S):
+            return
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            raise InputError(name, f"{base} is not a W&B API (HTTP 404 on /graphql); check WANDB_BASE_URL or the "
+                                   "run URL's host") from None
+        if e.code == 401 and key:
+            raise InputError(name, "W&B did not accept the API key (HTTP 401)") from None
+    except (TimeoutError, socket.timeout):
+        raise InputError(name, f"the W&B host at {base} accepted the connection but did not answer within "
+                               f"{HOST_CHECK_TIMEOUT_S:.0f} s") from None
+    except urllib.error.URLError as e:
+        if isinstance(e.reason, (TimeoutError, socket.timeout)):
+            raise InputError(name, f"the W&B host at {base} accepted the connection but did not answer within "
+                                   f"{HOST_CHECK_TIMEOUT_S:.0f} s") from None
+    except OSError:
+        pass  # the client's own call says what is wrong
+
+
 def _api(name: str, ref: WandbRef) -> Any:
     import wandb
     from wandb.errors import AuthenticationError, UsageError
@@ -168,8 +200,8 @@ def _api(name: str, ref: WandbRef) -> Any:
         return wandb.Api(overrides=overrides, timeout=API_TIMEOUT_S)
     except UsageError:
         raise InputError(name, "no W&B API key: set WANDB_API_KEY or run `wandb login`") from None
-    except AuthenticationError as e:
-        raise InputError(name, f"W&B did not accept the API key ({_first_line(e)})") from None
+    except AuthenticationError as e:  # a 401 was named by _host_check; anything else is not the key's fault
+        raise InputError(name, f"the W&B API could not confirm the API key ({_first_line(e)})") from None
 
 
 def _counted(rows: Iterable[dict[str, Any]], total: int, report: FetchProgress) -> list[dict[str, Any]]:

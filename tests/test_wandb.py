@@ -321,3 +321,14 @@ def test_progress_shows_on_a_terminal(offline_run: Path, tmp_path: Path) -> None
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", proc.stderr).replace("━", "")
     assert re.search(r"W&B: history rows +240/240", shown), shown[-1500:]
     assert "W&B: system metrics" in shown and "steps=" in proc.stdout
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("silent", "accepted the connection but did not answer within 5 s"),
+    ("notfound", "is not a W&B API (HTTP 404 on /graphql)"),
+])
+def test_hosts_that_are_not_answering_w_and_b_apis(offline_run: Path, tmp_path: Path, mode: str, message: str) -> None:
+    proc, seconds = _run_error(offline_run, tmp_path, mode)
+    assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+    assert "API key" not in proc.stderr
+    assert seconds < 10 + 3  # within 10 s of diagnose's own work, plus interpreter start-up

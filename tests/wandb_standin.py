@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import time
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +21,8 @@ class StandIn:
                  system: list[dict[str, Any]], output: str, metadata: dict[str, Any]) -> None:
         self.run_id, self.config, self.summary = run_id, config, summary
         self.history, self.system, self.output, self.metadata = history, system, output, metadata
-        self.mode = "ok"  # ok | missing | denied | unauthorized | ratelimit-once | ratelimit | servererror
+        # ok | missing | denied | unauthorized | ratelimit-once | ratelimit | servererror | silent | notfound
+        self.mode = "ok"
         self.requests: list[str] = []
         self._rate_limited = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -121,6 +123,11 @@ class StandIn:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 standin.requests.append(f"POST {self.path}")
+                if standin.mode == "silent":  # accepts the connection, never answers (bounded: 30 s)
+                    time.sleep(30)
+                    return None
+                if standin.mode == "notfound":  # a web server, not a W&B API
+                    return self._send(404, b"<html>not found</html>", "text/html")
                 if self.path.startswith("/sdk/"):  # wandb-core's own telemetry
                     return self._send(200, b"{}")
                 try:
