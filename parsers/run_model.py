@@ -120,6 +120,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
 def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> None:
     path = inp.path
     assert path is not None
+    if not path.is_file():
+        raise InputError(inp.name, "not a regular file (a FIFO, socket or device in a directory): not opened")
     head = head_bytes(path)
     if wandb_offline.is_wandb_file(head):
         _read_wandb(inp, path, len(acc.sources), acc, progress)

@@ -10,6 +10,7 @@ import io
 import os
 import re
 import shutil
+import stat
 import sys
 import tempfile
 import urllib.error
@@ -52,14 +53,17 @@ def resolve(sources: list[str], tmpdir: Path) -> list[Input]:
         elif src.startswith(("http://", "https://")):
             inputs.append(Input(src, download(src, tmpdir), True))
         else:
-            inputs.extend(_local(src))
+            inputs.extend(_local(src, tmpdir))
     return inputs
 
 
-def _local(src: str) -> Iterator[Input]:
+def _local(src: str, tmpdir: Path | None = None) -> Iterator[Input]:
     path = Path(src)
     if not path.exists():
         raise InputError(src, "no such file or directory")
+    if tmpdir is not None and stat.S_ISFIFO(path.stat().st_mode):  # `<(zcat log.gz)`, a named pipe: a stream
+        yield Input(src, _spool_fifo(src, tmpdir), True)
+        return
     if path.is_dir():
         from parsers.wandb_offline import is_legacy_run_dir
 
@@ -92,7 +96,9 @@ def _walk(root: Path) -> Iterator[Path]:
             p = Path(dirpath) / name
             suffix = p.suffix.lower()
             if suffix in LOG_SUFFIXES or re.search(r"\.(?:out|log|err)\.\d+$", name):
-                if p.is_file() and os.access(p, os.R_OK) and not is_binary(head_bytes(p)):
+                if not p.is_file() and not p.is_dir() and p.exists():
+                    yield p  # a FIFO, socket or device: listed as skipped when read, never opened here
+                elif p.is_file() and os.access(p, os.R_OK) and not is_binary(head_bytes(p)):
                     yield p
 
 
@@ -146,6 +152,31 @@ def _walk_shallow(root: Path) -> Iterator[Path]:
     for p in _walk(root):
         if p.parent == root:
             yield p
+
+
+FIFO_WRITER_WAIT_S = 10.0  # a named pipe with nobody writing to it would block forever
+
+
+def _spool_fifo(src: str, tmpdir: Path) -> Path:
+    """Copy a named pipe to a temporary file, failing (not hanging) when no writer shows up."""
+    import fcntl
+    import select
+
+    dest = tmpdir / f"fifo-{len(list(tmpdir.iterdir()))}.log"
+    fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK)  # opening for reading never blocks this way
+    try:
+        ready, _, _ = select.select([fd], [], [], FIFO_WRITER_WAIT_S)
+        first = os.read(fd, 1 << 16) if ready else b""
+        if not first:
+            raise InputError(src, f"a named pipe with no writer (nothing in {FIFO_WRITER_WAIT_S:.0f} s)")
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+        with open(dest, "wb") as out:
+            out.write(first)
+            while block := os.read(fd, 1 << 20):
+                out.write(block)
+    finally:
+        os.close(fd)
+    return dest
 
 
 def _spool_stdin(tmpdir: Path) -> Path:

@@ -120,3 +120,29 @@ def test_dash_o_writes_to_stdout_and_json_is_strict() -> None:
     json.loads(proc.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
     text = run_cli("report", str(LOG), "-o", "-")
     assert text.returncode == 0 and "diagnose" in text.stdout
+
+
+def test_fifos_are_streams_or_skipped(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "train.log").write_bytes(LOG.read_bytes())
+    os.mkfifo(run / "pipe.log")  # in a directory: listed as skipped, never opened (it would block)
+    proc = run_cli("parse", str(run), "--format", "json", timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert [s["name"].endswith("pipe.log") for s in json.loads(proc.stdout)["skipped"]] == [True]
+    # named explicitly, with a writer: read as a stream
+    fifo = tmp_path / "explicit.log"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen([sys.executable, "-m", "diagnose", "parse", str(fifo), "--format", "json"],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(fifo, "wb") as w:
+        w.write(LOG.read_bytes())
+    out, err = reader.communicate(timeout=60)
+    assert reader.returncode == 0, err
+    assert json.loads(out)["sources"][0]["recognised"] > 0
