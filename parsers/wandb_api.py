@@ -160,17 +160,22 @@ def _preflight(name: str, base: str) -> None:
                                "WANDB_BASE_URL for a self-hosted server") from None
 
 
+def _graphql_request(base: str, key: str | None, payload: dict[str, Any]) -> urllib.request.Request:
+    """A plain POST to the W&B GraphQL endpoint, authenticated the way the client does (basic auth, user `api`)."""
+    headers = {"Content-Type": "application/json", "User-Agent": "diagnose"}
+    if key:
+        headers["Authorization"] = "Basic " + base64.b64encode(f"api:{key}".encode()).decode()
+    return urllib.request.Request(base.rstrip("/") + "/graphql", data=json.dumps(payload).encode(), headers=headers,
+                                  method="POST")
+
+
 HOST_CHECK_TIMEOUT_S = 5.0  # with the 3 s connect, a host that never answers is named within 10 s in all
 
 
 def _host_check(name: str, base: str, key: str | None) -> None:
     """One GraphQL request before the client's own (which retries until its deadline and then blames the key):
     a host that does not answer, a host that is not a W&B API (404), or a key the API rejects (401), each named."""
-    body = json.dumps({"query": "query Viewer { viewer { id } }"}).encode()
-    headers = {"Content-Type": "application/json", "User-Agent": "diagnose"}
-    if key:
-        headers["Authorization"] = "Basic " + base64.b64encode(f"api:{key}".encode()).decode()
-    request = urllib.request.Request(base.rstrip("/") + "/graphql", data=body, headers=headers, method="POST")
+    request = _graphql_request(base, key, {"query": "query Viewer { viewer { id } }"})
     try:
         with urllib.request.urlopen(request, timeout=HOST_CHECK_TIMEOUT_S):
             return
@@ -216,13 +221,10 @@ def _counted(rows: Iterable[dict[str, Any]], total: int, report: FetchProgress) 
 def _probe_status(base: str, key: str | None, ref: WandbRef) -> int | None:
     """One plain GraphQL request for the run, to tell why wandb-core gave up: it retries HTTP 429 and 5xx answers
     itself until its deadline and then reports only a timeout. The HTTP status, or None when the server answered."""
-    body = json.dumps({"query": "query Probe($entity: String, $project: String!, $name: String!) "
-                                "{ project(name: $project, entityName: $entity) { run(name: $name) { id } } }",
-                       "variables": {"entity": ref.entity, "project": ref.project, "name": ref.run_id}}).encode()
-    headers = {"Content-Type": "application/json", "User-Agent": "diagnose"}
-    if key:
-        headers["Authorization"] = "Basic " + base64.b64encode(f"api:{key}".encode()).decode()
-    request = urllib.request.Request(base.rstrip("/") + "/graphql", data=body, headers=headers, method="POST")
+    request = _graphql_request(base, key, {
+        "query": "query Probe($entity: String, $project: String!, $name: String!) "
+                 "{ project(name: $project, entityName: $entity) { run(name: $name) { id } } }",
+        "variables": {"entity": ref.entity, "project": ref.project, "name": ref.run_id}})
     try:
         with urllib.request.urlopen(request, timeout=PREFLIGHT_TIMEOUT_S):
             return None
