@@ -127,7 +127,8 @@ def find_runs(root: Path) -> list[Run]:
     subdirs = [d for d in sorted(root.iterdir()) if d.is_dir() and d.name not in SKIP_DIRS
                and not d.name.startswith(".") and not d.is_symlink()] if root.is_dir() else []
     with_files = [d for d in subdirs if next(iter(_walk(d)), None) is not None]
-    own = [p for p in sorted(root.iterdir()) if p.is_file() and p in set(_walk_shallow(root))]
+    readable = set(_walk_shallow(root))
+    own = [p for p in sorted(root.iterdir()) if p.is_file() and p in readable]
     if len(with_files) >= 2:
         runs = [run for d in with_files for run in find_runs(d)]
         logs = [p for p in own if p.suffix.lower() in _LOG_LIKE]
