@@ -187,8 +187,10 @@ KINDS: tuple[LineKind, ...] = (
                  "tokens_per_sec": r"(?:tok(?:en)?s?/s(?:ec)?|tokens per second)[\s:=]*(" + NUM + ")",
                  "data_time_s": r"data_time[\s:=]*(" + NUM + ")",
                  "loss": r"\b[Ll]oss[\s:=]*(" + NUM + ")"},
-             required_any=(("step_time_ms",), ("step_time_s",), ("step_hms",), ("samples_per_sec",),
-                           ("tokens_per_sec",), ("global_step", "ts")),
+             # A bare `time: 3.2` needs a counter beside it (an eval or load time is not a step); an H:MM:SS
+             # duration and a rate are specific enough alone.
+             required_any=(("global_step", "step_time_ms"), ("global_step", "step_time_s"), ("step_hms",),
+                           ("samples_per_sec",), ("tokens_per_sec",), ("global_step", "ts")),
              prefilter=r"[Ii]ter|[Ss]teps?\b|[Bb]atch|Epoch|/sec|/s\b|elapsed|time ?:"),
     # ---- timers (§1.8); names normalised forward->fwd, backward->bwd afterwards ----------------------------
     # `time (ms) | <name>: <ms> | ...`: names vary by version and stage, so timers.py maps them per line shape.

@@ -381,3 +381,10 @@ def test_deepspeed_config_pasted_as_python_is_read_as_data(tmp_path: Path) -> No
     code = tmp_path / "evil.py.txt"
     code.write_text('ds_config = {"fp16": __import__("os").system("echo pwned")}\n')  # never run: read as unknown
     assert parse([str(code), str(cfg)]).facts.ds_config.get("fp16", "x") in (None, "x")
+
+
+def test_a_bare_time_is_not_a_step(tmp_path: Path) -> None:
+    p = tmp_path / "x.log"
+    p.write_text("Loading checkpoint, time: 12.5\neval time: 3.2 s\n" + PROGRESS[0][0] + "\n")
+    s = parse([str(p)]).frames["steps"]
+    assert s["global_step"].to_list() == [120]  # only the line with a counter
