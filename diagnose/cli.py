@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -15,9 +15,6 @@ from rich.console import Console
 from parsers import InputError, RunModel, parse as parse_sources
 from parsers.schema import describe
 from reports import run_json
-
-if TYPE_CHECKING:
-    import polars as pl
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a progress bar only flickers
@@ -125,36 +122,12 @@ def parse(
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         for name, frame in model.frames.items():
-            (redacted_frame(frame) if not no_redact else frame).write_parquet(out_dir / f"{name}.parquet")
+            (run_json.redacted_frame(frame) if not no_redact else frame).write_parquet(out_dir / f"{name}.parquet")
         (out_dir / "facts.json").write_text(strict_json(doc))
     if format == "json":
         sys.stdout.write(strict_json(doc))
     else:
         _print_text(doc)
-
-
-def redacted_frame(frame: pl.DataFrame) -> pl.DataFrame:
-    """Every text column through the redactor (each distinct value once: frames repeat their strings)."""
-    import polars as pl
-
-    from reports import redact
-
-    cols = []
-    for name, dtype in frame.schema.items():
-        if dtype in (pl.String, pl.Categorical):
-            col = frame[name].cast(pl.String)
-            values = col.unique().drop_nulls()
-            mapping = dict(zip(values.to_list(), (redact.text(v) for v in values.to_list())))
-            if any(k != v for k, v in mapping.items()):
-                cols.append(col.replace_strict(mapping, default=None, return_dtype=pl.String).cast(dtype).alias(name))
-    out = frame.with_columns(cols) if cols else frame
-    if {"key", "value"} <= set(frame.columns):  # env and facts frames: a value under a secret name goes whole
-        secret = out["key"].cast(pl.String).map_elements(
-            lambda k: redact.is_secret_env(k.rsplit(".", 1)[-1]) or redact.is_secret_key(k.rsplit(".", 1)[-1]),
-            return_dtype=pl.Boolean)
-        out = out.with_columns(pl.when(secret & pl.col("value").is_not_null()).then(pl.lit(redact.MASK))
-                               .otherwise(pl.col("value")).alias("value"))
-    return out
 
 
 def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from diagnose import hardware
 from diagnose.findings import Finding, rank_key
 from diagnose.metrics import Metrics, compute
-from diagnose.planner import Plan, plan
+from diagnose.planner import MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
 from diagnose.rules import Ctx, load_all
 from parsers.run_model import RunModel
@@ -44,21 +44,20 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
         peak = metrics.utilization["mem_max"] / 100.0 * mem  # W&B's allocated % of the card
     offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
     current = (f.zero_stage, offloaded) if f.zero_stage is not None else None
-    if not known and peak is not None and current is not None:
-        # The GPU is not named, but it held the measured peak: plan for a card of exactly that size (a lower
-        # bound), and say so.
-        return plan(float(f.model_params) / ((f.tensor_parallel or 1) * (f.pipeline_parallel or 1)), dp,
-                    f.gpus_per_node, peak, grad_accum=f.grad_accum_steps or 1, seq_len=f.seq_len,
-                    micro_batch=f.micro_batch_per_gpu, hidden=f.hidden_size, layers=f.num_layers, heads=f.num_heads,
-                    activation_checkpointing=bool(f.gradient_checkpointing), measured_peak_gb=peak,
-                    current=current, gpu_memory_known=False, measured_fraction=1.0)
+    card, fraction = mem or ASSUMED_GPU_GB, MEASURED_FRACTION
+    if not known:
+        if peak is not None and current is not None:
+            # The GPU is not named, but it held the measured peak: plan for a card of exactly that size (a lower
+            # bound, used whole), and say so.
+            card, fraction = peak, 1.0
+        else:
+            peak = None
     # Tensor and pipeline parallelism split the weights first; ZeRO partitions each shard over the data-parallel group.
     shard = float(f.model_params) / ((f.tensor_parallel or 1) * (f.pipeline_parallel or 1))
-    return plan(shard, dp, f.gpus_per_node, mem or ASSUMED_GPU_GB,
-                grad_accum=f.grad_accum_steps or 1, seq_len=f.seq_len, micro_batch=f.micro_batch_per_gpu,
-                hidden=f.hidden_size, layers=f.num_layers, heads=f.num_heads,
-                activation_checkpointing=bool(f.gradient_checkpointing),
-                measured_peak_gb=peak if known else None, current=current, gpu_memory_known=known)
+    return plan(shard, dp, f.gpus_per_node, card, grad_accum=f.grad_accum_steps or 1, seq_len=f.seq_len,
+                micro_batch=f.micro_batch_per_gpu, hidden=f.hidden_size, layers=f.num_layers, heads=f.num_heads,
+                activation_checkpointing=bool(f.gradient_checkpointing), measured_peak_gb=peak, current=current,
+                gpu_memory_known=known, measured_fraction=fraction)
 
 
 def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None) -> Diagnosis:

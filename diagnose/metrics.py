@@ -149,16 +149,24 @@ def compute(model: RunModel) -> Metrics:
                    peak_mem_gb=_peak_mem(steps, model.frames["memory"]))
 
 
+# Wall-clock seconds per step between consecutive step lines (rows sorted by step).
+WALL_PER_STEP = (pl.col("ts").diff().dt.total_milliseconds() / 1000.0) / pl.col("global_step").diff()
+
+
+def _one_rank(rows: pl.DataFrame) -> pl.DataFrame:
+    """The lowest rank's rows where ranks are known (every rank prints the same lines); all rows otherwise."""
+    first = rows["rank"].drop_nulls().min()
+    return rows if first is None else rows.filter(pl.col("rank") == first)
+
+
 def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataFrame | None, str]:
     """-> (step, step_time_s) for one rank, from the best available clock."""
     ds = steps.filter((pl.col("origin") == "ds_step") & pl.col("ts").is_not_null() & (pl.col("global_step") > 0))
     if ds.height >= 4:
-        first_rank = ds["rank"].drop_nulls().min()
-        one = ds.filter(pl.col("rank") == first_rank) if first_rank is not None else ds
-        one = one.unique("global_step", keep="first").sort("global_step")
+        one = _one_rank(ds).unique("global_step", keep="first").sort("global_step")
         s = one.select(
             pl.col("global_step").alias("step"),
-            ((pl.col("ts").diff().dt.total_milliseconds() / 1000.0) / pl.col("global_step").diff()).alias("step_time_s"),
+            WALL_PER_STEP.alias("step_time_s"),
             pl.col("ts"),
         ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
         if s.height >= 3:
@@ -193,13 +201,10 @@ def _printed_series(steps: pl.DataFrame) -> pl.DataFrame | None:
         return None
     origin = rows["origin"].cast(pl.String).value_counts(sort=True)["origin"][0]
     rows = rows.filter(pl.col("origin") == origin)
-    first_rank = rows["rank"].drop_nulls().min()
-    if first_rank is not None:
-        rows = rows.filter(pl.col("rank") == first_rank)
+    rows = _one_rank(rows)
     if rows["step_time_s"].null_count() == rows.height:  # counters with timestamps only
         rows = rows.unique("global_step", keep="first").sort("global_step").with_columns(
-            ((pl.col("ts").diff().dt.total_milliseconds() / 1000.0) / pl.col("global_step").diff())
-            .alias("step_time_s"))
+            WALL_PER_STEP.alias("step_time_s"))
     out = rows.filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
     if out["global_step"].null_count() == 0:
         out = out.unique("global_step", keep="first").sort("global_step")
@@ -215,11 +220,9 @@ def _printed_vs_wall(steps: pl.DataFrame) -> tuple[float, float] | None:
                         & pl.col("ts").is_not_null() & pl.col("global_step").is_not_null())
     if rows.height < 4:
         return None
-    first_rank = rows["rank"].drop_nulls().min()
-    if first_rank is not None:
-        rows = rows.filter(pl.col("rank") == first_rank)
+    rows = _one_rank(rows)
     rows = rows.unique("global_step", keep="first").sort("global_step").with_columns(
-        ((pl.col("ts").diff().dt.total_milliseconds() / 1000.0) / pl.col("global_step").diff()).alias("_wall"))
+        WALL_PER_STEP.alias("_wall"))
     wall = rows["_wall"].drop_nulls().filter(rows["_wall"].drop_nulls() > 0)
     if wall.len() < 3:
         return None
@@ -230,9 +233,7 @@ def _timed_totals(timers: pl.DataFrame) -> tuple[float, ...]:
     glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null())
     if glob.height == 0:
         return ()
-    first_rank = glob["rank"].drop_nulls().min()
-    if first_rank is not None:
-        glob = glob.filter(pl.col("rank") == first_rank)
+    glob = _one_rank(glob)
     total = pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0) + pl.col("pipe_comm").fill_null(0)
     return tuple(float(v) for v in glob.select(total)["fwd"].to_list())
 

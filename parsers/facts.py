@@ -232,8 +232,8 @@ def assemble(inp: FactInputs) -> RunFacts:
         grad_accum_steps=val("grad_accum_steps"), train_batch_size=val("train_batch_size"),
         model_params=val("model_params"), optimizer=val("optimizer"), steps_per_print=val("steps_per_print"),
         wall_clock_breakdown=val("wall_clock_breakdown"), comms_logger=val("comms_logger"),
-        flops_profiler=val("flops_profiler"), horovod_nccl=_flag_value(c, "horovod_nccl"),
-        hybrid_engine=_flag_value(c, "hybrid_engine"), overlap_comm=val("overlap_comm"),
+        flops_profiler=val("flops_profiler"), horovod_nccl=val("horovod_nccl"), hybrid_engine=val("hybrid_engine"),
+        overlap_comm=val("overlap_comm"),
         contiguous_gradients=val("contiguous_gradients"), reduce_bucket_size=val("reduce_bucket_size"),
         allgather_bucket_size=val("allgather_bucket_size"), prefetch_bucket_size=val("prefetch_bucket_size"),
         gradient_checkpointing=val("gradient_checkpointing"), dataloader_num_workers=val("dataloader_num_workers"),
@@ -245,12 +245,6 @@ def assemble(inp: FactInputs) -> RunFacts:
         flops=flops, evidence=evidence,
         claims={k: v for k, v in c.by_fact.items() if k in ("world_size", "nodes", "gpus_per_node", "allocated_gpus")},
     )
-
-
-def _flag_value(c: _Claims, fact: str) -> bool | None:
-    """A boolean fact, False kept (val() would read False as unknown)."""
-    ev = c.first(fact)
-    return None if ev is None else bool(ev.value)
 
 
 def _fact_rows(facts: pl.DataFrame) -> list[dict[str, Any]]:

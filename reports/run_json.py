@@ -4,6 +4,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import polars as pl
+
 from parsers.facts import Evidence, RunFacts
 from parsers.run_model import RunModel
 from reports import redact
@@ -46,3 +48,24 @@ def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
         "invalid_utf8": sum(s.invalid_utf8 for s in model.sources),
         "facts": facts_dict(model.facts, model, redact_secrets),
     })
+
+
+def redacted_frame(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every text column through the redactor (each distinct value once: frames repeat their strings)."""
+    cols = []
+    for name, dtype in frame.schema.items():
+        if dtype in (pl.String, pl.Categorical):
+            col = frame[name].cast(pl.String)
+            values = col.unique().drop_nulls()
+            mapping = dict(zip(values.to_list(), (redact.text(v) for v in values.to_list())))
+            if any(k != v for k, v in mapping.items()):
+                cols.append(col.replace_strict(mapping, default=None, return_dtype=pl.String).cast(dtype).alias(name))
+    out = frame.with_columns(cols) if cols else frame
+    if {"key", "value"} <= set(frame.columns):  # env and facts frames: a value under a secret name goes whole
+        keys = out["key"].cast(pl.String).unique().drop_nulls().to_list()
+        secret_keys = [k for k in keys if redact.is_secret_env(k.rsplit(".", 1)[-1])
+                       or redact.is_secret_key(k.rsplit(".", 1)[-1])]
+        secret = out["key"].cast(pl.String).is_in(secret_keys)
+        out = out.with_columns(pl.when(secret & pl.col("value").is_not_null()).then(pl.lit(redact.MASK))
+                               .otherwise(pl.col("value")).alias("value"))
+    return out

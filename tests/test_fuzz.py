@@ -14,8 +14,6 @@ import resource
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from conftest import SAMPLES
 from diagnose.engine import diagnose
 from parsers import InputError, parse
@@ -121,8 +119,3 @@ def test_fuzzed_inputs_end_in_a_report_or_a_clean_input_error(tmp_path: Path) ->
     # the whole run's peak, in-process: bounded although some cases hold 2 MB lines and 20k NULs
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss < 1_500_000  # KiB
 
-
-@pytest.mark.parametrize("mutate", MUTATIONS, ids=[m.__name__.strip("_") for m in MUTATIONS])
-def test_each_mutation_kind_is_exercised(mutate: Callable[[random.Random, bytes], bytes]) -> None:
-    out = mutate(random.Random(1), BASES[0].read_bytes())
-    assert out != BASES[0].read_bytes()

@@ -10,6 +10,7 @@ from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 COMM_BOUND_SHARE = 0.4  # allreduce > 40% of the timed step: compute cannot hide it (causes.md C2/C12, HTA's
 #                         "communication-dominated" kernel breakdown)
 COMM_SIGNIFICANT_SHARE = 0.2  # above this, overlap and traffic settings matter for speed
+SOCKET_LINES = r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket"  # NCCL's verdict lines
 STRAGGLER_FACTOR = 1.2  # a rank 20% slower than the median rank (nvidia-resiliency-ext straggler detection default)
 
 
@@ -41,7 +42,7 @@ def nccl_socket_transport(ctx: Ctx) -> Finding | None:
         or bool(nodes and nodes > 1)
     if not ib_meant and not ib_off:
         return _socket_if_multinode(ctx)
-    evidence = _nccl_lines(ctx, r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket")
+    evidence = _nccl_lines(ctx, SOCKET_LINES)
     changes = []
     if ib_off:
         evidence.insert(0, ctx.env_evidence("NCCL_IB_DISABLE"))
@@ -61,7 +62,7 @@ def nccl_socket_transport(ctx: Ctx) -> Finding | None:
 
 def _socket_if_multinode(ctx: Ctx) -> Finding:
     """NCCL fell back to sockets, and the logs do not say whether the run spans nodes."""
-    evidence = _nccl_lines(ctx, r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket")
+    evidence = _nccl_lines(ctx, SOCKET_LINES)
     return Finding(id="nccl-socket-transport", title="NCCL found no InfiniBand/RoCE device and uses TCP sockets",
                    severity="warning", confidence="medium", explains_slowdown=True,
                    summary="NCCL found no usable IB/RoCE device and chose TCP sockets. If this run spans nodes, every "
