@@ -1,10 +1,14 @@
 """Ingest speed and memory against a floor measured in the same run: GNU grep over the same file.
 
 Writes a seeded 16-rank DeepSpeed log (pdsh host prefixes; step, throughput, timer, tqdm and noise lines, most lines
-matching a kind), then times `diagnose parse FILE --format json` and `grep -cE '<anchors>' FILE > out` (output to a
-file: /dev/null lets grep stop early). Prints MB/s for both, the time ratio and diagnose's peak RSS.
+matching a kind), then times `diagnose parse FILE --format json` (or `report`) and `grep -cE '<anchors>' FILE > out`
+(output to a file: /dev/null lets grep stop early). Prints MB/s for both, the time ratio and diagnose's peak RSS.
 
-    python benchmarks/ingest.py [--size-gib 1.0] [--keep]
+With several sizes, the largest log is written once and the smaller ones are its prefixes (the same seed writes the
+same lines), and one row per size shows how time and peak RSS grow with the log:
+
+    python benchmarks/ingest.py [--size 1.0] [--command parse|report] [--keep]
+    python benchmarks/ingest.py --size 0.5 1 2 4 8 --command report
 """
 from __future__ import annotations
 
@@ -55,6 +59,20 @@ def write_log(path: Path, size: int, seed: int = 1234) -> int:
     return written
 
 
+def timed_fresh(cmd: list[str], stdout: Path) -> tuple[float, int]:
+    """Wall seconds and peak RSS (bytes) of this child alone (os.wait4): RUSAGE_CHILDREN keeps the largest child so
+    far, so a smaller run after a bigger one would report the bigger one's peak."""
+    t0 = time.perf_counter()
+    with open(stdout, "wb") as out:
+        child = subprocess.Popen(cmd, stdout=out, env={**os.environ, "LC_ALL": "C"})
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - t0
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {child.returncode}")
+    return wall, usage.ru_maxrss * 1024
+
+
 def timed(cmd: list[str], stdout: Path) -> tuple[float, int]:
     """Wall seconds and peak RSS (bytes) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -66,25 +84,50 @@ def timed(cmd: list[str], stdout: Path) -> tuple[float, int]:
     return wall, max(peak, before) * 1024
 
 
+def prefix(src: Path, dest: Path, size: int) -> int:
+    """The first `size` bytes of src, cut back to a line end."""
+    with open(src, "rb") as fh, open(dest, "wb") as out:
+        left = size
+        while left > 0 and (block := fh.read(min(left, 1 << 24))):
+            left -= len(block)
+            if left <= 0:
+                block = block[: block.rfind(b"\n") + 1]
+            out.write(block)
+    return dest.stat().st_size
+
+
+def diagnose_cmd(command: str, log: Path) -> list[str]:
+    if command == "report":
+        return [sys.executable, "-m", "diagnose", "report", str(log), "--format", "json", "-o", "-"]
+    return [sys.executable, "-m", "diagnose", "parse", str(log), "--format", "json"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--size-gib", type=float, default=1.0)
-    ap.add_argument("--keep", action="store_true", help="keep the generated log")
+    ap.add_argument("--size", type=float, nargs="+", default=[1.0], help="log sizes in GiB (default 1)")
+    ap.add_argument("--command", choices=["parse", "report"], default="parse", help="what diagnose runs")
+    ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="diagnose-bench-"))
-    log = tmp / "train-16rank.log"
+    sizes = sorted(args.size)
+    biggest = tmp / f"train-16rank-{sizes[-1]:g}g.log"
     t0 = time.perf_counter()
-    size = write_log(log, int(args.size_gib * (1 << 30)))
-    print(f"wrote {size / 1e6:.0f} MB in {time.perf_counter() - t0:.1f}s: {log}", flush=True)
-    mb = size / 1e6
-    # Warm the page cache so both tools read from memory.
-    subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)
-    grep_s, _ = timed(["grep", "-cE", "|".join(GREP_ANCHORS), str(log)], tmp / "grep.out")
-    diag_s, rss = timed([sys.executable, "-m", "diagnose", "parse", str(log), "--format", "json"], tmp / "diag.json")
-    print(f"grep -cE         {grep_s:7.2f} s  {mb / grep_s:8.1f} MB/s")
-    print(f"diagnose parse   {diag_s:7.2f} s  {mb / diag_s:8.1f} MB/s  peak RSS {rss / 1e6:.0f} MB "
-          f"({rss / size:.2f}x the file)")
-    print(f"ratio diagnose/grep {diag_s / grep_s:.2f}")
+    written = write_log(biggest, int(sizes[-1] * (1 << 30)))
+    print(f"wrote {written / 1e6:.0f} MB in {time.perf_counter() - t0:.1f}s: {biggest}", flush=True)
+    print(f"{'log MB':>8} {'grep s':>7} {'grep MB/s':>9} {'diagnose ' + args.command + ' s':>17} {'MB/s':>6} "
+          f"{'ratio':>6} {'peak RSS MB':>11} {'RSS/file':>8}", flush=True)
+    for gib in sizes:
+        log = biggest if gib == sizes[-1] else tmp / f"train-16rank-{gib:g}g.log"
+        size = written if log == biggest else prefix(biggest, log, int(gib * (1 << 30)))
+        mb = size / 1e6
+        # Warm the page cache so both tools read from memory (as far as it holds the file).
+        subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)
+        grep_s, _ = timed(["grep", "-cE", "|".join(GREP_ANCHORS), str(log)], tmp / "grep.out")
+        diag_s, rss = timed_fresh(diagnose_cmd(args.command, log), tmp / "diag.json")
+        print(f"{mb:8.0f} {grep_s:7.2f} {mb / grep_s:9.1f} {diag_s:17.2f} {mb / diag_s:6.1f} {diag_s / grep_s:6.2f} "
+              f"{rss / 1e6:11.0f} {rss / size:8.2f}", flush=True)
+        if not args.keep and log != biggest:
+            log.unlink()
     if not args.keep:
         for p in tmp.iterdir():
             p.unlink()

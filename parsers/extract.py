@@ -60,8 +60,9 @@ def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.
     return values.scatter(idx, compute(idx))
 
 
-def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
-    """Add source, rank, node and ts (from outer prefixes) to a frame holding `text`."""
+def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
+    """Add source (unless the lines carry theirs: source_id None), rank, node and ts (from outer prefixes) to a
+    frame holding `text`."""
     text = frame["text"]
     # `[Rank N] `: a literal find and casts of short slices, half the cost of a capture group on a long line.
     digits = text.str.slice(text.str.find(_RANK_DS, literal=True) + len(_RANK_DS), 12)
@@ -84,7 +85,8 @@ def with_prefix(frame: pl.DataFrame, source_id: int) -> pl.DataFrame:
                lambda idx: text.gather(idx).str.extract(_ISO, 0).str.strip_prefix("[")
                .str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
-    return frame.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"), rank.alias("rank"),
+    source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
+    return frame.with_columns(source.alias("source"), rank.alias("rank"),
                               node.alias("node"), ts.alias("ts"))
 
 
@@ -313,9 +315,11 @@ DERIVED: dict[str, list[pl.Expr]] = {
 }
 
 
-def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.DataFrame]]:
-    """Classify and extract every line kind in one chunk. Returns frame name -> parts."""
+def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[pl.DataFrame]]:
+    """Classify and extract every line kind in one chunk. Returns frame name -> parts, and `_lines`: the distinct
+    lines that produced a row. source_id None: a batch of small files whose lines carry their own `source`."""
     out: dict[str, list[pl.DataFrame]] = {}
+    key = ["line"] if source_id is not None else ["source", "line"]
     anchored = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 0).alias("anchor"))
     tagged = anchored.filter(pl.col("anchor").is_not_null())
     if FALLBACK_RE and tagged.height < anchored.height:
@@ -342,7 +346,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.Data
                 rows = rows.with_columns(DERIVED[kind.name])
             if rows.height:
                 if kind.frame == "memory":
-                    rows = _with_memory_labels(rows, lines)
+                    rows = _with_memory_labels(rows, lines, key)
                 out.setdefault(kind.frame, []).append(rows)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
     env_rows = lines.filter(pl.col("text").str.contains(ENV_HINT) & ~pl.col("text").str.starts_with("wandb: "))
@@ -359,19 +363,19 @@ def extract_chunk(lines: pl.DataFrame, source_id: int) -> dict[str, list[pl.Data
         )
         if env.height:
             out.setdefault("env", []).append(env)
-    used = [part.select("line") for parts in out.values() for part in parts]
-    out["_lines"] = [pl.concat(used).unique() if used else pl.DataFrame({"line": []}, schema={"line": pl.UInt32})]
+    used = [part.select(key) for parts in out.values() for part in parts]
+    out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
     return out
 
 
-def _with_memory_labels(rows: pl.DataFrame, lines: pl.DataFrame) -> pl.DataFrame:
+def _with_memory_labels(rows: pl.DataFrame, lines: pl.DataFrame, key: list[str]) -> pl.DataFrame:
     """see_memory_usage prints its message on the line before the MA line."""
-    before = rows.select((pl.col("line") - 1).alias("line")).unique()
+    before = rows.select(*key[:-1], (pl.col("line") - 1).alias("line")).unique()
     labels = (
-        lines.join(before, on="line", how="semi")
-        .group_by("line").agg(pl.col("text").last())
-        .select((pl.col("line") + 1).alias("line"),
+        lines.join(before, on=key, how="semi")
+        .group_by(key).agg(pl.col("text").last())
+        .select(*key[:-1], (pl.col("line") + 1).alias("line"),
                 pl.col("text").str.replace(OUTER_PREFIX, "").str.strip_chars().alias("label"))
     )
-    return rows.join(labels, on="line", how="left")
+    return rows.join(labels, on=key, how="left")
 

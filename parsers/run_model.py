@@ -10,11 +10,13 @@ from typing import Any
 import polars as pl
 
 from parsers import configs, launch_script, wandb_offline
+from parsers.blocks import Blocks
 from parsers.errors import InputError, Refused
 from parsers.facts import FactInputs, RunFacts, assemble
-from parsers.ingest import LogResult, ingest_log
+from parsers.ingest import LogResult, ingest_batch, ingest_log
 from parsers.schema import FRAMES, conform
 from parsers.sources import Input, gzip_truncated, head_bytes, is_binary, open_input, read_text
+from parsers.thinning import THINNED_FRAMES, Thinner
 
 CONFIG_MAX_BYTES = 4 * 1024 * 1024  # configs and launch scripts are small; anything bigger is read as a log
 # Frames whose rows a rule reads; `facts`, `env` and `nccl` feed RunFacts and stay for evidence.
@@ -46,6 +48,8 @@ class RunModel:
     facts: RunFacts
     sources: tuple[SourceInfo, ...]
     skipped: tuple[Skipped, ...] = ()  # inputs that held nothing readable
+    # frame -> N where the other ranks' rows of a long log were sampled 1 in N (parsers/thinning.py)
+    thinned: dict[str, int] = field(default_factory=dict)
 
     def frame(self, name: str) -> pl.DataFrame:
         return self.frames[name]
@@ -69,37 +73,23 @@ class _Acc:
     wandb: list[tuple[int, wandb_offline.WandbRun]] = field(default_factory=list)
     sources: list[SourceInfo] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    thinner: Thinner = field(default_factory=Thinner)
+    batch: list[_SmallLog] = field(default_factory=list)  # small logs waiting to be read together
+    reading: int | None = None  # the source id the input being read was given
+
+
+@dataclass(frozen=True)
+class _SmallLog:
+    inp: Input
+    data: bytes
 
 
 def build(inputs: list[Input], progress: Callable[[int], None] | None = None, refresh: bool = False,
           fetch_progress: Callable[[str, int, int | None], None] | None = None) -> RunModel:
     acc = _Acc()
     for inp in inputs:
-        try:
-            if inp.path is not None and inp.path.is_dir() and wandb_offline.is_legacy_run_dir(inp.path):
-                run = wandb_offline.read_legacy(inp.path)
-                _add_wandb_run(inp.name, run, len(acc.sources), acc, progress, 0)
-                continue
-            if inp.wandb is not None:
-                from parsers import wandb_api
-
-                _add_wandb_run(inp.name, wandb_api.fetch(inp.wandb, refresh=refresh, progress=fetch_progress),
-                               len(acc.sources), acc,
-                               progress, 0)  # type: ignore[arg-type]
-                continue
-            _read_one(inp, acc, progress)
-        except InputError as e:
-            acc.skipped.append(Skipped(inp.name, e.why))
-        except OSError as e:
-            acc.skipped.append(Skipped(inp.name, e.strerror or str(e)))
-        except RecursionError:
-            acc.skipped.append(Skipped(inp.name, "nested too deeply to read"))
-        except Refused as e:
-            acc.skipped.append(Skipped(inp.name, str(e)))
-        except (ValueError, TypeError, OverflowError, KeyError, pl.exceptions.PolarsError) as e:
-            # Malformed content the readers did not expect (wrong JSON types, absurd numbers): that input is
-            # unreadable, not the program broken; named with the error so a real bug still shows.
-            acc.skipped.append(Skipped(inp.name, f"malformed ({type(e).__name__}: {str(e).splitlines()[0][:120]})"))
+        _read_guarded(inp, acc, progress, refresh, fetch_progress)
+    _flush(acc, progress)
     if not acc.sources:
         # Exit 2 only when nothing at all was read: one input keeps its own reason, several list theirs.
         named = [s for s, inp in zip(acc.skipped, inputs) if inp.explicit] or acc.skipped
@@ -107,59 +97,106 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
             raise InputError(named[0].name, named[0].why)
         listed = "; ".join(f"{s.name} ({s.why})" for s in named[:5]) + ("; ..." if len(named) > 5 else "")
         raise InputError("inputs", f"nothing recognisable in any input: {listed}")
+    for name in THINNED_FRAMES:
+        acc.parts[name] = acc.thinner.take(name) + acc.parts.get(name, [])
     frames = {name: conform(name, acc.parts.get(name, [])) for name in FRAME_NAMES}
-    frames["timers"] = _number_timers(frames["timers"])
     frames["events"] = once_per_step(frames["events"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded))
     frames["steps"] = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"))
-    return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped))
+    thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1}
+    return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned)
 
 
-def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None) -> None:
+def _read_guarded(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, refresh: bool = False,
+                  fetch_progress: Callable[[str, int, int | None], None] | None = None, batch: bool = True) -> None:
+    """Read one input; an unreadable one is listed as skipped with why, and the rows it left are dropped."""
+    acc.reading = None
+    try:
+        if inp.path is not None and inp.path.is_dir() and wandb_offline.is_legacy_run_dir(inp.path):
+            run = wandb_offline.read_legacy(inp.path)
+            _add_wandb_run(inp.name, run, _next_id(acc, progress), acc, progress, 0)
+        elif inp.wandb is not None:
+            from parsers import wandb_api
+
+            run = wandb_api.fetch(inp.wandb, refresh=refresh, progress=fetch_progress)  # type: ignore[arg-type]
+            _add_wandb_run(inp.name, run, _next_id(acc, progress), acc, progress, 0)
+        else:
+            _read_one(inp, acc, progress, batch)
+    except InputError as e:
+        acc.skipped.append(Skipped(inp.name, e.why))
+    except OSError as e:
+        acc.skipped.append(Skipped(inp.name, e.strerror or str(e)))
+    except RecursionError:
+        acc.skipped.append(Skipped(inp.name, "nested too deeply to read"))
+    except Refused as e:
+        acc.skipped.append(Skipped(inp.name, str(e)))
+    except (ValueError, TypeError, OverflowError, KeyError, pl.exceptions.PolarsError) as e:
+        # Malformed content the readers did not expect (wrong JSON types, absurd numbers): that input is
+        # unreadable, not the program broken; named with the error so a real bug still shows.
+        acc.skipped.append(Skipped(inp.name, f"malformed ({type(e).__name__}: {str(e).splitlines()[0][:120]})"))
+    if acc.reading is not None and len(acc.sources) <= acc.reading:  # skipped: rows its log pass left go
+        acc.thinner.drop_source(acc.reading)
+
+
+def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, batch: bool = True) -> None:
     path = inp.path
     assert path is not None
     if not path.is_file():
         raise InputError(inp.name, "not a regular file (a FIFO, socket or device in a directory): not opened")
     head = head_bytes(path)
     if wandb_offline.is_wandb_file(head):
-        _read_wandb(inp, path, len(acc.sources), acc, progress)
+        _read_wandb(inp, path, _next_id(acc, progress), acc, progress)
         return
     if is_binary(head):
         raise InputError(inp.name, "binary file, not a log, config or launch script")
-    source_id = len(acc.sources)
     size = path.stat().st_size
     if wandb_offline.sniff_panel_csv(head[:4096].decode("utf-8", "replace")):
-        _add_wandb_run(inp.name, wandb_offline.read_panel_csv(path), source_id, acc, None, size, "wandb_panel_csv")
+        run = wandb_offline.read_panel_csv(path)
+        _add_wandb_run(inp.name, run, _next_id(acc, progress), acc, None, size, "wandb_panel_csv")
         return
     script: launch_script.LaunchScript | None = None
     if size <= CONFIG_MAX_BYTES:
-        kind = _read_small(inp, path, source_id, acc)
-        if kind == "launch_script":
-            script = launch_script.parse_script(read_text(path))
-        elif kind:
-            acc.sources.append(SourceInfo(inp.name, kind, bytes=size))
+        raw: bytes | None = path.read_bytes()
+        if raw is not None and raw[:2] == b"\x1f\x8b":  # gzip: decompressed as a capped stream
+            raw = None
+        text = read_text(path) if raw is None else raw.decode("utf-8", "replace")
+        sniffed = _sniff_small(inp, text)
+        if sniffed is None and raw is not None and batch and _batchable(raw):
+            acc.batch.append(_SmallLog(inp, raw))
+            if sum(len(s.data) for s in acc.batch) >= BATCH_BYTES:
+                _flush(acc, progress)
             return
+        source_id = _next_id(acc, progress)
+        if sniffed is not None and sniffed[0] == "launch_script":
+            script = launch_script.parse_script(text)
+        elif sniffed is not None:
+            _record_config(sniffed, source_id, acc)
+            acc.sources.append(SourceInfo(inp.name, sniffed[0], bytes=size))
+            return
+    else:
+        source_id = _next_id(acc, progress)
     with open_input(path) as fh:
-        result = ingest_log(fh, source_id, progress)
+        result = ingest_log(fh, source_id, progress, acc.thinner)
         truncated = gzip_truncated(fh)
     if script is not None and (_has_shebang(path) or _script_majority(script, result)):
         acc.scripts.append((source_id, script))
+        acc.thinner.drop_source(source_id)  # the lines a log kind read in it were the script's
         acc.sources.append(SourceInfo(inp.name, "launch_script", bytes=size))
         return
     notes = (["truncated gzip: read what it holds"] if truncated else []) + (
         ["a NUL-padded tail (what a crashed node leaves) ignored"] if _nul_tail(path) else [])
     info = SourceInfo(inp.name, "log", lines=result.stats.physical_lines, recognised=result.used_lines,
                       invalid_utf8=result.stats.invalid_utf8, bytes=size, note="; ".join(notes))
-    if result.used_lines == 0 and not any(p.height for parts in result.parts.values() for p in parts):
+    if result.used_lines == 0 and not any(result.rows.values()):
         raise InputError(inp.name, f"nothing recognisable in {result.text_lines} lines (not a DeepSpeed, "
                                    f"accelerate, HF Trainer, torchrun or NCCL log)")
     acc.sources.append(info)
     for name, parts in result.parts.items():
         acc.parts.setdefault(name, []).extend(parts)
     acc.blocks.append((source_id, result.blocks))
-    _comms_from_table(result, source_id, acc)
+    _comms_from_table(result.blocks, source_id, acc)
     # The launch command a log opens with (`+ srun ...` traces, `export NCCL_DEBUG=...`, `$ torchrun ...`): its
     # settings are read too. It sits at the top, so the head is enough.
     with open_input(path) as fh:
@@ -190,7 +227,7 @@ def _has_shebang(path: Path) -> bool:
 def _script_majority(script: launch_script.LaunchScript, result: LogResult) -> bool:
     """A file that looks like a script is one when its shell lines outnumber the lines a log kind read (environment
     variables aside, which both see): a log that opens with `export NCCL_DEBUG=info` / `srun ...` is a log."""
-    log_rows = sum(p.height for name, parts in result.parts.items() if name != "env" for p in parts)
+    log_rows = sum(n for name, n in result.rows.items() if name != "env")
     return len(script.commands) + len(script.env) + len(script.sbatch) > log_rows
 
 
@@ -210,46 +247,109 @@ def _add_wandb_run(name: str, run: wandb_offline.WandbRun, source_id: int, acc: 
     import io
 
     console = "\n".join(run.output).encode()
-    result = ingest_log(io.BytesIO(console), source_id, progress)
+    result = ingest_log(io.BytesIO(console), source_id, progress, acc.thinner)
     lines = len(run.history) + len(run.stats) + result.stats.physical_lines
     note = "" if len(run.history) or len(run.stats) or result.used_lines else \
         "no step data: only the run's metadata, summary and config"
     acc.sources.append(SourceInfo(name, kind, lines=lines,
                                   recognised=len(run.history) + len(run.stats) + result.used_lines, bytes=size,
                                   note=note))
-    for name, parts in result.parts.items():
-        acc.parts.setdefault(name, []).extend(parts)
+    for frame, parts in result.parts.items():
+        acc.parts.setdefault(frame, []).extend(parts)
     acc.blocks.append((source_id, result.blocks))
     acc.parts.setdefault("steps", []).append(wandb_offline.steps_frame(run.history, source_id))
     acc.parts.setdefault("system", []).append(wandb_offline.system_frame(run.stats, source_id))
     acc.wandb.append((source_id, run))
 
 
-def _read_small(inp: Input, path: Path, source_id: int, acc: _Acc) -> str | None:
-    """Configs and launch scripts; None when the file is a log after all."""
-    text = read_text(path)
+def _sniff_small(inp: Input, text: str) -> tuple[str, Any] | None:
+    """A config or launch script -> (kind, its data); None when the file is a log after all."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
         sniffed = configs.sniff_json(stripped)
-        if sniffed is None:
-            if _looks_json(stripped):
-                raise InputError(inp.name, "JSON that is neither a DeepSpeed config nor a trainer_state.json")
-            return None
-        kind, data = sniffed
-        if kind == "ds_config":
-            acc.ds_configs.append((source_id, data))
-        else:
-            acc.parts.setdefault("steps", []).append(configs.trainer_state_steps(data, source_id))
-        return kind
+        if sniffed is None and _looks_json(stripped):
+            raise InputError(inp.name, "JSON that is neither a DeepSpeed config nor a trainer_state.json")
+        return sniffed
     if (py_cfg := configs.sniff_python_dict(text)) is not None:
-        acc.ds_configs.append((source_id, py_cfg))
-        return "ds_config"
+        return "ds_config", py_cfg
     if (yaml_cfg := configs.sniff_yaml(text)) is not None:
-        acc.accelerate.append((source_id, yaml_cfg))
-        return "accelerate_config"
+        return "accelerate_config", yaml_cfg
     if launch_script.looks_like_script(text):
-        return "launch_script"  # or a log that opens with its launch command: _read_one decides by majority
+        return "launch_script", None  # or a log that opens with its launch command: _read_one decides by majority
     return None
+
+
+def _record_config(sniffed: tuple[str, Any], source_id: int, acc: _Acc) -> None:
+    kind, data = sniffed
+    if kind == "ds_config":
+        acc.ds_configs.append((source_id, data))
+    elif kind == "accelerate_config":
+        acc.accelerate.append((source_id, data))
+    else:
+        acc.parts.setdefault("steps", []).append(configs.trainer_state_steps(data, source_id))
+
+
+# Logs up to this size are read together, many to one chunk, up to BATCH_BYTES at a time (3,000 logs of 2 KB: 85 s
+# one by one, each paying the line kinds' fixed cost of ~13 ms a chunk).
+SMALL_LOG_BYTES = 256 * 1024
+BATCH_BYTES = 16 * 1024 * 1024
+
+
+def _batchable(raw: bytes) -> bool:
+    """A small plain log that reads the same alone or in a batch: valid UTF-8 (damage is counted per file), no
+    NUL-padded tail (noted per file)."""
+    if len(raw) > SMALL_LOG_BYTES or raw.endswith(b"\x00"):
+        return False
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _next_id(acc: _Acc, progress: Callable[[int], None] | None) -> int:
+    """The source id for the input being read: the waiting small logs take theirs first, in input order."""
+    _flush(acc, progress)
+    acc.reading = len(acc.sources)
+    return acc.reading
+
+
+def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
+    """Read the waiting small logs as one batch; each keeps its own source entry, or is skipped like a log read
+    alone when nothing in it is recognisable."""
+    batch, acc.batch = acc.batch, []
+    if not batch:
+        return
+    first = len(acc.sources)
+    try:
+        result = ingest_batch([s.data for s in batch], first)
+    except pl.exceptions.PolarsError:
+        for small in batch:  # one odd file must not cost the others: each is read alone, as it would be unbatched
+            _read_guarded(small.inp, acc, progress, batch=False)
+        return
+    final: dict[int, int] = {}
+    for i, small in enumerate(batch):
+        if result.used[i] == 0 and not any(result.rows[i].values()):
+            acc.skipped.append(Skipped(small.inp.name, f"nothing recognisable in {result.lines[i]} lines (not a "
+                                                   f"DeepSpeed, accelerate, HF Trainer, torchrun or NCCL log)"))
+            continue
+        final[first + i] = len(acc.sources)
+        acc.sources.append(SourceInfo(small.inp.name, "log", lines=result.lines[i], recognised=result.used[i],
+                                      bytes=len(small.data)))
+        acc.blocks.append((final[first + i], result.blocks[i]))
+        _comms_from_table(result.blocks[i], final[first + i], acc)
+        if (embedded := launch_script.embedded_script(small.data.decode("utf-8"))) is not None:
+            acc.embedded.append((final[first + i], launch_script.parse_script(embedded)))
+    renumber = pl.col("source").replace_strict(final, return_dtype=pl.UInt16)
+    for name, parts in result.parts.items():
+        for part in parts:
+            part = part.with_columns(renumber) if part.height else part
+            if name in THINNED_FRAMES:
+                acc.thinner.add(name, part)
+            else:
+                acc.parts.setdefault(name, []).append(part)
+    if progress:
+        progress(sum(len(s.data) for s in batch))
 
 
 def _looks_json(text: str) -> bool:
@@ -260,10 +360,10 @@ def _looks_json(text: str) -> bool:
         return False
 
 
-def _comms_from_table(result: LogResult, source_id: int, acc: _Acc) -> None:
-    for rows, origin in ((result.blocks.comms, "comms_table"), (result.blocks.comms_straggler, "comms_straggler")):
+def _comms_from_table(blocks: Blocks, source_id: int, acc: _Acc) -> None:
+    for rows, origin in ((blocks.comms, "comms_table"), (blocks.comms_straggler, "comms_straggler")):
         if rows:
-            where = result.blocks.where.get(origin, (source_id, 0))
+            where = blocks.where.get(origin, (source_id, 0))
             frame = pl.DataFrame(rows).with_columns(
                 pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
                 pl.lit(origin).alias("origin"))
@@ -304,11 +404,6 @@ def once_per_step(events: pl.DataFrame) -> pl.DataFrame:
     ])["_i"]
     out = ev.filter(~is_per_step | pl.col("_i").is_in(keep.implode()))
     return out.drop("_i", "_rank", "_key")
-
-
-def _number_timers(timers: pl.DataFrame) -> pl.DataFrame:
-    return timers.with_columns(
-        pl.int_range(pl.len(), dtype=pl.UInt32).over("source", "rank", "microstep").alias("seq"))
 
 
 def _attach_cpu(memory: pl.DataFrame, cpu_parts: list[pl.DataFrame]) -> pl.DataFrame:

@@ -139,6 +139,8 @@ def conform(frame: str, parts: list[pl.DataFrame]) -> pl.DataFrame:
         fixed.append(part.with_columns(missing).select(pl.col(c).cast(t, strict=False) for c, t in target.items()))
     if not fixed:
         return pl.DataFrame(schema=target)
+    fixed = [p for p in fixed if p.height] or fixed[:1]
+    fixed.sort(key=lambda p: (p["source"][0] or 0, p["line"][0] or 0) if p.height else (0, 0))
     out = pl.concat(fixed, how="vertical", rechunk=False)
     if out.height > SORT_MAX_ROWS:
         return out

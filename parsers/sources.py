@@ -239,8 +239,11 @@ def is_binary(head: bytes) -> bool:
     if b"\x00" in head:
         return True
     sample = head[:8192]
-    text_like = sum(1 for b in sample if b >= 32 or b in (9, 10, 13, 27))
-    return text_like / len(sample) < 0.85
+    control = len(sample.translate(None, _TEXT_BYTES))  # bytes.translate deletes in C: no Python loop per byte
+    return (len(sample) - control) / len(sample) < 0.85
+
+
+_TEXT_BYTES = bytes([9, 10, 13, 27, *range(32, 256)])
 
 
 # A compressed input may expand to this many times its size on disk (and at least GZIP_MIN_CAP): real logs compress

@@ -196,6 +196,8 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
                    + [{"name": r(s.name), "kind": "skipped", "lines": 0, "recognised": 0, "why": r(s.why)}
                       for s in model.skipped],
         "unparsed_lines": model.unrecognised_lines,
+        # frame -> N: a long log's other ranks were sampled 1 in N (parsers/thinning.py); {} when all rows were read
+        "sampled": dict(model.thinned),
     }
     doc.update(display(doc))
     return r(doc)  # the one pass: every string of the document, whatever field it sits in
@@ -242,7 +244,7 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
              ("micro-batch per GPU", run["micro_batch_per_gpu"]), ("gradient accumulation", run["grad_accum_steps"]),
              ("NCCL transport", run["nccl_transport"]), ("launcher", run["launcher"]), ("backend", run["backend"]),
              ("versions", ", ".join(f"{k} {v}" for k, v in sorted(run["versions"].items())) or None),
-             ("unparsed lines", doc["unparsed_lines"])]
+             ("unparsed lines", doc["unparsed_lines"]), ("sampled rows", _sampled(doc["sampled"]))]
     keys = {"world size": "world_size", "nodes": "nodes", "GPUs per node": "gpus_per_node",
             "tensor parallel": "tensor_parallel", "pipeline parallel": "pipeline_parallel",
             "data parallel": "data_parallel", "GPU": "gpu_name", "parameters": "model_params",
@@ -253,6 +255,13 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
     out["facts_table"] = [{"fact": k, "value": str(v), "from": _where(run["evidence"].get(keys.get(k, "")))}
                           for k, v in facts if v is not None]
     return out
+
+
+def _sampled(sampled: dict[str, int]) -> str | None:
+    if not sampled:
+        return None
+    kept = ", ".join(f"{name} 1 in {n}" for name, n in sorted(sampled.items()))
+    return f"a long log: the lowest rank's rows all kept, the other ranks' sampled ({kept}) for their medians"
 
 
 def _where(ev: dict[str, Any] | None) -> str:

@@ -44,6 +44,7 @@ def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
         "sources": [dataclasses.asdict(s) for s in model.sources],
         "skipped": [{"name": s.name, "why": s.why} for s in model.skipped],
         "frames": {name: frame.height for name, frame in model.frames.items()},
+        "sampled": dict(model.thinned),  # frame -> N: other ranks' rows kept 1 in N (parsers/thinning.py)
         "unparsed_lines": model.unrecognised_lines,
         "invalid_utf8": sum(s.invalid_utf8 for s in model.sources),
         "facts": facts_dict(model.facts, model, redact_secrets),

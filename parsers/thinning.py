@@ -1,0 +1,161 @@
+"""Bounded memory for the per-step frames of long multi-rank logs.
+
+Every rank prints its own step, throughput and timer lines, so a 16-rank log holds 16 copies of each step: the
+frames grow with the log (a 2 GiB log: 13M rows, 1.1 GB). The diagnosis reads the step clock from one rank (the
+lowest, metrics._one_rank) and takes medians over the others (rank imbalance, the timer breakdown). So the lowest
+rank's rows (the primary stream of each line kind) are all kept, and the other ranks' rows are kept in full up to a
+budget; past it, every second one of them is dropped, then every fourth, and so on: a systematic sample by each
+stream's own occurrence count, so every rank keeps the same share of its steps. Logs under the budget (all the
+corpus and sample logs) are read exactly.
+
+This is how W&B keeps long histories cheap too (`run.history()` samples 500 rows; reference/wandb.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import polars as pl
+
+# Rows of the non-primary streams kept per frame before thinning starts: 400k rows are ~45 MB of steps and ~25 MB
+# of timers, enough for per-rank medians over thousands of steps on hundreds of ranks.
+THIN_BUDGET_ROWS = 400_000
+# The primary streams are kept in full up to this many rows per frame; past it, one row per step and kind (a kind
+# whose lines carry no rank, such as tqdm bars or throughput lines, is printed by every process: 4 to 16 copies).
+PRIMARY_BUDGET_ROWS = 1_000_000
+THINNED_FRAMES = ("steps", "timers")
+# What one stream of rows is: a rank's (or, without ranks, a host's) lines of one kind in one source. Timers keep the
+# numbering `seq` had before (per source, rank and microstep flag): the n-th timer line ~ the n-th step.
+STREAM_KEYS: dict[str, tuple[str, ...]] = {
+    "steps": ("source", "rank", "node", "origin"),
+    "timers": ("source", "rank", "microstep"),
+}
+
+
+@dataclass(frozen=True)
+class _Primary:
+    rank: int | None
+    source: int
+    node: str | None
+
+
+@dataclass
+class Thinner:
+    """Owns the parts of the thinned frames while a run is read (across all its sources, so per-rank files are
+    thinned like one multi-rank log)."""
+
+    budget: int = field(default_factory=lambda: THIN_BUDGET_ROWS)
+    parts: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
+    stride: dict[str, int] = field(default_factory=dict)  # frame -> keep 1 in N rows of non-primary streams
+    _seen: dict[str, pl.DataFrame] = field(default_factory=dict)  # frame -> rows seen per stream so far
+    _primary: dict[tuple[str, str], _Primary] = field(default_factory=dict)  # (frame, origin) -> primary stream
+    _others: dict[str, int] = field(default_factory=dict)  # frame -> non-primary rows held
+    _primaries: dict[str, int] = field(default_factory=dict)  # frame -> primary rows held
+    primary_budget: int = field(default_factory=lambda: PRIMARY_BUDGET_ROWS)
+    per_step: set[str] = field(default_factory=set)  # frames whose primary streams keep one row per step
+    _sources: set[int] = field(default_factory=set)
+    _steps_before: dict[str, pl.DataFrame] = field(default_factory=dict)  # frame -> the last part's primary steps
+
+    def add(self, name: str, part: pl.DataFrame) -> None:
+        """Number one part's rows within their streams and keep what the current stride allows."""
+        if part.height == 0:
+            return
+        part = self._number(name, part)
+        part = part.with_columns(self._is_primary(name, part).alias("_primary"))
+        stride = self.stride.get(name, 1)
+        if stride > 1:
+            part = part.filter(pl.col("_primary") | (pl.col("_occ") % stride == 0))
+        if name in self.per_step:
+            part = self._one_per_step(name, part)
+        self.parts.setdefault(name, []).append(part)
+        self._sources.update(part["source"].unique().to_list())
+        primary = int(part["_primary"].sum())
+        self._others[name] = self._others.get(name, 0) + part.height - primary
+        self._primaries[name] = self._primaries.get(name, 0) + primary
+        while self._others[name] > self.budget:
+            self._halve(name)
+        if self._primaries[name] > self.primary_budget and name not in self.per_step and "global_step" in part.columns:
+            self.per_step.add(name)
+            self.parts[name] = [self._one_per_step(name, p) for p in self.parts[name]]
+            self._primaries[name] = sum(int(p["_primary"].sum()) for p in self.parts[name])
+
+    def drop_source(self, source_id: int) -> None:
+        """A file read as a log and then found to be a launch script (or unreadable after all): its rows go."""
+        if source_id not in self._sources:
+            return
+        self._sources.discard(source_id)
+        for name, parts in self.parts.items():
+            self.parts[name] = [p.filter(pl.col("source") != source_id) for p in parts]
+            self._others[name] = sum(int((~p["_primary"]).sum()) for p in self.parts[name])
+
+    def take(self, name: str) -> list[pl.DataFrame]:
+        """The kept parts, in source and line order, without the bookkeeping columns."""
+        parts = [p for p in self.parts.get(name, []) if p.height]
+        parts.sort(key=lambda p: (p["source"][0], p["line"][0]))
+        out = [p.drop("_occ", "_primary") for p in parts]
+        if name == "timers":
+            out = [p.with_columns(pl.col("seq").cast(pl.UInt32)) for p in out]
+        return out
+
+    def _halve(self, name: str) -> None:
+        stride = self.stride.get(name, 1) * 2
+        self.stride[name] = stride
+        keep = pl.col("_primary") | (pl.col("_occ") % stride == 0)
+        self.parts[name] = [p.filter(keep) for p in self.parts[name]]
+        self._others[name] = sum(int((~p["_primary"]).sum()) for p in self.parts[name])
+
+    def _number(self, name: str, part: pl.DataFrame) -> pl.DataFrame:
+        """`_occ`: the row's index within its stream, counted across parts (and `seq` for timers)."""
+        keys = list(STREAM_KEYS[name])
+        part = part.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).over(keys).alias("_occ"))
+        counts = part.group_by(keys).agg(pl.len().cast(pl.UInt64).alias("_n"))
+        seen = self._seen.get(name)
+        if seen is not None:
+            part = part.join(seen.rename({"_n": "_base"}), on=keys, how="left", nulls_equal=True,
+                             maintain_order="left")
+            part = part.with_columns((pl.col("_occ") + pl.col("_base").fill_null(0)).alias("_occ")).drop("_base")
+            counts = pl.concat([seen, counts]).group_by(keys).agg(pl.col("_n").sum())
+        self._seen[name] = counts
+        if name == "timers":
+            part = part.with_columns(pl.col("_occ").cast(pl.UInt32).alias("seq"))
+        return part
+
+    def _is_primary(self, name: str, part: pl.DataFrame) -> pl.Expr:
+        """Rows of the lowest rank printing each kind; where the kind's lines carry no rank, those of the first
+        source and host that printed it."""
+        expr = pl.lit(False)
+        for origin in part["origin"].unique().to_list():
+            rows = part.filter(pl.col("origin") == origin)
+            ranked = rows["rank"].drop_nulls()
+            current = self._primary.get((name, origin))
+            if ranked.len():
+                low = int(ranked.min())  # type: ignore[arg-type]
+                if current is None or current.rank is None or low < current.rank:
+                    self._primary[(name, origin)] = current = _Primary(low, 0, None)
+            elif current is None:
+                first = rows.row(0, named=True)
+                self._primary[(name, origin)] = current = _Primary(None, int(first["source"]), first["node"])
+            assert current is not None
+            if current.rank is not None:
+                this = pl.col("rank") == current.rank
+            else:
+                node = pl.col("node").is_null() if current.node is None else pl.col("node").cast(pl.String) == current.node
+                this = pl.col("rank").is_null() & (pl.col("source") == current.source) & node
+            expr = pl.when(pl.col("origin") == origin).then(this.fill_null(False)).otherwise(expr)
+        return expr
+
+
+    def _one_per_step(self, name: str, part: pl.DataFrame) -> pl.DataFrame:
+        """Primary rows past the primary budget: the first of each step and kind (the copies other processes
+        printed go), also where a step's lines straddle two chunks."""
+        if "global_step" not in part.columns:
+            return part
+        key = ["source", "origin", "global_step"]
+        first = pl.struct(key).is_first_distinct()
+        part = part.filter(~pl.col("_primary") | pl.col("global_step").is_null() | first)
+        before = self._steps_before.get(name)
+        if before is not None:
+            seen = part.select(key).join(before, on=key, how="left", nulls_equal=True, maintain_order="left")
+            part = part.filter(~pl.col("_primary") | seen["_seen"].is_null())
+        self._steps_before[name] = part.filter(pl.col("_primary") & pl.col("global_step").is_not_null()).select(
+            *key, pl.lit(True).alias("_seen")).unique()
+        return part
