@@ -17,7 +17,7 @@ from parsers.extract import extract_chunk
 from parsers.kinds import BLOCK_HEADERS
 from parsers.lines import Chunk, ChunkStats, iter_chunks, lines_frame
 from parsers.schema import FRAMES, conform
-from parsers.thinning import THINNED_FRAMES, Thinner
+from parsers.thinning import THINNED_FRAMES, Thinner, prepare
 
 
 @dataclass
@@ -54,6 +54,9 @@ def _work(chunk: Chunk, source_id: int) -> _Parsed:
     extracted = extract_chunk(lines, source_id)
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
     parts = {name: [conform(name, p)] if name in FRAMES else p for name, p in extracted.items()}
+    for name in THINNED_FRAMES:  # numbered within the chunk here, in parallel; the merge adds earlier chunks' counts
+        if name in parts:
+            parts[name] = [prepare(name, p) for p in parts[name]]
     headers = _header_positions(lines)
     # Without a header, only the first WINDOW lines can matter (to a block that began in the chunk before): the rest
     # is not held while the chunk waits to be merged (a copy: a slice would keep the whole buffer alive).
@@ -90,6 +93,7 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
                 if thinner is not None and name in THINNED_FRAMES:
                     thinner.add(name, _shift(part, offset))
                 else:
+                    part = part.drop("_stream", "_occ", strict=False)
                     result.parts.setdefault(name, []).append(_shift(part, offset))
         result.used_lines += parsed.used.len()
         if pending is not None or parsed.headers.len():

@@ -92,7 +92,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     _flush(acc, progress)
     if not acc.sources:
         # Exit 2 only when nothing at all was read: one input keeps its own reason, several list theirs.
-        named = [s for s, inp in zip(acc.skipped, inputs) if inp.explicit] or acc.skipped
+        explicit = {inp.name for inp in inputs if inp.explicit}
+        named = [s for s in acc.skipped if s.name in explicit] or acc.skipped
         if len(named) == 1:
             raise InputError(named[0].name, named[0].why)
         listed = "; ".join(f"{s.name} ({s.why})" for s in named[:5]) + ("; ..." if len(named) > 5 else "")

@@ -46,7 +46,7 @@ class Thinner:
     budget: int = field(default_factory=lambda: THIN_BUDGET_ROWS)
     parts: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
     stride: dict[str, int] = field(default_factory=dict)  # frame -> keep 1 in N rows of non-primary streams
-    _seen: dict[str, pl.DataFrame] = field(default_factory=dict)  # frame -> rows seen per stream so far
+    _seen_counts: dict[str, dict[int, int]] = field(default_factory=dict)  # frame -> stream hash -> rows so far
     _primary: dict[tuple[str, str], _Primary] = field(default_factory=dict)  # (frame, origin) -> primary stream
     _others: dict[str, int] = field(default_factory=dict)  # frame -> non-primary rows held
     _primaries: dict[str, int] = field(default_factory=dict)  # frame -> primary rows held
@@ -104,17 +104,19 @@ class Thinner:
         self._others[name] = sum(int((~p["_primary"]).sum()) for p in self.parts[name])
 
     def _number(self, name: str, part: pl.DataFrame) -> pl.DataFrame:
-        """`_occ`: the row's index within its stream, counted across parts (and `seq` for timers)."""
-        keys = list(STREAM_KEYS[name])
-        part = part.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).over(keys).alias("_occ"))
-        counts = part.group_by(keys).agg(pl.len().cast(pl.UInt64).alias("_n"))
-        seen = self._seen.get(name)
-        if seen is not None:
-            part = part.join(seen.rename({"_n": "_base"}), on=keys, how="left", nulls_equal=True,
-                             maintain_order="left")
-            part = part.with_columns((pl.col("_occ") + pl.col("_base").fill_null(0)).alias("_occ")).drop("_base")
-            counts = pl.concat([seen, counts]).group_by(keys).agg(pl.col("_n").sum())
-        self._seen[name] = counts
+        """`_occ`: the row's index within its stream, counted across parts (and `seq` for timers). The part's own
+        numbering is done where it was parsed (prepare, on the worker); here each stream's earlier rows are added."""
+        if "_stream" not in part.columns:
+            part = prepare(name, part)
+        counts = part.group_by("_stream").agg(pl.len())
+        seen = self._seen_counts.setdefault(name, {})
+        if seen:
+            base = pl.col("_stream").replace_strict(list(seen), list(seen.values()), default=0,
+                                                    return_dtype=pl.UInt64)
+            part = part.with_columns((pl.col("_occ") + base).alias("_occ"))
+        for stream, n in counts.iter_rows():
+            seen[stream] = seen.get(stream, 0) + n
+        part = part.drop("_stream")
         if name == "timers":
             part = part.with_columns(pl.col("_occ").cast(pl.UInt32).alias("seq"))
         return part
@@ -123,26 +125,22 @@ class Thinner:
         """Rows of the lowest rank printing each kind; where the kind's lines carry no rank, those of the first
         source and host that printed it."""
         expr = pl.lit(False)
-        for origin in part["origin"].unique().to_list():
-            rows = part.filter(pl.col("origin") == origin)
-            ranked = rows["rank"].drop_nulls()
+        kinds = part.group_by("origin", maintain_order=True).agg(
+            pl.col("rank").min().alias("low"), pl.col("source").first(), pl.col("node").first().cast(pl.String))
+        for origin, low, source, node in kinds.iter_rows():
             current = self._primary.get((name, origin))
-            if ranked.len():
-                low = int(ranked.min())  # type: ignore[arg-type]
+            if low is not None:
                 if current is None or current.rank is None or low < current.rank:
-                    self._primary[(name, origin)] = current = _Primary(low, 0, None)
+                    self._primary[(name, origin)] = current = _Primary(int(low), 0, None)
             elif current is None:
-                first = rows.row(0, named=True)
-                self._primary[(name, origin)] = current = _Primary(None, int(first["source"]), first["node"])
-            assert current is not None
+                self._primary[(name, origin)] = current = _Primary(None, int(source), node)
             if current.rank is not None:
                 this = pl.col("rank") == current.rank
             else:
-                node = pl.col("node").is_null() if current.node is None else pl.col("node").cast(pl.String) == current.node
-                this = pl.col("rank").is_null() & (pl.col("source") == current.source) & node
+                same = pl.col("node").is_null() if current.node is None else pl.col("node").cast(pl.String) == current.node
+                this = pl.col("rank").is_null() & (pl.col("source") == current.source) & same
             expr = pl.when(pl.col("origin") == origin).then(this.fill_null(False)).otherwise(expr)
         return expr
-
 
     def _one_per_step(self, name: str, part: pl.DataFrame) -> pl.DataFrame:
         """Primary rows past the primary budget: the first of each step and kind (the copies other processes
@@ -159,3 +157,10 @@ class Thinner:
         self._steps_before[name] = part.filter(pl.col("_primary") & pl.col("global_step").is_not_null()).select(
             *key, pl.lit(True).alias("_seen")).unique()
         return part
+
+
+def prepare(name: str, part: pl.DataFrame) -> pl.DataFrame:
+    """The part's own numbering within each stream (`_stream`: a hash of the stream's key), done where the part
+    was parsed so that the merge in order only adds each stream's earlier rows."""
+    return part.with_columns(pl.struct(list(STREAM_KEYS[name])).hash().alias("_stream")).with_columns(
+        pl.int_range(pl.len(), dtype=pl.UInt64).over("_stream").alias("_occ"))
