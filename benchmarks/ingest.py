@@ -7,7 +7,7 @@ matching a kind), then times `diagnose parse FILE --format json` (or `report`) a
 With several sizes, the largest log is written once and the smaller ones are its prefixes (the same seed writes the
 same lines), and one row per size shows how time and peak RSS grow with the log:
 
-    python benchmarks/ingest.py [--size 1.0] [--command parse|report] [--keep]
+    python benchmarks/ingest.py [--size 1.0] [--command parse|report|compare] [--keep]
     python benchmarks/ingest.py --size 0.5 1 2 4 8 --command report
 """
 from __future__ import annotations
@@ -99,13 +99,15 @@ def prefix(src: Path, dest: Path, size: int) -> int:
 def diagnose_cmd(command: str, log: Path) -> list[str]:
     if command == "report":
         return [sys.executable, "-m", "diagnose", "report", str(log), "--format", "json", "-o", "-"]
+    if command == "compare":  # the log against itself: two large sides, read one after the other
+        return [sys.executable, "-m", "diagnose", "compare", str(log), str(log), "--format", "json", "-o", "-"]
     return [sys.executable, "-m", "diagnose", "parse", str(log), "--format", "json"]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--size", type=float, nargs="+", default=[1.0], help="log sizes in GiB (default 1)")
-    ap.add_argument("--command", choices=["parse", "report"], default="parse", help="what diagnose runs")
+    ap.add_argument("--command", choices=["parse", "report", "compare"], default="parse", help="what diagnose runs")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="diagnose-bench-"))

@@ -381,6 +381,89 @@ def _write_atomic(path: Path, text: str, force: bool = True) -> None:
 
 
 @app.command()
+def compare(
+    baseline: Annotated[Optional[str], typer.Argument(help="The run to compare against: a log, a run's directory, "
+                                                      "a W&B run URL or offline run directory.",
+                                                      show_default=False)] = None,
+    candidate: Annotated[Optional[str], typer.Argument(help="The run to compare with it, given the same way.",
+                                                       show_default=False)] = None,
+    baseline_files: Annotated[Optional[list[str]], typer.Option("--baseline", "-b", help="Another file of the "
+                                                                "baseline (repeatable: logs, configs, scripts).",
+                                                                show_default=False)] = None,
+    candidate_files: Annotated[Optional[list[str]], typer.Option("--candidate", "-c", help="Another file of the "
+                                                                 "candidate (repeatable).", show_default=False)] = None,
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the comparison here (format from "
+                                                   "the suffix: .html, .md, .json, .txt; '-' for stdout).")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="text | json | md | html. Default: from "
+                                                  "-o's suffix, else text to the terminal.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
+    no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep secrets (tokens, keys) in the output.")] = False,
+    redact_hosts: Annotated[bool, typer.Option("--redact-hosts", help="Also mask hostnames and IP addresses.")] = False,
+    gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
+                                                        "logs do not name the GPU.")] = None,
+    refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
+) -> None:
+    """Compare two runs: what changed (facts, config, environment), what it cost (step time, throughput, the time
+    breakdown), and which change explains it. Each side is read and diagnosed as `report` does; exit codes as
+    `report`."""
+    sides = [([baseline] if baseline else []) + list(baseline_files or []),
+             ([candidate] if candidate else []) + list(candidate_files or [])]
+    if not sides[0] or not sides[1]:
+        raise _fail("compare needs a BASELINE and a CANDIDATE (positional, or --baseline / --candidate files)")
+    to_stdout = output is not None and str(output) == "-"
+    if to_stdout:
+        output = None
+    fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
+    if fmt not in FORMATS:
+        raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    if output is not None and output.exists() and not force:
+        raise _fail(f"{output} exists; pass --force to overwrite it")
+    from diagnose.compare import compare as run_compare
+    from reports import compare_doc
+
+    # One side at a time: the first run's frames are let go before the second is read (a side keeps its facts,
+    # metrics and findings).
+    baseline_side, candidate_side = (_side(files, label, refresh, gpu_memory)
+                                     for files, label in zip(sides, ("baseline", "candidate")))
+    cmp = run_compare(baseline_side, candidate_side)
+    doc = compare_doc.build(cmp, redact_secrets=not no_redact, redact_hosts=redact_hosts)
+    if fmt == "text" and output is None and not to_stdout:
+        compare_doc.render_terminal(doc, out)
+        return
+    if fmt == "json":
+        text = strict_json({k: v for k, v in doc.items() if k not in ("delta_rows", "change_rows", "scaling_text",
+                                                                        "headline_changes")})
+    elif fmt == "md":
+        text = compare_doc.render_markdown(doc)
+    elif fmt == "html":
+        text = compare_doc.render_html(doc, compare_doc.figures(cmp))
+    else:
+        from io import StringIO
+
+        buf = StringIO()
+        compare_doc.render_terminal(doc, Console(file=buf, width=110, no_color=True))
+        text = buf.getvalue()
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        _write_atomic(output, text, force)
+        err.print(f"wrote {output}")
+
+
+def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float]) -> object:
+    """Read and diagnose one side of a comparison; keep what the comparison needs, not the frames."""
+    from diagnose.compare import Side
+    from diagnose.engine import diagnose as run_diagnosis
+
+    if len(runs := _runs(files)) > 1:
+        raise _fail(f"the {label} {files[0]} holds {len(runs)} runs ({', '.join(r.name for r in runs[:4])}); "
+                    "name one run's directory or files")
+    model = _load_or_exit(files, refresh)
+    diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
+    return Side(" ".join(files), model.facts, diagnosis, tuple(s.name for s in model.sources))
+
+
+@app.command()
 def plan(
     params: Annotated[float, typer.Option("--params", help="Parameter count, e.g. 2.78e9.")],
     gpus: Annotated[int, typer.Option("--gpus", help="Data-parallel GPUs in total.")],

@@ -9,6 +9,7 @@ from diagnose.metrics import Metrics, compute
 from diagnose.planner import MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
 from diagnose.rules import Ctx, load_all
+from parsers.facts import RunFacts
 from parsers.run_model import RunModel
 
 LOW_UTIL = 60.0  # % NVML utilization below which a run is "low utilization" (causes.md §0.3 P-flat-mid band)
@@ -70,6 +71,18 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
                      next_steps(findings, metrics, model))
+
+
+def nccl_transport(f: RunFacts) -> str | None:
+    """How NCCL crossed nodes: "ib" (InfiniBand / RoCE) or "socket" (TCP), from its INFO lines; None if unknown."""
+    n = f.nccl
+    if n.network and n.network.upper().startswith("IB"):
+        return "ib"
+    if n.network == "Socket" or n.ib_device_found is False or "NET/Socket" in n.transports:
+        return "socket"
+    if any(k.startswith("NET/IB") for k in n.transports):
+        return "ib"
+    return None
 
 
 def memory_tight(m: Metrics, p: Plan | None) -> bool:

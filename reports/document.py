@@ -8,10 +8,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
-from diagnose.engine import Diagnosis
+from diagnose.engine import Diagnosis, nccl_transport
 from diagnose.findings import Change, Finding
+from parsers.facts import RunFacts
 from parsers.run_model import RunModel
 from reports import redact
 
@@ -53,17 +55,6 @@ class Redactor:
 
     def env(self, name: str, value: str) -> str:
         return self(redact.env_value(name, value) if self.enabled else value)
-
-
-def nccl_transport(model: RunModel) -> str | None:
-    n = model.facts.nccl
-    if n.network and n.network.upper().startswith("IB"):
-        return "ib"
-    if n.network == "Socket" or n.ib_device_found is False or "NET/Socket" in n.transports:
-        return "socket"
-    if any(k.startswith("NET/IB") for k in n.transports):
-        return "ib"
-    return None
 
 
 def change_dict(c: Change) -> dict[str, Any]:
@@ -159,6 +150,26 @@ EVIDENCED_FACTS = ("world_size", "nodes", "gpus_per_node", "tensor_parallel", "p
                    "precision", "micro_batch_per_gpu", "grad_accum_steps")
 
 
+def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dict[str, Any]:
+    """The run's facts as the JSON contract names them, each evidenced fact with the line it came from."""
+    return {
+        "world_size": f.world_size, "nodes": f.nodes, "gpus_per_node": f.gpus_per_node,
+        "gpu_name": f.gpu_name, "model_params": f.model_params, "zero_stage": f.zero_stage,
+        "offload_optimizer": f.offload_optimizer, "offload_param": f.offload_param,
+        "micro_batch_per_gpu": f.micro_batch_per_gpu, "grad_accum_steps": f.grad_accum_steps,
+        "precision": f.precision, "nccl_transport": nccl_transport(f),
+        "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
+        "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
+        "hostnames": r(list(f.hostnames)),
+        "tensor_parallel": f.tensor_parallel, "pipeline_parallel": f.pipeline_parallel,
+        "data_parallel": f.data_parallel,
+        # where each fact's value came from (the winning claim of parsers/facts.py's precedence)
+        "evidence": {k: {"source": r(source_name(ev.source)) if ev.source >= 0 else None, "line": ev.line,
+                         "origin": ev.origin, "tier": ev.tier}
+                     for k, ev in sorted(f.evidence.items()) if k in EVIDENCED_FACTS},
+    }
+
+
 def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
     f = model.facts
     r = Redactor(redact_secrets, tuple(f.hostnames) + tuple(f.nccl.hosts), redact_hosts)
@@ -168,22 +179,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
     doc = {
         "schema_version": SCHEMA_VERSION,
         "verdict": r(d.verdict),
-        "run": {
-            "world_size": f.world_size, "nodes": f.nodes, "gpus_per_node": f.gpus_per_node,
-            "gpu_name": f.gpu_name, "model_params": f.model_params, "zero_stage": f.zero_stage,
-            "offload_optimizer": f.offload_optimizer, "offload_param": f.offload_param,
-            "micro_batch_per_gpu": f.micro_batch_per_gpu, "grad_accum_steps": f.grad_accum_steps,
-            "precision": f.precision, "nccl_transport": nccl_transport(model),
-            "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
-            "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
-            "hostnames": r(list(f.hostnames)),
-            "tensor_parallel": f.tensor_parallel, "pipeline_parallel": f.pipeline_parallel,
-            "data_parallel": f.data_parallel,
-            # where each fact's value came from (the winning claim of parsers/facts.py's precedence)
-            "evidence": {k: {"source": r(model.source_name(ev.source)) if ev.source >= 0 else None, "line": ev.line,
-                             "origin": ev.origin, "tier": ev.tier}
-                         for k, ev in sorted(f.evidence.items()) if k in EVIDENCED_FACTS},
-        },
+        "run": run_dict(f, model.source_name, r),
         "metrics": metrics_dict(d),
         "findings": [finding_dict(x, r) for x in d.findings],
         # every finding's changes merged into one consistent set (diagnose/recommend.py); each diff once, per file

@@ -17,14 +17,15 @@ def _script_safe(js: str) -> str:
     return js.replace("</script", "<\\/script")
 
 
-def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: str = "") -> str:
+def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: str = "",
+           template: str = "report.html.j2") -> str:
     charts = []
     for name, fig in figures:
         html = fig.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG,
                            div_id=f"chart-{chart_prefix}{name}",
                            default_height="100%", default_width="100%")
         charts.append({"name": name, "html": Markup(html)})
-    return _ENV.get_template("report.html.j2").render(doc=doc, charts=charts,
+    return _ENV.get_template(template).render(doc=doc, charts=charts,
                                                       plotlyjs=Markup(_script_safe(get_plotlyjs())))
 
 

@@ -58,6 +58,7 @@ _ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=Fals
 _ENV.filters["md"] = md
 _ENV.filters["fence"] = fence
 _ENV.filters["code"] = code
+ENV = _ENV  # shared with the compare report (reports/compare_doc.py)
 
 
 def render(doc: dict[str, Any]) -> str:

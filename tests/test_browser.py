@@ -13,7 +13,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
 
 
-@pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "ds_zero1_ga2_torchrun", "two runs"])
+@pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "ds_zero1_ga2_torchrun", "two runs",
+                                 "compare"])
 def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     out = tmp_path / "report.html"
@@ -22,7 +23,11 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
         source = tmp_path / "runs"
         for name in ("ds_zero0", "ds_zero2_bf16"):
             shutil.copytree(SAMPLES / name, source / name)
-    assert run_cli("report", str(source), "-o", str(out)).returncode == 0
+    if run == "compare":  # `diagnose compare`'s page: both runs' step times overlaid, the breakdowns side by side
+        done = run_cli("compare", str(SAMPLES / "ds_zero0"), str(SAMPLES / "ds_zero3_offload"), "-o", str(out))
+    else:
+        done = run_cli("report", str(source), "-o", str(out))
+    assert done.returncode == 0, done.stderr
     if run == "two runs":
         assert out.read_text().count('<h1 class="run">') == 2
     expected_charts = out.read_text().count('class="chart')
@@ -47,6 +52,9 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
             if run.startswith("synthetic/seed"):
                 diffs = " ".join(page.locator("#recommended ~ pre.diff").all_inner_texts())
                 assert "-export CUDA_LAUNCH_BLOCKING=1" in diffs and '+  "stage": 1' in diffs
+            if run == "compare":
+                assert "zero_stage" in page.locator("#changes").inner_text()
+                assert page.locator("#explained li").count() >= 1
             page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         finally:
             browser.close()

@@ -57,6 +57,7 @@ class Scenario:
     ds_config: dict | None = None
     accelerate_yaml: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    procs: int = 2
 
 
 ACCEL_DDP = """compute_environment: LOCAL_MACHINE
@@ -145,14 +146,30 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
+# Pairs for `diagnose compare` (sample_logs/pairs/): one baseline and candidates that each change one thing, same
+# script, steps and logging.
+PAIR_ARGS = ("--steps", "30", "--ds_log_level", "info", "--show_straggler")
+PAIRS: tuple[Scenario, ...] = (
+    Scenario("pairs/base", "baseline: ZeRO-1, 2 ranks, accumulation 1", "deepspeed", PAIR_ARGS, ds_config(1)),
+    Scenario("pairs/zero3", "the baseline with ZeRO-3", "deepspeed", PAIR_ARGS, ds_config(3)),
+    Scenario("pairs/offload", "the baseline with the optimizer offloaded to the CPU", "deepspeed", PAIR_ARGS,
+             ds_config(1, zero_optimization={"offload_optimizer": {"device": "cpu"}})),
+    Scenario("pairs/one_rank", "the baseline on 1 rank", "deepspeed", PAIR_ARGS, ds_config(1), procs=1),
+    Scenario("pairs/slow_rank", "the baseline with rank 1 sleeping 40 ms before each backward", "deepspeed",
+             (*PAIR_ARGS, "--slow_rank", "1", "--slow_ms", "40"), ds_config(1)),
+    Scenario("pairs/ga4", "the baseline with gradient accumulation 4", "deepspeed", PAIR_ARGS,
+             ds_config(1, gradient_accumulation_steps=4)),
+)
+
+
 def command(sc: Scenario, py: Path, run_dir: Path) -> list[str]:
     bindir = py.parent
     script = str(WORK / ("train_hf.py" if sc.launcher == "accelerate" else "train_ds.py"))
     if sc.launcher == "deepspeed":
-        return [str(bindir / "deepspeed"), "--num_gpus", "2", script, "--deepspeed_config",
+        return [str(bindir / "deepspeed"), "--num_gpus", str(sc.procs), script, "--deepspeed_config",
                 str(run_dir / "ds_config.json"), *sc.args]
     if sc.launcher == "torchrun":
-        return [str(bindir / "torchrun"), "--nproc_per_node", "2", script, "--deepspeed_config",
+        return [str(bindir / "torchrun"), "--nproc_per_node", str(sc.procs), script, "--deepspeed_config",
                 str(run_dir / "ds_config.json"), *sc.args]
     extra = ["--deepspeed", str(run_dir / "ds_config.json")] if sc.ds_config else []
     return [str(bindir / "accelerate"), "launch", "--config_file", str(run_dir / "accelerate.yaml"), script,
@@ -222,7 +239,7 @@ def main() -> int:
     for script in ("train_ds.py", "train_hf.py"):
         shutil.copy(HERE / script, WORK / script)
     (SAMPLES / "versions.txt").write_text(versions(args.python))
-    for sc in SCENARIOS:
+    for sc in (*SCENARIOS, *PAIRS):
         if args.only is None or sc.name in args.only:
             record(sc, args.python)
     return 0

@@ -1,0 +1,218 @@
+"""A comparison -> the compare document (the JSON contract of `diagnose compare --format json`), its charts, and
+Markdown / HTML / terminal renderings. Every string goes through one redactor pass, as in `report`.
+
+Contract (schema_version 1):
+  kind           "compare"
+  verdict        one sentence
+  baseline, candidate
+                 {name, sources, run (as `report`'s run), metrics (as `report`'s metrics), findings (ids, titles)}
+  changes        [{key, baseline, candidate, evidence: {baseline, candidate}}]: run fields by their `run` names
+                 (zero_stage, world_size, nccl_transport, ...), env.NAME, version.NAME, ds.<config path>
+  delta          {step_time_ratio (candidate p50 / baseline p50), throughput_ratio, throughput_per_gpu_ratio,
+                  metrics: [{name, baseline, candidate, ratio, unit, better}]}
+  scaling        {gpus: [baseline, candidate], efficiency, comm_share_of_loss} or null
+  explained_by   [{text, keys, finding}]
+  new_findings, gone_findings
+                 findings only the candidate has / only the baseline had (as `report`'s findings)
+  recommended_changes, recommended_diffs
+                 the candidate's recommended configuration (as in `report`)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from diagnose.compare import Comparison, Side, change_text
+from reports import markdown
+from reports.charts import LAYOUT, downsample
+from reports.document import Redactor, change_dict, diff_text, finding_dict, metrics_dict, run_dict
+
+SCHEMA_VERSION = 1
+DELTA_LABELS = {
+    "step_time_p50_s": "step time, median", "step_time_p90_s": "step time, p90", "samples_per_sec": "samples/s",
+    "samples_per_sec_per_gpu": "samples/s per GPU", "tokens_per_sec": "tokens/s",
+    "tokens_per_sec_per_gpu": "tokens/s per GPU", "mfu": "MFU", "timed_step_ms": "timed step (fwd+bwd+step)",
+    "fwd_ms": "forward", "bwd_ms": "backward compute", "allreduce_ms": "gradient all-reduce",
+    "optimizer_ms": "optimizer step", "fwd_share": "forward share", "bwd_share": "backward share",
+    "allreduce_share": "all-reduce share", "optimizer_share": "optimizer share",
+    "pipeline_p2p_share": "pipeline send/recv share", "comm_busbw_gbps": "comm bus bandwidth",
+    "peak_mem_gb": "peak memory per GPU", "gpu_util_mean": "GPU utilization", "rank_imbalance": "slowest rank / median",
+}
+SHARES = {"mfu", "fwd_share", "bwd_share", "allreduce_share", "optimizer_share", "pipeline_p2p_share"}
+
+
+def _side(side: Side, r: Redactor) -> dict[str, Any]:
+    def name(i: int) -> str:
+        return side.source_names[i] if 0 <= i < len(side.source_names) else "?"
+
+    return {"name": r(side.name), "sources": r(list(side.source_names)), "run": run_dict(side.facts, name, r),
+            "metrics": metrics_dict(side.diagnosis),
+            "findings": [{"id": f.id, "title": r(f.title), "severity": f.severity} for f in side.diagnosis.findings],
+            "verdict": r(side.diagnosis.verdict)}
+
+
+def _show(name: str, v: float | None) -> str:
+    if v is None:
+        return "not in the logs"
+    if name in SHARES:
+        return f"{v:.0%}"
+    return f"{v:,.3g}" if abs(v) < 1000 else f"{v:,.0f}"
+
+
+def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
+    hosts = tuple(cmp.baseline.facts.hostnames) + tuple(cmp.candidate.facts.hostnames) \
+        + tuple(cmp.baseline.facts.nccl.hosts) + tuple(cmp.candidate.facts.nccl.hosts)
+    r = Redactor(redact_secrets, hosts, redact_hosts)
+    rec = cmp.candidate.diagnosis.recommendation
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "compare",
+        "verdict": cmp.verdict,
+        "baseline": _side(cmp.baseline, r),
+        "candidate": _side(cmp.candidate, r),
+        "changes": [{"key": ch.key, "baseline": _env_value(ch.key, ch.baseline, r),
+                     "candidate": _env_value(ch.key, ch.candidate, r),
+                     "evidence": {"baseline": ch.evidence[0], "candidate": ch.evidence[1]}} for ch in cmp.changes],
+        "delta": {
+            "step_time_ratio": cmp.step_time_ratio, "throughput_ratio": cmp.throughput_ratio,
+            "throughput_per_gpu_ratio": cmp.throughput_per_gpu_ratio,
+            "metrics": [{"name": d.name, "baseline": d.baseline, "candidate": d.candidate, "ratio": d.ratio,
+                         "unit": d.unit, "better": d.better} for d in cmp.deltas],
+        },
+        "scaling": None if cmp.scaling is None else {
+            "gpus": list(cmp.scaling.gpus), "efficiency": cmp.scaling.efficiency,
+            "comm_share_of_loss": cmp.scaling.comm_share_of_loss},
+        "explained_by": [{"text": e.text, "keys": list(e.keys), "finding": e.finding} for e in cmp.explained_by],
+        "new_findings": [finding_dict(f, r) for f in cmp.new_findings],
+        "gone_findings": [finding_dict(f, r) for f in cmp.gone_findings],
+        "recommended_changes": [change_dict(c) for c in rec.changes],
+        "recommended_diffs": diff_text(rec.changes, r),
+    }
+    doc = r(doc)
+    doc.update(_display(doc, cmp))
+    return doc
+
+
+def _env_value(key: str, value: Any, r: Redactor) -> Any:
+    return r.env(key[4:], str(value)) if key.startswith("env.") and value is not None else value
+
+
+def _display(doc: dict[str, Any], cmp: Comparison) -> dict[str, Any]:
+    """Preformatted rows for the templates (templates never compute)."""
+    rows = []
+    for d in doc["delta"]["metrics"]:
+        ratio = d["ratio"]
+        worse = ratio is not None and ((ratio > 1.05) if d["better"] == "lower" else (ratio < 0.95))
+        unit = "" if d["name"] in SHARES else f" {d['unit']}" if d["unit"] else ""
+        rows.append({"label": DELTA_LABELS.get(d["name"], d["name"]),
+                     "baseline": _show(d["name"], d["baseline"]) + (unit if d["baseline"] is not None else ""),
+                     "candidate": _show(d["name"], d["candidate"]) + (unit if d["candidate"] is not None else ""),
+                     "ratio": "" if ratio is None else f"{ratio:.2f}x", "worse": worse})
+    changes = [{"key": c["key"], "baseline": _plain(c["baseline"]), "candidate": _plain(c["candidate"]),
+                "where": " / ".join(w or "-" for w in (c["evidence"]["baseline"], c["evidence"]["candidate"]))}
+               for c in doc["changes"]]
+    s = doc["scaling"]
+    scaling = None
+    if s is not None:
+        parts = [f"{s['gpus'][0]} -> {s['gpus'][1]} processes"]
+        if s["efficiency"] is not None:
+            parts.append(f"scaling efficiency {s['efficiency']:.0%} (per-GPU throughput against the baseline's; "
+                         "100% is ideal)")
+        if s["comm_share_of_loss"] is not None:
+            parts.append(f"the all-reduce's growth is {s['comm_share_of_loss']:.0%} of the timed step's growth")
+        scaling = "; ".join(parts)
+    return {"delta_rows": rows, "change_rows": changes, "scaling_text": scaling,
+            "headline_changes": [change_text(ch) for ch in cmp.changes if ch.known_both][:6]}
+
+
+def _plain(v: Any) -> str:
+    if v is None:
+        return "not in the logs"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
+    out: list[tuple[str, go.Figure]] = []
+    series = [(side, label, color) for side, label, color in
+              ((cmp.baseline, "baseline", "#3366cc"), (cmp.candidate, "candidate", "#dc3912"))
+              if side.metrics.step_series is not None and side.metrics.step_series.height]
+    if series:
+        fig = go.Figure()
+        for side, label, color in series:
+            s = downsample(side.metrics.step_series, "step", "step_time_s")  # type: ignore[arg-type]
+            fig.add_trace(go.Scatter(x=s["step"].to_list(), y=s["step_time_s"].to_list(), mode="lines",
+                                     name=f"{label} step time", line={"color": color}))
+        fig.update_layout(title="Step time per step, both runs", xaxis_title="step", yaxis_title="seconds",
+                          **LAYOUT)
+        out.append(("step-time", fig))
+        tb = [(side, label, color, side.facts.train_batch_size) for side, label, color in series]
+        if all(batch for *_, batch in tb):
+            fig = go.Figure()
+            for side, label, color, batch in tb:
+                s = downsample(side.metrics.step_series, "step", "step_time_s")  # type: ignore[arg-type]
+                fig.add_trace(go.Scatter(x=s["step"].to_list(), y=[batch / t for t in s["step_time_s"].to_list()],
+                                         mode="lines", name=f"{label} samples/s", line={"color": color}))
+            fig.update_layout(title="Throughput per step, both runs (train batch / step time)", xaxis_title="step",
+                              yaxis_title="samples/s", **LAYOUT)
+            out.append(("throughput", fig))
+    parts = (("forward", "fwd_ms"), ("backward", "bwd_inner_ms"), ("all-reduce", "bwd_allreduce_ms"),
+             ("optimizer step", "step_ms"))
+    brs = [(label, side.metrics.breakdown) for side, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))]
+    if any(b is not None for _, b in brs):
+        fig = go.Figure([go.Bar(y=[label for label, b in brs if b is not None],
+                                x=[getattr(b, attr) or 0.0 for _, b in brs if b is not None], name=name,
+                                orientation="h") for name, attr in parts])
+        fig.update_layout(barmode="stack", title="Where a step's time goes, side by side (median)", xaxis_title="ms",
+                          **{**LAYOUT, "height": 260})
+        out.append(("breakdown", fig))
+    return out
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    text = markdown.ENV.get_template("compare.md.j2").render(doc=doc)
+    if len(text) >= markdown.GITHUB_LIMIT:
+        text = markdown.ENV.get_template("compare.md.j2").render(doc=doc, short=True)
+    return text[: markdown.GITHUB_LIMIT - 1]
+
+
+def render_html(doc: dict[str, Any], figs: list[tuple[str, go.Figure]]) -> str:
+    from reports import html
+
+    return html.render(doc, figs, template="compare.html.j2")
+
+
+def render_terminal(doc: dict[str, Any], console: Console) -> None:
+    console.print(Text(doc["verdict"], style="bold"))
+    console.print(Text(f"baseline:  {doc['baseline']['name']}\ncandidate: {doc['candidate']['name']}", style="dim"))
+    if doc["change_rows"]:
+        t = Table(title="What changed", title_justify="left")
+        for col in ("key", "baseline", "candidate"):
+            t.add_column(col)
+        for c in doc["change_rows"]:
+            t.add_row(Text(c["key"]), Text(c["baseline"]), Text(c["candidate"]))
+        console.print(t)
+    t = Table(title="What it cost", title_justify="left")
+    for col in ("metric", "baseline", "candidate", "ratio"):
+        t.add_column(col)
+    for row in doc["delta_rows"]:
+        t.add_row(row["label"], row["baseline"], row["candidate"], row["ratio"], style="red" if row["worse"] else None)
+    console.print(t)
+    if doc["scaling_text"]:
+        console.print(Text("Scaling: " + doc["scaling_text"]))
+    if doc["explained_by"]:
+        console.print(Text("Explained by:", style="bold"))
+        for e in doc["explained_by"]:
+            console.print(Text(f" - {e['text']}"))
+    if doc["recommended_diffs"]:
+        console.print(Text("Recommended for the candidate:", style="bold"))
+        for d in doc["recommended_diffs"]:
+            console.print(Text(f" {d['label']}:", style="dim"))
+            for line in d["diff"].splitlines():
+                console.print(Text(f"   {line}", style="green" if line.startswith("+") else
+                                   "red" if line.startswith("-") else "dim"))

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# the baseline with ZeRO-3
+set -euo pipefail
+deepspeed --num_gpus 2 /tmp/diagnose-rec/train_ds.py --deepspeed_config /tmp/diagnose-rec/pairs/zero3/ds_config.json --steps 30 --ds_log_level info --show_straggler
