@@ -119,7 +119,7 @@ class Delta:
     baseline: float | None
     candidate: float | None
     unit: str
-    better: str  # "lower" | "higher": which direction is an improvement
+    better: str  # "lower" | "higher": which direction is an improvement; "neither" for shares of the step
 
     @property
     def ratio(self) -> float | None:
@@ -269,7 +269,7 @@ def metric_deltas(b: Side, c: Side) -> tuple[Delta, ...]:
     for part in ("fwd", "bwd", "allreduce", "optimizer"):
         rows.append(Delta(f"{part}_ms", ms(mb, part), ms(mc, part), "ms", "lower"))
     for part in ("fwd", "bwd", "allreduce", "optimizer", "pipeline_p2p"):
-        rows.append(Delta(f"{part}_share", share(mb, part), share(mc, part), "", "lower"))
+        rows.append(Delta(f"{part}_share", share(mb, part), share(mc, part), "", "neither"))
     rows += [
         Delta("comm_busbw_gbps", mb.comm_busbw_gbps, mc.comm_busbw_gbps, "Gbps", "higher"),
         Delta("peak_mem_gb", mb.peak_mem_gb, mc.peak_mem_gb, "GB", "lower"),

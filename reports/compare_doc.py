@@ -106,7 +106,8 @@ def _display(doc: dict[str, Any], cmp: Comparison) -> dict[str, Any]:
     rows = []
     for d in doc["delta"]["metrics"]:
         ratio = d["ratio"]
-        worse = ratio is not None and ((ratio > 1.05) if d["better"] == "lower" else (ratio < 0.95))
+        worse = ratio is not None and ((ratio > 1.05) if d["better"] == "lower" else
+                                       (ratio < 0.95) if d["better"] == "higher" else False)
         unit = "" if d["name"] in SHARES else f" {d['unit']}" if d["unit"] else ""
         rows.append({"label": DELTA_LABELS.get(d["name"], d["name"]),
                      "baseline": _show(d["name"], d["baseline"]) + (unit if d["baseline"] is not None else ""),
