@@ -464,6 +464,43 @@ def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[floa
 
 
 @app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Interface to listen on. Loopback by default: anything else "
+                                      "lets others on the network upload, and reports may hold internal details.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    max_upload_mb: Annotated[float, typer.Option("--max-upload-mb", help="Largest upload accepted (HTTP 413 past "
+                                                 "it).")] = 512.0,
+    keep_minutes: Annotated[float, typer.Option("--keep-minutes", help="How long reports stay downloadable; "
+                                                "all are deleted at shutdown.")] = 60.0,
+    workers: Annotated[int, typer.Option("--workers", help="Analyses run at once (a thread pool off the event "
+                                         "loop).")] = 2,
+    queue: Annotated[Optional[int], typer.Option("--queue", help="Analyses that may wait for a worker before "
+                                                 "uploads are refused with HTTP 503 (default 4 per worker).")] = None,
+    token: Annotated[Optional[str], typer.Option("--token", envvar="DIAGNOSE_TOKEN", help="Require this token "
+                                                 "(Authorization: Bearer T) for uploads; also read from "
+                                                 "DIAGNOSE_TOKEN.")] = None,
+    no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep secrets in the reports.")] = False,
+) -> None:
+    """Serve an upload page and API: drop a run's logs, configs and launch script (or paste a W&B run URL) in the
+    browser and get the report, with the Markdown one click away. API: POST /api/diagnose (multipart `files`,
+    optional `wandb`), GET /reports/{id}[.md|.json], GET /healthz."""
+    from diagnose.serve import ServeConfig, run
+
+    if workers < 1 or max_upload_mb <= 0 or keep_minutes <= 0 or (queue is not None and queue < 0):
+        raise _fail("--workers must be >= 1, --max-upload-mb and --keep-minutes > 0, --queue >= 0")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        err.print(f"diagnose serve: warning: listening on {host}: anyone who can reach it can upload, and reports "
+                  "may hold internal details (hostnames, paths, config)" + ("" if token else "; consider --token"))
+    config = ServeConfig(max_upload_mb=max_upload_mb, keep_minutes=keep_minutes, workers=workers, queue=queue,
+                         token=token, redact_secrets=not no_redact)
+    try:
+        run(config, host, port, lambda line: err.print(line))
+    except OSError as e:
+        raise _fail(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+@app.command()
 def plan(
     params: Annotated[float, typer.Option("--params", help="Parameter count, e.g. 2.78e9.")],
     gpus: Annotated[int, typer.Option("--gpus", help="Data-parallel GPUs in total.")],

@@ -40,3 +40,9 @@ def combine(pages: list[tuple[str, str]]) -> str:
         body = page.partition("<main>")[2].rpartition("</main>")[0]
         mains.append(f'<main>\n<h1 class="run">Run {i} of {len(pages)}: {escape(name)}</h1>\n{body}</main>')
     return head + "\n".join(mains) + "\n</body>\n</html>\n"
+
+
+def upload_page(*, token_required: bool, max_upload_mb: float) -> str:
+    """`diagnose serve`'s upload page."""
+    return _ENV.get_template("upload.html.j2").render(token_required=token_required,
+                                                     max_upload_mb=f"{max_upload_mb:g}")

@@ -1,0 +1,290 @@
+"""`diagnose serve`: an upload page and API that return the report for dropped logs or a W&B run URL.
+
+Starlette on uvicorn: a handful of routes needs no request models or OpenAPI (FastAPI's reasons to exist), and
+Starlette gives the raw request stream, which the upload parser (python-multipart's streaming MultipartParser)
+writes straight to disk. Each upload goes to a private temporary directory under generated names (the client's file
+name is only a label); the analysis runs in a bounded thread pool off the event loop; reports live under
+unguessable ids and are deleted after --keep-minutes and at shutdown.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import secrets
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from parsers.errors import InputError
+
+# The page and the reports run their own inline scripts (plotly.js is inlined) and load nothing from elsewhere.
+CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; "
+       "font-src data:; connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'")
+FIELD_MAX_BYTES = 64 * 1024  # a form field (the W&B URL) is a line, not a file
+MAX_FILES = 200
+QUEUE_PER_WORKER = 4  # analyses waiting per worker before new uploads are refused with 503
+SWEEP_S = 30.0
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    max_upload_mb: float = 512.0
+    keep_minutes: float = 60.0
+    workers: int = 2
+    queue: int | None = None  # analyses allowed to wait (default QUEUE_PER_WORKER x workers)
+    token: str | None = None
+    redact_secrets: bool = True
+
+
+@dataclass
+class _Report:
+    created: float
+    directory: Path
+
+
+@dataclass
+class _State:
+    config: ServeConfig
+    root: Path
+    pool: ThreadPoolExecutor
+    reports: dict[str, _Report] = field(default_factory=dict)
+    pending: int = 0  # analyses running or waiting
+
+
+class UploadError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def label(file_name: bytes | str | None, n: int) -> str:
+    """A client's file name as a label only: its last path component, printable, at most 120 characters."""
+    text = file_name.decode("utf-8", "replace") if isinstance(file_name, bytes) else (file_name or "")
+    base = re.split(r"[\\/]", text)[-1]
+    base = re.sub(r"[^\w.+\-@ ]", "_", base).strip(" .")[:120]
+    return base or f"upload-{n}"
+
+
+class _MultipartSink:
+    """Receives a multipart body as it streams in: each file part to its own generated name in `directory`."""
+
+    def __init__(self, boundary: bytes, directory: Path, max_bytes: int) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.received = 0
+        self.files: list[tuple[str, Path]] = []  # (label, path on disk)
+        self.fields: dict[str, str] = {}
+        self._headers: dict[bytes, bytes] = {}
+        self._name = b""
+        self._value = b""
+        self._out: Any = None
+        self._field_name: str | None = None
+        self._field = bytearray()
+        self.parser = MultipartParser(boundary, {
+            "on_part_begin": self._begin, "on_header_field": self._header_field,
+            "on_header_value": self._header_value, "on_header_end": self._header_end,
+            "on_headers_finished": self._headers_done, "on_part_data": self._data, "on_part_end": self._end})
+
+    def feed(self, chunk: bytes) -> None:
+        self.received += len(chunk)
+        if self.received > self.max_bytes:
+            raise UploadError(413, f"upload larger than {self.max_bytes // (1024 * 1024)} MB")
+        self.parser.write(chunk)
+
+    def _begin(self) -> None:
+        self._headers, self._out, self._field_name, self._field = {}, None, None, bytearray()
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._name += data[start:end]
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def _header_end(self) -> None:
+        self._headers[self._name.lower()] = self._value
+        self._name, self._value = b"", b""
+
+    def _headers_done(self) -> None:
+        _, options = parse_options_header(self._headers.get(b"content-disposition", b""))
+        name = options.get(b"name", b"").decode("utf-8", "replace")
+        if b"filename" in options:
+            if len(self.files) >= MAX_FILES:
+                raise UploadError(400, f"more than {MAX_FILES} files in one upload")
+            path = self.directory / f"{len(self.files):03d}-{secrets.token_hex(6)}"
+            self.files.append((label(options[b"filename"], len(self.files)), path))
+            self._out = open(path, "wb")  # noqa: SIM115 - closed at the part's end
+        else:
+            self._field_name = name
+
+    def _data(self, data: bytes, start: int, end: int) -> None:
+        if self._out is not None:
+            self._out.write(data[start:end])
+        elif self._field_name is not None:
+            self._field += data[start:end]
+            if len(self._field) > FIELD_MAX_BYTES:
+                raise UploadError(400, f"form field {self._field_name!r} is too long")
+
+    def _end(self) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+        elif self._field_name is not None:
+            self.fields[self._field_name] = self._field.decode("utf-8", "replace").strip()
+
+    def close(self) -> None:
+        if self._out is not None:
+            self._out.close()
+
+
+def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_secrets: bool,
+            workdir: Path) -> dict[str, Any]:
+    """The report for one upload, as `diagnose report` makes it: written as HTML, Markdown and JSON into `out`."""
+    from diagnose.cli import strict_json
+    from diagnose.engine import diagnose
+    from parsers import run_model
+    from parsers.sources import Input, resolve
+    from reports import charts, document, html, markdown
+
+    inputs = [Input(name, path, True) for name, path in files]
+    if wandb:
+        inputs += resolve([wandb], workdir)
+    model = run_model.build(inputs)
+    d = diagnose(model)
+    doc = document.build(model, d, redact_secrets=redact_secrets)
+    out.mkdir(parents=True)
+    (out / "report.json").write_text(strict_json(doc))
+    (out / "report.md").write_text(markdown.render(doc))
+    (out / "report.html").write_text(html.render(doc, charts.figures(model, d)))
+    return doc
+
+
+def create_app(config: ServeConfig) -> Starlette:
+    state: _State | None = None
+
+    def st() -> _State:
+        assert state is not None
+        return state
+
+    def authorised(request: Request) -> bool:
+        if not config.token:
+            return True
+        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() \
+            or request.query_params.get("token", "")
+        return secrets.compare_digest(given.encode(), config.token.encode())
+
+    def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+        from reports import redact
+
+        return JSONResponse({"error": redact.text(message)}, status_code=status, headers=headers)
+
+    async def page(request: Request) -> Response:
+        from reports.html import upload_page
+
+        return HTMLResponse(upload_page(token_required=bool(config.token),
+                                        max_upload_mb=config.max_upload_mb), headers={"Content-Security-Policy": CSP})
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"ok": True, "pending": st().pending, "reports": len(st().reports)})
+
+    async def diagnose_upload(request: Request) -> Response:
+        s = st()
+        if not authorised(request):
+            return error(401, "a token is required (Authorization: Bearer <token>)")
+        max_bytes = int(config.max_upload_mb * 1024 * 1024)
+        length = request.headers.get("content-length")
+        if length and length.isdigit() and int(length) > max_bytes:
+            return error(413, f"upload larger than {config.max_upload_mb:g} MB")
+        ctype, options = parse_options_header(request.headers.get("content-type", ""))
+        if ctype != b"multipart/form-data" or b"boundary" not in options:
+            return error(400, "send multipart/form-data: files in `files`, a W&B run in `wandb`")
+        capacity = config.workers + (config.queue if config.queue is not None else QUEUE_PER_WORKER * config.workers)
+        if s.pending >= capacity:
+            return error(503, "busy: every worker and queue slot is taken; try again shortly",
+                         {"Retry-After": "10"})
+        s.pending += 1
+        upload = Path(tempfile.mkdtemp(prefix="upload-", dir=s.root))
+        sink = _MultipartSink(options[b"boundary"], upload, max_bytes)
+        try:
+            try:
+                async for chunk in request.stream():
+                    sink.feed(chunk)
+            finally:
+                sink.close()
+            wandb = sink.fields.get("wandb") or None
+            if not sink.files and not wandb:
+                return error(400, "no files and no W&B run given")
+            rid = secrets.token_urlsafe(18)
+            out = s.root / "reports" / rid
+            loop = asyncio.get_running_loop()
+            doc = await loop.run_in_executor(s.pool, analyse, sink.files, wandb, out, config.redact_secrets, upload)
+            s.reports[rid] = _Report(time.monotonic(), out)
+            return JSONResponse({**doc, "report_url": f"/reports/{rid}"})
+        except UploadError as e:
+            return error(e.status, str(e))
+        except InputError as e:
+            return error(400, str(e))
+        except Exception as e:  # noqa: BLE001 - the server stays up; the cause goes back as one line
+            return error(500, f"internal error: {type(e).__name__}: {e}")
+        finally:
+            s.pending -= 1
+            shutil.rmtree(upload, ignore_errors=True)
+
+    async def report(request: Request) -> Response:
+        name = request.path_params["name"]
+        rid, _, suffix = name.partition(".")
+        entry = st().reports.get(rid)
+        kind = {"": ("report.html", "text/html; charset=utf-8"), "md": ("report.md", "text/markdown; charset=utf-8"),
+                "json": ("report.json", "application/json")}.get(suffix)
+        if entry is None or kind is None:
+            return error(404, "no such report (reports are kept for a limited time)")
+        return FileResponse(entry.directory / kind[0], media_type=kind[1],
+                            headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        nonlocal state
+        root = Path(tempfile.mkdtemp(prefix="diagnose-serve-"))
+        root.chmod(0o700)
+        state = _State(config, root, ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="analyse"))
+        sweeper = asyncio.create_task(_sweep(state))
+        try:
+            yield
+        finally:
+            sweeper.cancel()
+            state.pool.shutdown(wait=False, cancel_futures=True)
+            shutil.rmtree(root, ignore_errors=True)
+
+    return Starlette(routes=[
+        Route("/", page), Route("/healthz", healthz), Route("/api/diagnose", diagnose_upload, methods=["POST"]),
+        Route("/reports/{name}", report),
+    ], lifespan=lifespan)
+
+
+async def _sweep(state: _State) -> None:
+    """Delete reports older than --keep-minutes."""
+    while True:
+        await asyncio.sleep(SWEEP_S)
+        limit = time.monotonic() - state.config.keep_minutes * 60
+        for rid, entry in list(state.reports.items()):
+            if entry.created < limit:
+                del state.reports[rid]
+                shutil.rmtree(entry.directory, ignore_errors=True)
+
+
+def run(config: ServeConfig, host: str, port: int, announce: Callable[[str], None]) -> None:
+    import uvicorn
+
+    announce(f"diagnose serve: http://{host}:{port}/ (reports kept {config.keep_minutes:g} min; Ctrl-C stops)")
+    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False)

@@ -1,0 +1,194 @@
+"""`diagnose serve`: the real server (uvicorn, a free port, a subprocess), driven over HTTP by httpx and through its
+page by a real headless Chromium."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conftest import ROOT, SAMPLES, run_cli
+
+SEED = SAMPLES / "synthetic" / "seed_zero3_launch_blocking"
+SEED_FILES = [SEED / "slurm-1234.out", SEED / "ds_config.json", SEED / "train.sh"]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def server(tmp: Path, *args: str) -> Iterator[str]:
+    """The server in its own process, with its temporary files under `tmp`; stopped (SIGINT, as Ctrl-C) after."""
+    port = _free_port()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "diagnose", "serve", "--port", str(port), *args], cwd=ROOT,
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError(f"server did not start: {proc.stderr.read() if proc.stderr else ''}")
+        yield base
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _upload(base: str, files: list[Path], names: list[str] | None = None, **kw: object) -> httpx.Response:
+    parts = [("files", ((names[i] if names else f.name), f.read_bytes())) for i, f in enumerate(files)]
+    return httpx.post(f"{base}/api/diagnose", files=parts, timeout=120, **kw)  # type: ignore[arg-type]
+
+
+def _cli_verdict(files: list[Path]) -> str:
+    proc = run_cli("report", *map(str, files), "--format", "json", "-o", "-")
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["verdict"]
+
+
+def test_upload_gives_the_report_and_its_three_formats(tmp_path: Path) -> None:
+    with server(tmp_path) as base:
+        r = _upload(base, SEED_FILES)
+        assert r.status_code == 200, r.text
+        doc = r.json()
+        assert doc["verdict"] == _cli_verdict(SEED_FILES)
+        assert "CUDA_LAUNCH_BLOCKING" in doc["verdict"]
+        assert [s["name"] for s in doc["sources"]][:3] == ["slurm-1234.out", "ds_config.json", "train.sh"]
+        url = doc["report_url"]
+        assert url.startswith("/reports/") and len(url.rsplit("/", 1)[1]) >= 20  # unguessable
+        page = httpx.get(base + url)
+        assert page.status_code == 200 and "default-src 'none'" in page.headers["content-security-policy"]
+        assert "CUDA_LAUNCH_BLOCKING" in page.text and 'id="verdict"' in page.text
+        md = httpx.get(base + url + ".md")
+        assert md.status_code == 200 and md.text.startswith("## diagnose: training-run report")
+        js = httpx.get(base + url + ".json").json()
+        assert js == {k: v for k, v in doc.items() if k != "report_url"}
+        assert httpx.get(base + "/reports/" + "A" * 24).status_code == 404
+        front = httpx.get(base + "/")
+        assert front.status_code == 200 and 'type="file"' in front.text and "content-security-policy" in front.headers
+    assert not list(tmp_path.glob("diagnose-serve-*")), "uploads and reports are deleted at shutdown"
+
+
+def test_bad_uploads_get_one_sentence_and_the_right_status(tmp_path: Path) -> None:
+    big = tmp_path / "big.log"
+    big.write_bytes(b"x" * (2 * 1024 * 1024))
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 64)
+    noise = tmp_path / "notes.txt"
+    noise.write_text("nothing to see\n")
+    with server(tmp_path, "--max-upload-mb", "1") as base:
+        too_big = _upload(base, [big])
+        assert too_big.status_code == 413 and "larger than 1 MB" in too_big.json()["error"]
+        r = _upload(base, [binary])
+        assert r.status_code == 400 and r.json()["error"] == "model.bin: binary file, not a log, config or launch script"
+        r = _upload(base, [noise])
+        assert r.status_code == 400 and "nothing recognisable" in r.json()["error"]
+        r = httpx.post(f"{base}/api/diagnose", data={"other": "x"}, files=[("x", ("", b""))], timeout=30)
+        assert r.status_code == 400
+        r = httpx.post(f"{base}/api/diagnose", content=b"{}", headers={"content-type": "application/json"})
+        assert r.status_code == 400 and "multipart/form-data" in r.json()["error"]
+    with server(tmp_path, "--token", "s3cret-t0ken") as base:
+        assert _upload(base, SEED_FILES).status_code == 401
+        ok = _upload(base, SEED_FILES, headers={"Authorization": "Bearer s3cret-t0ken"})
+        assert ok.status_code == 200 and "CUDA_LAUNCH_BLOCKING" in ok.json()["verdict"]
+
+
+def test_a_hostile_file_name_is_only_a_label_and_gz_uploads_are_read(tmp_path: Path) -> None:
+    gz = tmp_path / "train.log.gz"
+    gz.write_bytes(gzip.compress((SAMPLES / "ds_zero0" / "train.log").read_bytes()))
+    before = set(tmp_path.parent.iterdir())
+    with server(tmp_path) as base:
+        r = _upload(base, [SAMPLES / "ds_zero0" / "train.log", gz], names=["../../x", "train.log.gz"])
+        assert r.status_code == 200, r.text
+        names = [s["name"] for s in r.json()["sources"]]
+        assert names == ["x", "train.log.gz"]
+        assert all(s["recognised"] > 100 for s in r.json()["sources"])
+    assert set(tmp_path.parent.iterdir()) == before  # nothing written outside the server's own temporary directory
+    assert not (ROOT / "x").exists() and not (tmp_path / "x").exists()
+
+
+def test_eight_concurrent_uploads_each_get_their_own_report(tmp_path: Path) -> None:
+    runs = ["ds_zero0", "ds_zero2_bf16", "ds_zero3_ckpt", "ds_zero3_offload", "ds_zero1_straggler",
+            "ds_zero2_debug_env", "hf_trainer_fp32_gradckpt", "ds_zero2_ga4_overlap_off"]
+    uploads = {run: sorted(p for p in (SAMPLES / run).iterdir() if p.is_file()) for run in runs}
+    with server(tmp_path, "--workers", "2") as base:
+        with ThreadPoolExecutor(8) as pool:
+            answers = dict(zip(runs, pool.map(lambda run: _upload(base, uploads[run]), runs)))
+        for run, r in answers.items():
+            assert r.status_code == 200, (run, r.text)
+            assert r.json()["verdict"] == _cli_verdict(uploads[run]), run
+        assert len({r.json()["report_url"] for r in answers.values()}) == 8
+
+
+def test_a_full_queue_is_refused_and_health_answers_while_busy(tmp_path: Path) -> None:
+    log = tmp_path / "long.log"
+    log.write_bytes((SAMPLES / "ds_zero0" / "train.log").read_bytes() * 400)  # ~18 MB: seconds of analysis
+    with server(tmp_path, "--workers", "1", "--queue", "0") as base:
+        with ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(_upload, base, [log]) for _ in range(3)]
+            time.sleep(0.5)
+            t0 = time.monotonic()
+            health = httpx.get(f"{base}/healthz", timeout=5)
+            health_s = time.monotonic() - t0
+            answers = [f.result() for f in futures]
+    codes = sorted(r.status_code for r in answers)
+    assert codes.count(200) >= 1 and 503 in codes
+    refused = next(r for r in answers if r.status_code == 503)
+    assert refused.headers["retry-after"] == "10" and "busy" in refused.json()["error"]
+    assert health.status_code == 200 and health_s < 2.0
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_the_page_uploads_and_shows_the_report_in_chromium(tmp_path: Path) -> None:
+    playwright = pytest.importorskip("playwright.sync_api")
+    with server(tmp_path) as base, playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = ctx.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(base + "/")
+            page.set_input_files("#files", [str(f) for f in SEED_FILES])
+            page.click("#analyse")
+            page.wait_for_selector("#result:not([hidden])", timeout=60_000)
+            assert "CUDA_LAUNCH_BLOCKING" in page.inner_text("#verdict")
+            frame = page.frame_locator("#report")
+            assert "CUDA_LAUNCH_BLOCKING" in frame.locator("#verdict").inner_text(timeout=30_000)
+            assert page.get_attribute("#download-json", "href").endswith(".json")
+            page.click("#copy-md")
+            page.wait_for_function("document.getElementById('md').value.length > 100", timeout=10_000)
+            assert page.input_value("#md").startswith("## diagnose: training-run report")
+            noise = tmp_path / "notes.txt"
+            noise.write_text("nothing to see here\n")
+            page.set_input_files("#files", [str(noise)])
+            page.click("#analyse")
+            page.wait_for_selector("#error:not([hidden])", timeout=30_000)
+            assert page.inner_text("#error").startswith("notes.txt: nothing recognisable")
+            page.screenshot(path=str(tmp_path / "serve.png"), full_page=False)
+        finally:
+            browser.close()
+    assert errors == []
