@@ -5,7 +5,9 @@ Exit codes (stable): 0 done; 1 findings at or above --fail-on; 2 bad input or us
 from __future__ import annotations
 
 import json
+import os
 import sys
+import textwrap
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -29,6 +31,24 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _flag_metavar() -> None:
+    """This typer (0.29) shows every flag as `--force <bool>`, as if it took a value: a flag shows no type."""
+    import typer.core
+
+    for cls in {typer.core.TyperOption, getattr(typer.core, "_TyperParameter", typer.core.TyperOption)}:
+        shown = getattr(cls, "display_type_rich", None)
+        if shown is None:  # an older typer: its help has no type column
+            continue
+
+        def display(self: object, ctx: object, _shown: object = shown) -> object:
+            return "" if getattr(self, "is_flag", False) else _shown(self, ctx)  # type: ignore[operator]
+
+        cls.display_type_rich = display  # type: ignore[assignment]
+
+
+_flag_metavar()
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
@@ -168,6 +188,21 @@ FORMATS = ("text", "json", "md", "html")
 SUFFIX_FORMAT = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json", ".txt": "text"}
 
 
+def _output_format(output: Optional[Path], format: Optional[str]) -> str:
+    """--format, else -o's suffix, else text; an -o name whose suffix names no format is a usage error (it used to
+    write HTML into `report.pdf`)."""
+    if format is None and output is not None:
+        fmt = SUFFIX_FORMAT.get(output.suffix.lower())
+        if fmt is None:
+            raise _fail(f"-o {output}: {'no' if not output.suffix else 'unknown'} suffix; use .html, .md, .json or "
+                        ".txt, or name the format with --format")
+        return fmt
+    fmt = format or "text"
+    if fmt not in FORMATS:
+        raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    return fmt
+
+
 @app.command()
 def report(
     sources: SourcesArg,
@@ -188,6 +223,8 @@ def report(
                                                    "the `images` extra: kaleido, and a Chromium on PATH).")] = None,
     run: Annotated[Optional[str], typer.Option("--run", help="When a directory holds several runs, report only the "
                                                "one whose name ends with this.")] = None,
+    seq_len: Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens, where the sources "
+                                                   "do not say (for tokens/s and MFU).")] = None,
 ) -> None:
     """Diagnose SOURCES: why the run was slow, the exact fixes, the ZeRO plan; as text, JSON, Markdown or HTML.
 
@@ -197,9 +234,7 @@ def report(
         output, to_stdout = None, True
     else:
         to_stdout = False
-    fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
-    if fmt not in FORMATS:
-        raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    fmt = _output_format(output, format)
     if fail_on not in (None, "critical", "warning"):
         raise _fail(f"--fail-on must be critical or warning, not {fail_on!r}")
     if output is not None and output.exists() and not force:
@@ -218,9 +253,14 @@ def report(
         return
     if run is not None:
         sources = list(runs[0].sources)
-    model = _load_or_exit(sources, refresh)
+    model = _with_seq_len(_load_or_exit(sources, refresh), seq_len)
     diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
     doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts)
+    if images is not None:  # first, so that the Markdown links them
+        written = _write_images(images, model, diagnosis)
+        base = output.parent if output is not None else Path.cwd()
+        doc["images"] = [{"name": name, "title": title, "path": Path(os.path.relpath(path, base)).as_posix()}
+                         for name, title, path in written]
     if fmt == "text" and output is None and not to_stdout:
         from reports import terminal
 
@@ -232,12 +272,22 @@ def report(
         else:
             _write_atomic(output, text, force)
             err.print(f"wrote {output} ({len(text.encode()) / 1e6:.1f} MB)" if len(text) > 1e6 else f"wrote {output}")
-    if images is not None:
-        _write_images(images, model, diagnosis)
+            out.print(doc["verdict"], markup=False)  # the answer, without opening the file
     if fail_on:
         levels = ("critical",) if fail_on == "critical" else ("critical", "warning")
         if any(f.severity in levels for f in diagnosis.findings):
             raise typer.Exit(EXIT_FINDINGS)
+
+
+def _with_seq_len(model: RunModel, seq_len: Optional[int]) -> RunModel:
+    """--seq-len where the sources hold none (theirs wins: it is what ran)."""
+    import dataclasses
+
+    if seq_len is None or model.facts.seq_len is not None:
+        return model
+    if seq_len <= 0:
+        raise _fail("--seq-len must be positive")
+    return dataclasses.replace(model, facts=dataclasses.replace(model.facts, seq_len=seq_len))
 
 
 def _runs(sources: list[str]) -> list:
@@ -326,8 +376,11 @@ def _render(fmt: str, doc: dict, model: RunModel, diagnosis: object) -> str:
     return buf.getvalue()
 
 
-def _write_images(directory: Path, model: RunModel, diagnosis: object) -> None:
-    """PNG charts for places that take no HTML (a GitHub comment): kaleido drives a local Chromium."""
+def _write_images(directory: Path, model: RunModel, diagnosis: object) -> list[tuple[str, str, Path]]:
+    """PNG charts for places that take no HTML (a GitHub comment): kaleido drives a local Chromium, one session for
+    every chart (one per chart took ~3 s each). -> (name, title, path) per chart."""
+    import plotly.io as pio
+
     from reports import charts
 
     try:
@@ -335,14 +388,15 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object) -> None:
     except ImportError:
         raise _fail("--images needs kaleido: pip install 'diagnose[images]'") from None
     directory.mkdir(parents=True, exist_ok=True)
-    written = 0
-    for name, fig in charts.figures(model, diagnosis):  # type: ignore[arg-type]
-        try:
-            fig.write_image(directory / f"{name}.png", width=1000, height=int(fig.layout.height or 320), scale=1)
-        except Exception as e:  # kaleido found no browser, or it failed to start  # noqa: BLE001
-            raise _fail(f"--images: could not render PNGs ({str(e).splitlines()[0][:160]}); is chromium installed?")
-        written += 1
-    err.print(f"wrote {written} chart image(s) to {directory}")
+    figs = charts.figures(model, diagnosis)  # type: ignore[arg-type]
+    paths = [directory / f"{name}.png" for name, _ in figs]
+    try:
+        pio.write_images([f for _, f in figs], paths, width=1000,
+                         height=[int(f.layout.height or 320) for _, f in figs], scale=1)
+    except Exception as e:  # kaleido found no browser, or it failed to start  # noqa: BLE001
+        raise _fail(f"--images: could not render PNGs ({str(e).splitlines()[0][:160]}); is chromium installed?")
+    err.print(f"wrote {len(figs)} chart image(s) to {directory}")
+    return [(name, str(fig.layout.title.text or name), path) for (name, fig), path in zip(figs, paths)]
 
 
 def _write_atomic(path: Path, text: str, force: bool = True) -> None:
@@ -413,9 +467,7 @@ def compare(
     to_stdout = output is not None and str(output) == "-"
     if to_stdout:
         output = None
-    fmt = format or (SUFFIX_FORMAT.get(output.suffix.lower()) if output else None) or ("html" if output else "text")
-    if fmt not in FORMATS:
-        raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    fmt = _output_format(output, format)
     if output is not None and output.exists() and not force:
         raise _fail(f"{output} exists; pass --force to overwrite it")
     from diagnose.compare import compare as run_compare
@@ -504,16 +556,22 @@ def serve(
 def plan(
     params: Annotated[float, typer.Option("--params", help="Parameter count, e.g. 2.78e9.")],
     gpus: Annotated[int, typer.Option("--gpus", help="Data-parallel GPUs in total.")],
-    gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node")] = None,
+    gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node", help="GPUs per node (traffic inside "
+                                                         "a node is cheaper than across nodes).")] = None,
     gpu_memory: Annotated[float, typer.Option("--gpu-memory", help="GB per GPU.")] = 80.0,
-    seq_len: Annotated[Optional[int], typer.Option("--seq-len")] = None,
-    micro_batch: Annotated[Optional[int], typer.Option("--micro-batch")] = None,
-    hidden: Annotated[Optional[int], typer.Option("--hidden")] = None,
-    layers: Annotated[Optional[int], typer.Option("--layers")] = None,
-    heads: Annotated[Optional[int], typer.Option("--heads")] = None,
-    grad_accum: Annotated[int, typer.Option("--grad-accum")] = 1,
+    seq_len: Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens (with the model "
+                                                   "shape and micro-batch: activation memory).")] = None,
+    micro_batch: Annotated[Optional[int], typer.Option("--micro-batch", help="Micro-batch per GPU, in "
+                                                       "sequences.")] = None,
+    hidden: Annotated[Optional[int], typer.Option("--hidden", help="Hidden size (model width).")] = None,
+    layers: Annotated[Optional[int], typer.Option("--layers", help="Transformer layers.")] = None,
+    heads: Annotated[Optional[int], typer.Option("--heads", help="Attention heads.")] = None,
+    grad_accum: Annotated[int, typer.Option("--grad-accum", help="Gradient accumulation steps (ZeRO-2/3 reduce "
+                                            "gradients every micro-step, ZeRO-1 once per step).")] = 1,
     optimizer: Annotated[str, typer.Option("--optimizer", help="adamw | adam8bit")] = "adamw",
-    activation_checkpointing: Annotated[bool, typer.Option("--activation-checkpointing")] = False,
+    activation_checkpointing: Annotated[bool, typer.Option("--activation-checkpointing", help="Activations are "
+                                                           "recomputed in backward (about a layer's worth kept).")]
+    = False,
     format: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
 ) -> None:
     """Choose a ZeRO stage before the run: memory and traffic per stage, in the DeepSpeed maintainers' order."""
@@ -534,18 +592,30 @@ def plan(
         raise _fail(f"--format must be text or json, not {format!r}")
     from rich.table import Table
 
+    # Short headers: the table fits 80 columns (a pipe, a narrow terminal); the legend says what each column is.
     t = Table(title=f"{params / 1e9:.2f}B parameters, {gpus} GPUs x {gpu_memory:.0f} GB, {optimizer}",
               title_justify="left")
-    for col in ("option", "model states/GPU", "DS estimator", "activations", "total", "traffic/GPU/step", "fits"):
+    for col in ("option", "states", "DS est.", "activ.", "total", "traffic", "fits"):
         t.add_column(col, justify="right" if col != "option" else "left")
     for s in p.stages:
-        t.add_row(s.name + (" *" if s.name == p.recommended else ""), f"{s.model_states_gb:.1f} GB",
-                  f"{s.deepspeed_estimate_gb:.1f} GB", "-" if s.activations_gb is None else f"{s.activations_gb:.1f} GB",
-                  "-" if s.total_gb is None else f"{s.total_gb:.1f} GB", f"{s.comm_gb_per_step or 0:.1f} GB",
-                  "yes" if s.fits else "no", style="bold green" if s.name == p.recommended else None)
+        chosen = s.name == p.recommended
+        fits = "yes" if s.fits else ("with ckpt" if chosen else "no")  # chosen without fitting: with checkpointing
+        t.add_row(s.name + (" *" if chosen else ""), f"{s.model_states_gb:.1f}", f"{s.deepspeed_estimate_gb:.1f}",
+                  "-" if s.activations_gb is None else f"{s.activations_gb:.1f}",
+                  "-" if s.total_gb is None else f"{s.total_gb:.1f}", f"{s.comm_gb_per_step or 0:.1f}", fits,
+                  style="bold green" if chosen else None)
     out.print(t)
+    legend = (("* = recommended. " if p.recommended in {s.name for s in p.stages} else "")
+              + "GB per GPU: model states (mixed-precision Adam, ZeRO paper), DeepSpeed's estimator, activations, "
+              "total; traffic: GB sent per GPU per optimizer step.")
+    if p.recommended not in {s.name for s in p.stages}:
+        legend += ("\nNothing fits as configured: more GPUs (ZeRO-3 divides model states by the GPU count), a "
+                   "smaller micro-batch or activation checkpointing, CPU offload, or an 8-bit optimizer would.")
+    for paragraph in legend.split("\n"):  # wrapped to the terminal (80 columns in a pipe)
+        out.print("\n".join(textwrap.wrap(paragraph, width=min(out.width, 100))), markup=False)
     for i, line in enumerate(p.steps, 1):
-        out.print(f"{i}. {line}", markup=False)
+        out.print("\n".join(textwrap.wrap(f"{i}. {line}", width=min(out.width, 100), subsequent_indent="   ")),
+                  markup=False)
 
 
 @app.command()

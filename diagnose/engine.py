@@ -117,43 +117,57 @@ def classify(m: Metrics) -> str | None:
     return f"utilization {util:.0f}%"
 
 
-def _headline(m: Metrics) -> str:
+HEADLINE_MAX = 200  # characters: the verdict is one sentence someone reads in a chat preview or an issue title
+
+
+def _figures(m: Metrics) -> list[str]:
     parts = []
     if m.steps:
         parts.append(f"median step {m.steps.p50_s:.3g} s")
     if m.samples_per_sec:
         parts.append(f"{m.samples_per_sec:.3g} samples/s")
-    if m.tokens_per_sec:
-        parts.append(f"{m.tokens_per_sec:,.0f} tokens/s")
     if m.mfu is not None:
         parts.append(f"MFU {m.mfu:.0%}")
     if "util_mean" in m.utilization:
         parts.append(f"GPU utilization {m.utilization['util_mean']:.0f}%")
     if "mem_mean" in m.utilization:
         parts.append(f"memory {m.utilization['mem_mean']:.0f}%")
-    return ", ".join(parts)
+    if m.tokens_per_sec and m.mfu is None:
+        parts.append(f"{m.tokens_per_sec:,.0f} tokens/s")
+    return parts
+
+
+def _fit(lead: str, figures: list[str], tail: str) -> str:
+    """`lead (figures)tail`, dropping figures from the end until it fits HEADLINE_MAX."""
+    for n in range(len(figures), -1, -1):
+        text = lead + (f" ({', '.join(figures[:n])})" if n else "") + tail
+        if len(text) <= HEADLINE_MAX:
+            return text
+    return (lead + tail)[: HEADLINE_MAX - 1] + "…"
+
+
+def _more(causes: int, tuning: int) -> str:
+    words = []
+    if causes:
+        words.append(f"{causes} more cause{'s' if causes > 1 else ''}")
+    if tuning:
+        words.append(f"{tuning} config change{'s' if tuning > 1 else ''} worth making")
+    return f"; {' and '.join(words)} below." if words else "."
 
 
 def verdict(findings: list[Finding], m: Metrics, picture: str | None) -> str:
+    """One plain sentence of at most HEADLINE_MAX characters: the cause by its title, the run's key figures, and
+    how many more findings follow (rule ids belong to the findings, not the headline)."""
     explaining = [f for f in findings if f.explains_slowdown and f.severity != "info"]
-    head = _headline(m)
-    tail = f" ({head})" if head else ""
+    tuning = [f for f in findings if not f.explains_slowdown and f.severity == "warning"]
+    figures = _figures(m)
     if explaining:
-        first = explaining[0]
-        also = [f.id for f in explaining[1:3]]
-        text = f"Most likely cause: {first.title}{tail}."
-        if also:
-            text += " Also slowing it: " + ", ".join(also) + "."
-        tuning = [f.id for f in findings if not f.explains_slowdown and f.severity == "warning"]
-        if tuning:
-            text += " Config to improve independently: " + ", ".join(tuning) + "."
-        return text
-    if findings and any(f.severity == "warning" for f in findings):
-        return f"No cause of a slowdown found{tail}; config changes worth making: " + ", ".join(
-            f.id for f in findings if f.severity == "warning") + "."
+        return _fit(f"Most likely cause: {explaining[0].title}", figures, _more(len(explaining) - 1, len(tuning)))
+    if tuning:
+        return _fit("No cause of a slowdown found", figures, _more(0, len(tuning)))
     if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):
-        return f"Utilization is low ({picture}) and no rule explains it{tail}; see the next measurement."
-    return f"No problem found{tail}."
+        return _fit("Utilization is low and no rule explains it", figures, "; see the next measurement.")
+    return _fit("No problem found", figures, ".")
 
 
 def next_steps(findings: list[Finding], m: Metrics, model: RunModel) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from parsers.extract import extract_chunk
 from parsers.kinds import BLOCK_HEADERS
 from parsers.lines import Chunk, ChunkStats, iter_chunks, lines_frame
 from parsers.schema import FRAMES, conform
-from parsers.thinning import THINNED_FRAMES, Thinner, prepare
+from parsers.thinning import THINNED_FRAMES, Summary, Thinner, prepare
 
 
 @dataclass
@@ -46,22 +46,26 @@ class _Parsed:
     headers: pl.Series  # row positions in `lines` of block headers
     stats: ChunkStats
     text_lines: int
+    summaries: dict[str, list[Summary]]  # per thinned frame, one per part (parsers/thinning.py)
 
 
-def _work(chunk: Chunk, source_id: int) -> _Parsed:
+def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -> _Parsed:
     stats = ChunkStats()
     lines = lines_frame(chunk.read(), stats)
     extracted = extract_chunk(lines, source_id)
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
     parts = {name: [conform(name, p)] if name in FRAMES else p for name, p in extracted.items()}
+    summaries: dict[str, list[Summary]] = {}
     for name in THINNED_FRAMES:  # numbered within the chunk here, in parallel; the merge adds earlier chunks' counts
         if name in parts:
-            parts[name] = [prepare(name, p) for p in parts[name]]
+            prepared = [prepare(name, p, (strides or {}).get(name, 1)) for p in parts[name]]
+            parts[name] = [p for p, _ in prepared]
+            summaries[name] = [summary for _, summary in prepared]
     headers = _header_positions(lines)
     # Without a header, only the first WINDOW lines can matter (to a block that began in the chunk before): the rest
     # is not held while the chunk waits to be merged (a copy: a slice would keep the whole buffer alive).
     kept = lines if headers.len() else pl.DataFrame(lines.head(WINDOW).to_dict(as_series=False), schema=lines.schema)
-    return _Parsed(kept, parts, used, headers, stats, lines.height)
+    return _Parsed(kept, parts, used, headers, stats, lines.height, summaries)
 
 
 def _shift(frame: pl.DataFrame, offset: int) -> pl.DataFrame:
@@ -88,12 +92,12 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
         result.stats.invalid_utf8 += parsed.stats.invalid_utf8
         result.text_lines += parsed.text_lines
         for name, parts in parsed.parts.items():
-            for part in parts:
+            for i, part in enumerate(parts):
                 result.rows[name] = result.rows.get(name, 0) + part.height
                 if thinner is not None and name in THINNED_FRAMES:
-                    thinner.add(name, _shift(part, offset))
+                    thinner.add(name, _shift(part, offset), parsed.summaries[name][i])
                 else:
-                    part = part.drop("_stream", "_occ", strict=False)
+                    part = part.drop("_stream", "_occ", "_phase", strict=False)
                     result.parts.setdefault(name, []).append(_shift(part, offset))
         result.used_lines += parsed.used.len()
         if pending is not None or parsed.headers.len():
@@ -113,7 +117,8 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for chunk in iter_chunks(fh, result.stats):
-            in_flight.append((pool.submit(_work, chunk, source_id), chunk.size))
+            strides = dict(thinner.stride) if thinner is not None else None  # rows it would drop go on the worker
+            in_flight.append((pool.submit(_work, chunk, source_id, strides), chunk.size))
             while len(in_flight) >= WORKERS:
                 drain_one()
         while in_flight:

@@ -55,15 +55,18 @@ class Thinner:
     _sources: set[int] = field(default_factory=set)
     _steps_before: dict[str, pl.DataFrame] = field(default_factory=dict)  # frame -> the last part's primary steps
 
-    def add(self, name: str, part: pl.DataFrame) -> None:
-        """Number one part's rows within their streams and keep what the current stride allows."""
+    def add(self, name: str, part: pl.DataFrame, summary: Summary | None = None) -> None:
+        """Number one part's rows within their streams and keep what the current stride allows. `summary` is the
+        part's per-stream counts and per-kind ranks where the worker that parsed it computed them (prepare)."""
         if part.height == 0:
             return
-        part = self._number(name, part)
-        part = part.with_columns(self._is_primary(name, part).alias("_primary"))
+        if summary is None:
+            part, summary = prepare(name, part)
+        part = self._number(name, part, summary.counts)
+        part = part.with_columns(self._is_primary(name, summary.kinds).alias("_primary"))
         stride = self.stride.get(name, 1)
         if stride > 1:
-            part = part.filter(pl.col("_primary") | (pl.col("_occ") % stride == 0))
+            part = part.filter(pl.col("_primary") | (pl.col("_phase") % stride == 0))
         if name in self.per_step:
             part = self._one_per_step(name, part)
         self.parts.setdefault(name, []).append(part)
@@ -91,7 +94,7 @@ class Thinner:
         """The kept parts, in source and line order, without the bookkeeping columns."""
         parts = [p for p in self.parts.get(name, []) if p.height]
         parts.sort(key=lambda p: (p["source"][0], p["line"][0]))
-        out = [p.drop("_occ", "_primary") for p in parts]
+        out = [p.drop("_occ", "_phase", "_primary") for p in parts]
         if name == "timers":
             out = [p.with_columns(pl.col("seq").cast(pl.UInt32)) for p in out]
         return out
@@ -99,35 +102,31 @@ class Thinner:
     def _halve(self, name: str) -> None:
         stride = self.stride.get(name, 1) * 2
         self.stride[name] = stride
-        keep = pl.col("_primary") | (pl.col("_occ") % stride == 0)
+        keep = pl.col("_primary") | (pl.col("_phase") % stride == 0)
         self.parts[name] = [p.filter(keep) for p in self.parts[name]]
         self._others[name] = sum(int((~p["_primary"]).sum()) for p in self.parts[name])
 
-    def _number(self, name: str, part: pl.DataFrame) -> pl.DataFrame:
+    def _number(self, name: str, part: pl.DataFrame, counts: dict[int, int]) -> pl.DataFrame:
         """`_occ`: the row's index within its stream, counted across parts (and `seq` for timers). The part's own
         numbering is done where it was parsed (prepare, on the worker); here each stream's earlier rows are added."""
-        if "_stream" not in part.columns:
-            part = prepare(name, part)
-        counts = part.group_by("_stream").agg(pl.len())
         seen = self._seen_counts.setdefault(name, {})
-        if seen:
-            base = pl.col("_stream").replace_strict(list(seen), list(seen.values()), default=0,
+        earlier = {stream: seen[stream] for stream in counts if stream in seen}
+        if earlier:
+            base = pl.col("_stream").replace_strict(list(earlier), list(earlier.values()), default=0,
                                                     return_dtype=pl.UInt64)
             part = part.with_columns((pl.col("_occ") + base).alias("_occ"))
-        for stream, n in counts.iter_rows():
+        for stream, n in counts.items():
             seen[stream] = seen.get(stream, 0) + n
         part = part.drop("_stream")
         if name == "timers":
             part = part.with_columns(pl.col("_occ").cast(pl.UInt32).alias("seq"))
         return part
 
-    def _is_primary(self, name: str, part: pl.DataFrame) -> pl.Expr:
+    def _is_primary(self, name: str, kinds: list[tuple[str, int | None, int, str | None]]) -> pl.Expr:
         """Rows of the lowest rank printing each kind; where the kind's lines carry no rank, those of the first
         source and host that printed it."""
         expr = pl.lit(False)
-        kinds = part.group_by("origin", maintain_order=True).agg(
-            pl.col("rank").min().alias("low"), pl.col("source").first(), pl.col("node").first().cast(pl.String))
-        for origin, low, source, node in kinds.iter_rows():
+        for origin, low, source, node in kinds:
             current = self._primary.get((name, origin))
             if low is not None:
                 if current is None or current.rank is None or low < current.rank:
@@ -159,8 +158,24 @@ class Thinner:
         return part
 
 
-def prepare(name: str, part: pl.DataFrame) -> pl.DataFrame:
-    """The part's own numbering within each stream (`_stream`: a hash of the stream's key), done where the part
-    was parsed so that the merge in order only adds each stream's earlier rows."""
-    return part.with_columns(pl.struct(list(STREAM_KEYS[name])).hash().alias("_stream")).with_columns(
+@dataclass(frozen=True)
+class Summary:
+    counts: dict[int, int]  # stream hash -> rows in the part
+    kinds: list[tuple[str, int | None, int, str | None]]  # per line kind: (origin, lowest rank, first source, host)
+
+
+def prepare(name: str, part: pl.DataFrame, stride: int = 1) -> tuple[pl.DataFrame, Summary]:
+    """The part's own numbering within each stream (`_stream`: a hash of the stream's key; `_occ`, and `_phase`
+    which the sampling keys on) and its summary, done where the part was parsed (on a worker) so that the merge in
+    order only adds each stream's earlier rows. With the stride already known, rows that cannot be kept are dropped
+    here: those of a rank above the part's lowest for their kind (never the primary) off the stride's phase."""
+    part = part.with_columns(pl.struct(list(STREAM_KEYS[name])).hash().alias("_stream")).with_columns(
         pl.int_range(pl.len(), dtype=pl.UInt64).over("_stream").alias("_occ"))
+    counts = dict(part.group_by("_stream").agg(pl.len()).iter_rows())
+    kinds = part.group_by("origin", maintain_order=True).agg(
+        pl.col("rank").min().alias("low"), pl.col("source").first(), pl.col("node").first().cast(pl.String))
+    part = part.with_columns(pl.col("_occ").cast(pl.UInt32).alias("_phase"))
+    if stride > 1:
+        maybe_primary = pl.col("rank").is_null() | (pl.col("rank") == pl.col("rank").min().over("origin"))
+        part = part.filter(maybe_primary | (pl.col("_phase") % stride == 0))
+    return part, Summary(counts, [(str(o), low, int(src), node) for o, low, src, node in kinds.iter_rows()])

@@ -10,9 +10,23 @@ from diagnose.engine import Diagnosis
 from parsers.run_model import RunModel
 
 MAX_POINTS = 5000
+# Every chart: a plain title, both axes titled with their unit, quantities from zero (a 2% wobble looks like one),
+# legends below in the order the series are drawn, labels kept apart (automargin) at any width.
 LAYOUT = dict(template="plotly_white", height=320, margin=dict(l=60, r=20, t=50, b=40),
               font=dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12),
-              legend=dict(orientation="h", y=-0.2))
+              legend=dict(orientation="h", y=-0.25, traceorder="normal"))
+AXIS = dict(automargin=True)
+VALUE_AXIS = dict(automargin=True, rangemode="tozero")
+CLOCKS = {"ds_step_ts": "wall clock between DeepSpeed step lines", "printed": "as the trainer printed it",
+          "ds_throughput": "from DeepSpeed's samples/s", "tqdm": "from the progress bar", "hf_runtime": "HF runtime"}
+
+
+def styled(fig: go.Figure, title: str, x: str, y: str, height: int | None = None) -> go.Figure:
+    """The house style: a title, both axes titled (with units), values from zero."""
+    layout = {**LAYOUT, **({"height": height} if height else {})}
+    fig.update_layout(title=title, xaxis=dict(title=x, **AXIS), yaxis=dict(title=y, **VALUE_AXIS), **layout)
+    fig.update_layout(showlegend=len(fig.data) > 1)
+    return fig
 
 
 def safe(label: object) -> str:
@@ -42,74 +56,76 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
         if m.steps and m.steps.spikes:
             spk = m.step_series.filter(pl.col("step").is_in(list(m.steps.spikes)))
             fig.add_trace(go.Scatter(x=spk["step"].to_list(), y=spk["step_time_s"].to_list(), mode="markers",
-                                     name="spikes (>= 2x median)", marker=dict(color="#dc3912", size=8)))
+                                     name="spikes (2x the usual step or more)", marker=dict(color="#dc3912", size=8)))
         if m.steps:
-            fig.add_hline(y=m.steps.p50_s, line_dash="dot", line_color="#888", annotation_text="median")
-        fig.update_layout(title=f"Step time per step ({m.steps.source if m.steps else ''})", xaxis_title="step",
-                          yaxis_title="seconds", **LAYOUT)
-        out.append(("step-time", fig))
+            fig.add_hline(y=m.steps.p50_s, line_dash="dot", line_color="#888",
+                          annotation_text=f"median {m.steps.p50_s:.3g} s (range {float(s['step_time_s'].min()):.3g}"
+                                          f"-{float(s['step_time_s'].max()):.3g} s)",
+                          annotation_position="top left")
+        clock = CLOCKS.get(m.steps.source, "") if m.steps else ""
+        out.append(("step-time", styled(fig, "Time per training step" + (f" ({clock})" if clock else ""),
+                                        "step", "seconds per step")))
     if m.rank_step_p50:
         ranks = sorted(m.rank_step_p50)
         fig = go.Figure(go.Bar(x=[str(r) for r in ranks], y=[m.rank_step_p50[r] * 1000 for r in ranks],
-                               marker_color="#3366cc"))
-        fig.update_layout(title="Median timed step per rank", xaxis_title="rank", yaxis_title="ms", **LAYOUT)
-        out.append(("ranks", fig))
+                               marker_color="#3366cc", name="median timed step"))
+        out.append(("ranks", styled(fig, "Median timed step per rank (a slow rank stands out)", "rank",
+                                    "milliseconds")))
     if m.breakdown:
         b = m.breakdown
-        parts = {"forward": b.fwd_ms, "backward": b.bwd_inner_ms or 0.0, "allreduce": b.bwd_allreduce_ms or 0.0,
+        parts = {"forward": b.fwd_ms, "backward": b.bwd_inner_ms or 0.0, "gradient all-reduce": b.bwd_allreduce_ms or 0.0,
                  "optimizer step": b.step_ms}
-        fig = go.Figure([go.Bar(y=["step"], x=[v], name=k, orientation="h") for k, v in parts.items()])
-        fig.update_layout(barmode="stack", title="Where a step's time goes (median, wall_clock_breakdown)",
-                          xaxis_title="ms", **{**LAYOUT, "height": 220})
+        fig = go.Figure([go.Bar(y=["median step"], x=[v], name=k, orientation="h") for k, v in parts.items()])
+        fig.update_layout(barmode="stack")
+        fig = styled(fig, "Where a step's time goes (median of the timers)", "milliseconds", "median step",
+                     height=220)
+        fig.update_yaxes(showticklabels=False)
         out.append(("breakdown", fig))
     steps = model.frames["steps"]
     tp = steps.filter(pl.col("origin") == "ds_throughput").select("global_step", "samples_per_sec")
     loss = steps.filter(pl.col("loss").is_not_null() & pl.col("global_step").is_not_null()).select("global_step",
                                                                                                    "loss")
-    if tp.height or loss.height:
-        fig = go.Figure()
-        if tp.height:
-            t = downsample(tp, "global_step", "samples_per_sec")
-            fig.add_trace(go.Scatter(x=t["global_step"].to_list(), y=t["samples_per_sec"].to_list(), name="samples/s"))
-        if loss.height:
-            lo = downsample(loss.unique("global_step", keep="first"), "global_step", "loss")
-            fig.add_trace(go.Scatter(x=lo["global_step"].to_list(), y=lo["loss"].to_list(), name="loss",
-                                     yaxis="y2" if tp.height else "y"))
-            if tp.height:
-                fig.update_layout(yaxis2=dict(overlaying="y", side="right", title="loss"))
-        fig.update_layout(title="Throughput and loss over steps", xaxis_title="step", **LAYOUT)
-        out.append(("throughput", fig))
+    if tp.height:
+        t = downsample(tp, "global_step", "samples_per_sec")
+        fig = go.Figure(go.Scatter(x=t["global_step"].to_list(), y=t["samples_per_sec"].to_list(), name="samples/s",
+                                   mode="lines"))
+        out.append(("throughput", styled(fig, "Training throughput", "step", "samples per second")))
+    if loss.height:
+        lo = downsample(loss.unique("global_step", keep="first"), "global_step", "loss")
+        fig = go.Figure(go.Scatter(x=lo["global_step"].to_list(), y=lo["loss"].to_list(), name="loss", mode="lines",
+                                   line=dict(color="#6639ba")))
+        out.append(("loss", styled(fig, "Training loss", "step", "loss")))
     if m.comm_ops:
         ops = sorted(m.comm_ops.items(), key=lambda kv: -kv[1])
-        fig = go.Figure(go.Bar(x=[safe(k) for k, _ in ops], y=[v for _, v in ops], marker_color="#ff9900"))
-        title = "Comms logger: total latency per collective"
+        fig = go.Figure(go.Bar(x=[safe(k) for k, _ in ops], y=[v for _, v in ops], marker_color="#ff9900",
+                               name="total latency"))
+        title = "Time in each collective (comms logger)"
         if m.comm_running_totals:  # see diagnose.metrics.COMMS_RUNNING_TOTALS_SINCE
-            title += " (this DeepSpeed logs running totals: overstated, compare ops only)"
-        fig.update_layout(title=title, yaxis_title="ms", **LAYOUT)
-        out.append(("comms", fig))
+            title += ": this DeepSpeed logs running totals, so compare ops, not values"
+        out.append(("comms", styled(fig, title, "collective", "milliseconds, total")))
     mem = model.frames["memory"]
     if mem.height:
         mm = mem.with_row_index("i")
         fig = go.Figure([go.Scatter(x=mm["i"].to_list(), y=mm[c].to_list(), name=n, mode="lines")
                          for c, n in (("ma_gb", "allocated"), ("ca_gb", "reserved"), ("max_ma_gb", "max allocated"))])
-        fig.update_layout(title="Memory (see_memory_usage)", xaxis_title="sample", yaxis_title="GB", **LAYOUT)
-        out.append(("memory", fig))
+        out.append(("memory", styled(fig, "GPU memory at each memory report", "report (in order)", "GB")))
     elif steps.filter(pl.col("mem_alloc_gb").is_not_null()).height:
         mm = steps.filter(pl.col("mem_alloc_gb").is_not_null())
         fig = go.Figure([go.Scatter(x=mm["global_step"].to_list(), y=mm[c].to_list(), name=n) for c, n in
-                         (("mem_alloc_gb", "MemAllocated"), ("max_mem_alloc_gb", "MaxMemAllocated"))])
-        fig.update_layout(title="Memory over steps (ThroughputTimer)", xaxis_title="step", yaxis_title="GB", **LAYOUT)
-        out.append(("memory", fig))
+                         (("mem_alloc_gb", "allocated"), ("max_mem_alloc_gb", "max allocated"))])
+        out.append(("memory", styled(fig, "GPU memory over steps", "step", "GB")))
     system = model.frames["system"]
-    for metric, title in (("gpu", "GPU utilization per GPU (%)"), ("memoryAllocated", "GPU memory allocated per GPU (%)")):
+    for metric, title, unit in (("gpu", "GPU utilization per GPU (W&B)", "utilization, %"),
+                                ("memoryAllocated", "GPU memory allocated per GPU (W&B)", "memory allocated, %")):
         sm = system.filter(pl.col("metric") == metric)
         if sm.height:
             fig = go.Figure()
-            for (gpu,), part in sm.partition_by("gpu", as_dict=True).items():
+            for (gpu,), part in sorted(sm.partition_by("gpu", as_dict=True).items(), key=lambda kv: kv[0][0] or 0):
                 p = downsample(part.with_columns(pl.col("ts").cast(pl.Int64)), "ts", "value",
                                MAX_POINTS // max(1, sm["gpu"].n_unique()))
                 fig.add_trace(go.Scatter(x=p["ts"].cast(pl.Datetime("ms")).to_list(), y=p["value"].to_list(),
                                          name=f"GPU {gpu}", mode="lines"))
-            fig.update_layout(title=title, yaxis_title="%", **LAYOUT)
+            fig = styled(fig, title, "time", unit)
+            fig.update_yaxes(range=[0, 105])
             out.append((f"system-{metric}", fig))
     return out

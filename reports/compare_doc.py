@@ -28,8 +28,8 @@ from rich.text import Text
 
 from diagnose.compare import Comparison, Side, change_text
 from reports import markdown
-from reports.charts import LAYOUT, downsample
-from reports.document import Redactor, change_dict, diff_text, finding_dict, metrics_dict, run_dict
+from reports.charts import downsample, styled
+from reports.document import Redactor, change_dict, common_folder, diff_text, finding_dict, metrics_dict, run_dict
 
 SCHEMA_VERSION = 1
 DELTA_LABELS = {
@@ -66,7 +66,8 @@ def _show(name: str, v: float | None) -> str:
 def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
     hosts = tuple(cmp.baseline.facts.hostnames) + tuple(cmp.candidate.facts.hostnames) \
         + tuple(cmp.baseline.facts.nccl.hosts) + tuple(cmp.candidate.facts.nccl.hosts)
-    r = Redactor(redact_secrets, hosts, redact_hosts)
+    r = Redactor(redact_secrets, hosts, redact_hosts,
+                 common_folder(list(cmp.baseline.source_names) + list(cmp.candidate.source_names)))
     rec = cmp.candidate.diagnosis.recommendation
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -149,9 +150,7 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
             s = downsample(side.metrics.step_series, "step", "step_time_s")  # type: ignore[arg-type]
             fig.add_trace(go.Scatter(x=s["step"].to_list(), y=s["step_time_s"].to_list(), mode="lines",
                                      name=f"{label} step time", line={"color": color}))
-        fig.update_layout(title="Step time per step, both runs", xaxis_title="step", yaxis_title="seconds",
-                          **LAYOUT)
-        out.append(("step-time", fig))
+        out.append(("step-time", styled(fig, "Time per training step, both runs", "step", "seconds per step")))
         tb = [(side, label, color, side.facts.train_batch_size) for side, label, color in series]
         if all(batch for *_, batch in tb):
             fig = go.Figure()
@@ -159,9 +158,8 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
                 s = downsample(side.metrics.step_series, "step", "step_time_s")  # type: ignore[arg-type]
                 fig.add_trace(go.Scatter(x=s["step"].to_list(), y=[batch / t for t in s["step_time_s"].to_list()],
                                          mode="lines", name=f"{label} samples/s", line={"color": color}))
-            fig.update_layout(title="Throughput per step, both runs (train batch / step time)", xaxis_title="step",
-                              yaxis_title="samples/s", **LAYOUT)
-            out.append(("throughput", fig))
+            out.append(("throughput", styled(fig, "Throughput per step, both runs (train batch / step time)",
+                                             "step", "samples per second")))
     parts = (("forward", "fwd_ms"), ("backward", "bwd_inner_ms"), ("all-reduce", "bwd_allreduce_ms"),
              ("optimizer step", "step_ms"))
     brs = [(label, side.metrics.breakdown) for side, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))]
@@ -169,9 +167,9 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
         fig = go.Figure([go.Bar(y=[label for label, b in brs if b is not None],
                                 x=[getattr(b, attr) or 0.0 for _, b in brs if b is not None], name=name,
                                 orientation="h") for name, attr in parts])
-        fig.update_layout(barmode="stack", title="Where a step's time goes, side by side (median)", xaxis_title="ms",
-                          **{**LAYOUT, "height": 260})
-        out.append(("breakdown", fig))
+        fig.update_layout(barmode="stack")
+        out.append(("breakdown", styled(fig, "Where a step's time goes, side by side (median of the timers)",
+                                        "milliseconds", "run", height=260)))
     return out
 
 

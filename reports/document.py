@@ -21,8 +21,12 @@ SCHEMA_VERSION = 1
 
 
 class Redactor:
-    def __init__(self, enabled: bool, hosts: tuple[str, ...] = (), redact_hosts: bool = False) -> None:
+    def __init__(self, enabled: bool, hosts: tuple[str, ...] = (), redact_hosts: bool = False,
+                 folder: str | None = None) -> None:
         self.enabled = enabled
+        # Paths are shown relative to the sources' common folder: `/home/me/runs/42/slurm.out` reads `slurm.out`
+        # (a posted report need not carry a home directory, and reads the same on every machine).
+        self.folder = folder.rstrip("/") + "/" if folder else None
         self.aliases: dict[str, str] = {}
         if redact_hosts:
             for h in hosts:
@@ -31,7 +35,8 @@ class Redactor:
 
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
-            out = redact.text(value) if self.enabled else value
+            out = value.replace(self.folder, "") if self.folder else value
+            out = redact.text(out) if self.enabled else out
             if self.redact_hosts:
                 for host, alias in sorted(self.aliases.items(), key=lambda kv: -len(kv[0])):
                     out = out.replace(host, alias)
@@ -150,6 +155,20 @@ EVIDENCED_FACTS = ("world_size", "nodes", "gpus_per_node", "tensor_parallel", "p
                    "precision", "micro_batch_per_gpu", "grad_accum_steps")
 
 
+def common_folder(names: list[str]) -> str | None:
+    """The folder every local source sits in (None for URLs, stdin, or nothing in common but the root)."""
+    import os
+
+    paths = [n for n in names if n and "://" not in n and n != "-" and not n.startswith("<")]
+    if not paths:
+        return None
+    try:
+        folder = os.path.commonpath([os.path.dirname(p) or "." for p in paths])
+    except ValueError:  # absolute and relative paths mixed
+        return None
+    return None if folder in ("", ".", "/") else folder
+
+
 def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dict[str, Any]:
     """The run's facts as the JSON contract names them, each evidenced fact with the line it came from."""
     return {
@@ -172,7 +191,8 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dic
 
 def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
     f = model.facts
-    r = Redactor(redact_secrets, tuple(f.hostnames) + tuple(f.nccl.hosts), redact_hosts)
+    r = Redactor(redact_secrets, tuple(f.hostnames) + tuple(f.nccl.hosts), redact_hosts,
+                 common_folder([s.name for s in model.sources] + [s.name for s in model.skipped]))
     plan = None
     if d.plan is not None:
         plan = {k: v for k, v in dataclasses.asdict(d.plan).items()}
@@ -213,10 +233,11 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
         ("samples/s", _num(m["samples_per_sec"], ".3g")), ("tokens/s", _num(m["tokens_per_sec"], ",.0f")),
         ("MFU", _num(None if m["mfu"] is None else m["mfu"] * 100, ".0f", "%")),
         ("GPU utilization", _num(util.get("util_mean"), ".0f", "%")), ("GPU memory", _num(util.get("mem_mean"), ".0f", "%")),
-        ("GPUs", None if run["world_size"] is None else f"{run['world_size']} ({run['nodes'] or '?'} x {run['gpus_per_node'] or '?'})"),
+        ("processes" if cpu_run(run) else "GPUs", None if run["world_size"] is None else _count(run)),
         ("ZeRO stage", None if run["zero_stage"] is None else str(run["zero_stage"])), ("precision", run["precision"]),
     ]
-    out: dict[str, Any] = {"tiles": [{"label": k, "value": v} for k, v in tiles if v is not None]}
+    out: dict[str, Any] = {"tiles": [{"label": k, "value": v} for k, v in tiles if v is not None],
+                           "run_rows": run_rows(run)}
     plan = doc["plan"]
     if plan:
         out["plan_caption"] = (f"{plan['params'] / 1e9:.2f}B parameters on {plan['gpus']} GPUs of "
@@ -258,6 +279,41 @@ def _sampled(sampled: dict[str, int]) -> str | None:
         return None
     kept = ", ".join(f"{name} 1 in {n}" for name, n in sorted(sampled.items()))
     return f"a long log: the lowest rank's rows all kept, the other ranks' sampled ({kept}) for their medians"
+
+
+UNKNOWN = "not in the logs"
+
+
+def cpu_run(run: dict[str, Any]) -> bool:
+    """A run on the CPU (gloo, DeepSpeed's CPU accelerator) is named as one: processes, not GPUs."""
+    return run["backend"] == "gloo" and not run["gpu_name"]
+
+
+def _count(run: dict[str, Any]) -> str:
+    n, nodes, per = run["world_size"], run["nodes"], run["gpus_per_node"]
+    layout = f" ({nodes} nodes x {per})" if nodes and per and nodes > 1 else ""
+    return f"{n}{layout}"
+
+
+def run_rows(run: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run table's rows in words: an unknown is said as such, never `?`."""
+    cpu = cpu_run(run)
+    if run["world_size"] is None:
+        workers = UNKNOWN
+    elif cpu:
+        workers = f"{run['world_size']} processes on the CPU ({run['backend']})"
+    else:
+        workers = f"{_count(run)} GPUs" + (f", {run['gpu_name']}" if run["gpu_name"] else "")
+    zero = UNKNOWN if run["zero_stage"] is None else f"stage {run['zero_stage']}" + "".join(
+        f", {what} offload to {run[key]}" for key, what in (("offload_optimizer", "optimizer"),
+                                                            ("offload_param", "parameter"))
+        if run[key] and run[key] != "none")
+    mb, ga = run["micro_batch_per_gpu"], run["grad_accum_steps"]
+    batch = UNKNOWN if mb is None and ga is None else \
+        f"micro-batch {mb if mb is not None else UNKNOWN}, accumulation {ga if ga is not None else UNKNOWN}"
+    return [("processes" if cpu else "GPUs", workers),
+            ("model", f"{run['model_params'] / 1e9:.2f}B parameters" if run["model_params"] else UNKNOWN),
+            ("ZeRO", zero), ("precision", run["precision"] or UNKNOWN), ("batch", batch)]
 
 
 def _where(ev: dict[str, Any] | None) -> str:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,9 +12,10 @@ SAMPLES = ROOT / "sample_logs"
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 
-def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run([sys.executable, "-m", "diagnose", *args], input=stdin, capture_output=True,
-                          timeout=timeout, cwd=ROOT)
+                          timeout=timeout, cwd=ROOT, env={**os.environ, **env} if env else None)
     return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                                        proc.stderr.decode("utf-8", "replace"))
 

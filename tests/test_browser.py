@@ -61,3 +61,44 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
     assert errors == []
     assert drawn == expected_charts
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
+
+
+CHART_LAYOUT = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd => {
+  const L = gd._fullLayout, texts = sel => [...gd.querySelectorAll(sel)].map(t => t.getBoundingClientRect())
+    .filter(r => r.width > 0);
+  const overlaps = rects => rects.some((a, i) => rects.slice(i + 1).some(b =>
+    a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1));
+  return {name: gd.parentElement.closest('[data-chart]').dataset.chart, title: L.title.text || '',
+          x: (L.xaxis.title || {}).text || '', y: (L.yaxis.title || {}).text || '', traces: gd.data.length,
+          legend: L.showlegend, ymin: L.yaxis.range ? L.yaxis.range[0] : null, ytype: L.yaxis.type,
+          xOverlap: overlaps(texts('.xtick text')), yOverlap: overlaps(texts('.ytick text'))};
+})"""
+
+
+@pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "synthetic/checkpoint_stalls"])
+def test_every_chart_says_what_it_shows_at_two_widths(tmp_path: Path, run: str) -> None:
+    """Axis titles on both axes, a legend exactly where there are several series, plain titles (no internal clock
+    names), quantities from zero, and no tick labels on top of each other at 1366 and 700 px."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    out = tmp_path / "report.html"
+    assert run_cli("report", str(SAMPLES / run), "-o", str(out)).returncode == 0
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for width in (1366, 700):
+                page = browser.new_page(viewport={"width": width, "height": 900})
+                page.goto(out.as_uri(), timeout=30_000)
+                page.wait_for_selector(".js-plotly-plot .main-svg", timeout=30_000)
+                page.wait_for_timeout(300)
+                charts = page.evaluate(CHART_LAYOUT)
+                assert len(charts) >= 3
+                for c in charts:
+                    assert c["title"] and c["x"] and c["y"], c
+                    assert not any(w in c["title"] for w in ("ds_step_ts", "ThroughputTimer", "tqdm", "see_memory"))
+                    assert c["legend"] == (c["traces"] > 1), c
+                    if c["ytype"] == "linear":
+                        assert c["ymin"] is not None and c["ymin"] <= 0, c
+                    assert not c["xOverlap"] and not c["yOverlap"], (width, c)
+                page.close()
+        finally:
+            browser.close()

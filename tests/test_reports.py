@@ -153,7 +153,7 @@ def test_every_sample_renders_every_format(tmp_path: Path, run: str) -> None:
         assert proc.returncode == 0, (fmt, proc.stderr)
         assert out.stat().st_size > 200
     html = (tmp_path / "r.html").read_text()
-    assert html.count("* plotly.js v") == 1 and len(html) < 6_000_000  # plotly.js inlined once
+    assert html.count("* plotly.js (basic - minified) v") == 1 and len(html) < 2_000_000  # plotly.js inlined once
     assert html.count("Plotly.newPlot") == html.count('class="chart') and "<script src=" not in html
 
 
@@ -187,3 +187,22 @@ def test_images_writes_png_charts(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     pngs = sorted(p.name for p in (tmp_path / "img").glob("*.png"))
     assert "step-time.png" in pngs and all((tmp_path / "img" / p).read_bytes()[:4] == b"\x89PNG" for p in pngs)
+    # with Markdown, the PNGs are linked by a path relative to the report
+    md = tmp_path / "out" / "report.md"
+    md.parent.mkdir()
+    proc = run_cli("report", str(SEED), "-o", str(md), "--images", str(tmp_path / "img2"), timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    text = md.read_text()
+    assert "### Charts" in text and "](../img2/step-time.png)" in text
+    assert all((tmp_path / "img2" / p).is_file() for p in pngs)
+
+
+def test_the_html_report_is_small_enough_to_attach(tmp_path: Path) -> None:
+    """plotly.js's basic bundle inlined (scatter and bar are all the charts use): the seed-like report <= 2 MB,
+    still self-contained."""
+    out = tmp_path / "seed.html"
+    assert run_cli("report", str(SEED), "-o", str(out)).returncode == 0
+    html = out.read_text()
+    assert out.stat().st_size <= 2_000_000
+    assert "plotly.js (basic - minified)" in html and "window.Plotly = Plotly" in html
+    assert html.count('class="chart') >= 3 and "src=\"http" not in html

@@ -251,7 +251,8 @@ def no_mixed_precision(ctx: Ctx) -> Finding | None:
     return Finding("no-mixed-precision", "Training in fp32", "warning" if gpu else "info", "high", gpu,
                    "The run trains in fp32" + ("; tensor cores run bf16/fp16 several times faster." if gpu else
                                                why_not),
-                   tuple(ev), Fix("Train in bf16.", tuple(changes), "Up to 2-8x faster matmuls on A100/H100."))
+                   tuple(ev), Fix("Train in bf16.", tuple(changes), "Up to 2-8x faster matmuls on A100/H100.")
+                   if ctx.gpu_run else None)  # tensor-core advice has no place in a CPU run's recommended config
 
 
 @rule("fp16-overflow-skips", "fp16 overflows keep skipping optimizer steps",

@@ -1,0 +1,20 @@
+"""The README's excerpts are the code's output: `docs/excerpts.py --check` regenerates each and compares."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from conftest import ROOT
+
+
+def test_readme_excerpts_match_what_the_code_prints() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "docs" / "excerpts.py"), "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_readme_names_the_tests_that_need_the_shared_corpus() -> None:
+    text = (ROOT / "README.md").read_text()
+    for name in ("test_real_corpus.py", "test_real_formats.py", "test_corpus.py"):
+        assert name in text
+    assert "../shared/corpus is not beside the checkout" in text
