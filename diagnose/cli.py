@@ -9,7 +9,7 @@ import os
 import sys
 import textwrap
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.console import Console
 from parsers import InputError, RunModel, parse as parse_sources
 from parsers.schema import describe
 from reports import run_json
+
+if TYPE_CHECKING:
+    from diagnose.compare import Side
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a progress bar only flickers
@@ -266,7 +269,7 @@ def report(
 
         terminal.render(doc, out)
     else:
-        text = _render(fmt, doc, model, diagnosis)
+        text = render_report(fmt, doc, model, diagnosis)
         if output is None:
             sys.stdout.write(text)
         else:
@@ -342,7 +345,7 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
             terminal.render(doc, out)
         text = None
     else:
-        text = "\n\n".join(f"# Run {i} of {len(done)}: `{n.replace('`', '')}`\n\n" + _render(fmt, doc, m, d)
+        text = "\n\n".join(f"# Run {i} of {len(done)}: `{n.replace('`', '')}`\n\n" + render_report(fmt, doc, m, d)
                             for i, (n, doc, m, d) in enumerate(done, 1))
     if text is not None:
         if output is None:
@@ -356,7 +359,7 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
             raise typer.Exit(EXIT_FINDINGS)
 
 
-def _render(fmt: str, doc: dict, model: RunModel, diagnosis: object) -> str:
+def render_report(fmt: str, doc: dict, model: RunModel, diagnosis: object) -> str:
     if fmt == "json":
         return strict_json(doc)
     if fmt == "md":
@@ -483,8 +486,7 @@ def compare(
         compare_doc.render_terminal(doc, out)
         return
     if fmt == "json":
-        text = strict_json({k: v for k, v in doc.items() if k not in ("delta_rows", "change_rows", "scaling_text",
-                                                                        "headline_changes")})
+        text = strict_json(doc)
     elif fmt == "md":
         text = compare_doc.render_markdown(doc)
     elif fmt == "html":
@@ -502,7 +504,7 @@ def compare(
         err.print(f"wrote {output}")
 
 
-def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float]) -> object:
+def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float]) -> Side:
     """Read and diagnose one side of a comparison; keep what the comparison needs, not the frames."""
     from diagnose.compare import Side
     from diagnose.engine import diagnose as run_diagnosis

@@ -13,7 +13,7 @@ its frames, so two large logs are never held parsed at once. The comparison then
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from diagnose.engine import Diagnosis, nccl_transport
@@ -182,9 +182,8 @@ def compare(baseline: Side, candidate: Side) -> Comparison:
     new = tuple(f for f in candidate.diagnosis.findings if f.id not in ids_b)
     gone = tuple(f for f in baseline.diagnosis.findings if f.id not in ids_c)
     cmp = Comparison(baseline, candidate, changes, deltas, scaling, (), "", new, gone)
-    explained = explain(cmp)
-    cmp = Comparison(baseline, candidate, changes, deltas, scaling, explained, "", new, gone)
-    return Comparison(baseline, candidate, changes, deltas, scaling, explained, verdict(cmp), new, gone)
+    cmp = replace(cmp, explained_by=explain(cmp))
+    return replace(cmp, verdict=verdict(cmp))
 
 
 def _value(facts: RunFacts, key: str) -> Any:

@@ -151,11 +151,11 @@ class _MultipartSink:
 def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_secrets: bool,
             workdir: Path) -> dict[str, Any]:
     """The report for one upload, as `diagnose report` makes it: written as HTML, Markdown and JSON into `out`."""
-    from diagnose.cli import strict_json
+    from diagnose.cli import render_report
     from diagnose.engine import diagnose
     from parsers import run_model
     from parsers.sources import Input, resolve
-    from reports import charts, document, html, markdown
+    from reports import document
 
     inputs = [Input(name, path, True) for name, path in files]
     if wandb:
@@ -164,9 +164,8 @@ def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_
     d = diagnose(model)
     doc = document.build(model, d, redact_secrets=redact_secrets)
     out.mkdir(parents=True)
-    (out / "report.json").write_text(strict_json(doc))
-    (out / "report.md").write_text(markdown.render(doc))
-    (out / "report.html").write_text(html.render(doc, charts.figures(model, d)))
+    for fmt, name in (("json", "report.json"), ("md", "report.md"), ("html", "report.html")):
+        (out / name).write_text(render_report(fmt, doc, model, d))
     return doc
 
 

@@ -44,14 +44,14 @@ class Thinner:
     thinned like one multi-rank log)."""
 
     budget: int = field(default_factory=lambda: THIN_BUDGET_ROWS)
+    primary_budget: int = field(default_factory=lambda: PRIMARY_BUDGET_ROWS)
     parts: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
     stride: dict[str, int] = field(default_factory=dict)  # frame -> keep 1 in N rows of non-primary streams
+    per_step: set[str] = field(default_factory=set)  # frames whose primary streams keep one row per step
     _seen_counts: dict[str, dict[int, int]] = field(default_factory=dict)  # frame -> stream hash -> rows so far
     _primary: dict[tuple[str, str], _Primary] = field(default_factory=dict)  # (frame, origin) -> primary stream
     _others: dict[str, int] = field(default_factory=dict)  # frame -> non-primary rows held
     _primaries: dict[str, int] = field(default_factory=dict)  # frame -> primary rows held
-    primary_budget: int = field(default_factory=lambda: PRIMARY_BUDGET_ROWS)
-    per_step: set[str] = field(default_factory=set)  # frames whose primary streams keep one row per step
     _sources: set[int] = field(default_factory=set)
     _steps_before: dict[str, pl.DataFrame] = field(default_factory=dict)  # frame -> the last part's primary steps
 
@@ -66,7 +66,7 @@ class Thinner:
         part = part.with_columns(self._is_primary(name, summary.kinds).alias("_primary"))
         stride = self.stride.get(name, 1)
         if stride > 1:
-            part = part.filter(pl.col("_primary") | (pl.col("_phase") % stride == 0))
+            part = part.filter(_kept(stride))
         if name in self.per_step:
             part = self._one_per_step(name, part)
         self.parts.setdefault(name, []).append(part)
@@ -79,7 +79,7 @@ class Thinner:
         if self._primaries[name] > self.primary_budget and name not in self.per_step and "global_step" in part.columns:
             self.per_step.add(name)
             self.parts[name] = [self._one_per_step(name, p) for p in self.parts[name]]
-            self._primaries[name] = sum(int(p["_primary"].sum()) for p in self.parts[name])
+            self._recount(name)
 
     def drop_source(self, source_id: int) -> None:
         """A file read as a log and then found to be a launch script (or unreadable after all): its rows go."""
@@ -88,23 +88,24 @@ class Thinner:
         self._sources.discard(source_id)
         for name, parts in self.parts.items():
             self.parts[name] = [p.filter(pl.col("source") != source_id) for p in parts]
-            self._others[name] = sum(int((~p["_primary"]).sum()) for p in self.parts[name])
+            self._recount(name)
 
     def take(self, name: str) -> list[pl.DataFrame]:
         """The kept parts, in source and line order, without the bookkeeping columns."""
         parts = [p for p in self.parts.get(name, []) if p.height]
         parts.sort(key=lambda p: (p["source"][0], p["line"][0]))
-        out = [p.drop("_occ", "_phase", "_primary") for p in parts]
-        if name == "timers":
-            out = [p.with_columns(pl.col("seq").cast(pl.UInt32)) for p in out]
-        return out
+        return [p.drop("_occ", "_phase", "_primary") for p in parts]
 
     def _halve(self, name: str) -> None:
         stride = self.stride.get(name, 1) * 2
         self.stride[name] = stride
-        keep = pl.col("_primary") | (pl.col("_phase") % stride == 0)
-        self.parts[name] = [p.filter(keep) for p in self.parts[name]]
-        self._others[name] = sum(int((~p["_primary"]).sum()) for p in self.parts[name])
+        self.parts[name] = [p.filter(_kept(stride)) for p in self.parts[name]]
+        self._recount(name)
+
+    def _recount(self, name: str) -> None:
+        primary = sum(int(p["_primary"].sum()) for p in self.parts[name])
+        self._primaries[name] = primary
+        self._others[name] = sum(p.height for p in self.parts[name]) - primary
 
     def _number(self, name: str, part: pl.DataFrame, counts: dict[int, int]) -> pl.DataFrame:
         """`_occ`: the row's index within its stream, counted across parts (and `seq` for timers). The part's own
@@ -156,6 +157,11 @@ class Thinner:
         self._steps_before[name] = part.filter(pl.col("_primary") & pl.col("global_step").is_not_null()).select(
             *key, pl.lit(True).alias("_seen")).unique()
         return part
+
+
+def _kept(stride: int) -> pl.Expr:
+    """The rows a stride keeps: every primary row, and one in `stride` of the others, by each stream's phase."""
+    return pl.col("_primary") | (pl.col("_phase") % stride == 0)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from diagnose.compare import Comparison, Side, change_text
+from diagnose.compare import Comparison, Side
 from reports import markdown
 from reports.charts import downsample, styled
 from reports.document import Redactor, change_dict, common_folder, diff_text, finding_dict, metrics_dict, run_dict
@@ -93,17 +93,15 @@ def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = 
         "recommended_changes": [change_dict(c) for c in rec.changes],
         "recommended_diffs": diff_text(rec.changes, r),
     }
-    doc = r(doc)
-    doc.update(_display(doc, cmp))
-    return doc
+    return r(doc)
 
 
 def _env_value(key: str, value: Any, r: Redactor) -> Any:
     return r.env(key[4:], str(value)) if key.startswith("env.") and value is not None else value
 
 
-def _display(doc: dict[str, Any], cmp: Comparison) -> dict[str, Any]:
-    """Preformatted rows for the templates (templates never compute)."""
+def _display(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document plus preformatted rows for the templates (templates never compute); not part of the contract."""
     rows = []
     for d in doc["delta"]["metrics"]:
         ratio = d["ratio"]
@@ -127,8 +125,7 @@ def _display(doc: dict[str, Any], cmp: Comparison) -> dict[str, Any]:
         if s["comm_share_of_loss"] is not None:
             parts.append(f"the all-reduce's growth is {s['comm_share_of_loss']:.0%} of the timed step's growth")
         scaling = "; ".join(parts)
-    return {"delta_rows": rows, "change_rows": changes, "scaling_text": scaling,
-            "headline_changes": [change_text(ch) for ch in cmp.changes if ch.known_both][:6]}
+    return {**doc, "delta_rows": rows, "change_rows": changes, "scaling_text": scaling}
 
 
 def _plain(v: Any) -> str:
@@ -174,6 +171,7 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
+    doc = _display(doc)
     text = markdown.ENV.get_template("compare.md.j2").render(doc=doc)
     if len(text) >= markdown.GITHUB_LIMIT:
         text = markdown.ENV.get_template("compare.md.j2").render(doc=doc, short=True)
@@ -183,10 +181,11 @@ def render_markdown(doc: dict[str, Any]) -> str:
 def render_html(doc: dict[str, Any], figs: list[tuple[str, go.Figure]]) -> str:
     from reports import html
 
-    return html.render(doc, figs, template="compare.html.j2")
+    return html.render(_display(doc), figs, template="compare.html.j2")
 
 
 def render_terminal(doc: dict[str, Any], console: Console) -> None:
+    doc = _display(doc)
     console.print(Text(doc["verdict"], style="bold"))
     console.print(Text(f"baseline:  {doc['baseline']['name']}\ncandidate: {doc['candidate']['name']}", style="dim"))
     if doc["change_rows"]:
