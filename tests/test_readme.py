@@ -15,6 +15,6 @@ def test_readme_excerpts_match_what_the_code_prints() -> None:
 
 def test_readme_names_the_tests_that_need_the_shared_corpus() -> None:
     text = (ROOT / "README.md").read_text()
-    for name in ("test_real_corpus.py", "test_real_formats.py", "test_corpus.py"):
+    for name in ("test_real_corpus.py", "test_corpus.py", "test_compare.py"):
         assert name in text
     assert "../shared/corpus is not beside the checkout" in text
