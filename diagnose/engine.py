@@ -9,7 +9,7 @@ from diagnose.metrics import Metrics, compute
 from diagnose.planner import MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
 from diagnose.rules import Ctx, load_all
-from parsers.facts import RunFacts
+from parsers.facts import GPU_MEMORY_RANGE_GB, RunFacts
 from parsers.run_model import RunModel
 
 LOW_UTIL = 60.0  # % NVML utilization below which a run is "low utilization" (causes.md §0.3 P-flat-mid band)
@@ -26,6 +26,9 @@ class Diagnosis:
     verdict: str
     picture: str | None  # utilization/memory pattern, when system metrics exist
     next_steps: tuple[str, ...]
+    # units (a rule, the planner, a line kind, a fact reader) that raised: named with the exception's first line;
+    # the report comes from the rest
+    faults: tuple[str, ...] = ()
 
 
 ASSUMED_GPU_GB = 80.0  # with the GPU unknown, the plan is worked for an 80 GB card and says so
@@ -47,7 +50,7 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
     current = (f.zero_stage, offloaded) if f.zero_stage is not None else None
     card, fraction = mem or ASSUMED_GPU_GB, MEASURED_FRACTION
     if not known:
-        if peak is not None and current is not None:
+        if peak is not None and current is not None and peak >= GPU_MEMORY_RANGE_GB[0]:
             # The GPU is not named, but it held the measured peak: plan for a card of exactly that size (a lower
             # bound, used whole), and say so.
             card, fraction = peak, 1.0
@@ -61,16 +64,34 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
                 gpu_memory_known=known, measured_fraction=fraction)
 
 
+def fault(unit: str, e: BaseException) -> str:
+    """How a unit that raised is named in the report: the unit and the exception's first line."""
+    first = (str(e).strip().splitlines() or [""])[0][:160]
+    return f"{unit}: {type(e).__name__}" + (f": {first}" if first else "")
+
+
 def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None) -> Diagnosis:
     metrics = compute(model)
-    p = run_plan(model, gpu_memory_gb, metrics)
+    faults = list(model.faults)
+    try:
+        p = run_plan(model, gpu_memory_gb, metrics)
+    except Exception as e:  # noqa: BLE001 - one unit's fault must not cost the report (the rules run without a plan)
+        p, faults = None, [*faults, fault("the ZeRO planner", e)]
     ctx = Ctx(model, model.facts, metrics, p)
-    findings = [f for r in load_all().values() if only is None or r.id in only if (f := r.check(ctx))]
+    findings = []
+    for r in load_all().values():
+        if only is not None and r.id not in only:
+            continue
+        try:
+            if (f := r.check(ctx)) is not None:
+                findings.append(f)
+        except Exception as e:  # noqa: BLE001 - a rule that raises is named in the report; the others still run
+            faults.append(fault(f"rule {r.id}", e))
     findings.sort(key=rank_key)
     findings, recommendation = settle(findings, model.facts, memory_tight(metrics, p))
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
-                     next_steps(findings, metrics, model))
+                     next_steps(findings, metrics, model), tuple(faults))
 
 
 def nccl_transport(f: RunFacts) -> str | None:

@@ -245,8 +245,20 @@ def _generation_share(steps: pl.DataFrame) -> float | None:
     return float((rows["generate_time_s"] / rows["step_time_s"]).median())  # type: ignore[arg-type]
 
 
+# see_memory_usage labels that are printed inside training steps (the rest are initialisation: partitions created,
+# optimizer states initialised, ZeRO-3's offload set up).
+_STEP_MEMORY_LABEL = r"(?i)forward|backward|\bstep\b|iteration|train"
+
+
 def _peak_mem(steps: pl.DataFrame, memory: pl.DataFrame) -> float | None:
-    values = [float(v) for v in (steps["max_mem_alloc_gb"].max(), memory["max_ma_gb"].max()) if v is not None]
+    """The training peak: DeepSpeed's per-step MaxMemAllocated, and memory lines printed after a source's first
+    step line. Memory printed before any step (initialisation) is not the training peak; in a source without step
+    lines only lines labelled as part of a step count."""
+    first = steps.group_by("source").agg(pl.col("line").min().alias("_first"))
+    mem = memory.join(first, on="source", how="left").filter(
+        pl.when(pl.col("_first").is_not_null()).then(pl.col("line") > pl.col("_first"))
+        .otherwise(pl.col("label").fill_null("").str.contains(_STEP_MEMORY_LABEL)))
+    values = [float(v) for v in (steps["max_mem_alloc_gb"].max(), mem["max_ma_gb"].max()) if v is not None]
     return max(values) if values else None
 
 

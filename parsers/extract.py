@@ -301,6 +301,18 @@ def _hms_seconds(column: str) -> pl.Expr:
                 for i, scale in enumerate((3600.0, 60.0, 1.0))), pl.lit(0.0))
 
 
+_UNIT_S = {"ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
+           "minutes": 60.0}
+
+
+def duration_s(column: str) -> pl.Expr:
+    """A printed duration (`467422ms`, `3.2 s`, `1.5min`, `0:10:02`, a bare number of seconds) -> seconds."""
+    text = pl.col(column).str.strip_chars()
+    number = text.str.extract(r"^(" + NUMBER + ")", 1).cast(pl.Float64, strict=False)
+    unit = text.str.extract(r"([a-z]+)$", 1).replace_strict(_UNIT_S, default=1.0, return_dtype=pl.Float64)
+    return (pl.when(text.str.contains(":")).then(_hms_seconds(column)).otherwise(number * unit))
+
+
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.
 DERIVED: dict[str, list[pl.Expr]] = {
     "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
@@ -309,8 +321,10 @@ DERIVED: dict[str, list[pl.Expr]] = {
     "hf_log": [pl.coalesce("step_time_s", 1.0 / pl.col("iter_per_s")).alias("step_time_s")],
     "megatron_iter": [(pl.col("step_time_ms") / 1000.0).alias("step_time_s")],
     # a duration per logged interval of N steps (`Trained 900 steps, 0:15:00 elapsed`) is per step / N
-    "progress": [pl.coalesce(pl.col("step_time_ms") / 1000.0, "step_time_s", _hms_seconds("step_hms"))
-                 .truediv(pl.col("interval_steps").fill_null(1)).alias("step_time_s")],
+    "progress": [pl.coalesce(pl.col("step_time_ms") / 1000.0, "step_time_s", _hms_seconds("step_hms"),
+                             pl.col("s_per_iter"), 1.0 / pl.col("iter_per_s"))
+                 .truediv(pl.col("interval_steps").fill_null(1)).alias("step_time_s"),
+                 duration_s("cum_time").alias("cum_time_s"), duration_s("avg_time").alias("avg_step_time_s")],
     "megatron_memory": [(pl.col(f"{c}_mb") / 1024.0).alias(f"{c}_gb") for c in ("ma", "max_ma", "ca", "max_ca")],
 }
 
@@ -319,6 +333,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     """Classify and extract every line kind in one chunk. Returns frame name -> parts, and `_lines`: the distinct
     lines that produced a row. source_id None: a batch of small files whose lines carry their own `source`."""
     out: dict[str, list[pl.DataFrame]] = {}
+    faults: list[str] = []
     key = ["line"] if source_id is not None else ["source", "line"]
     anchored = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 0).alias("anchor"))
     tagged = anchored.filter(pl.col("anchor").is_not_null())
@@ -328,10 +343,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
         if loose.height:
             loose = with_prefix(loose, source_id)
             for kind in FALLBACK_KINDS:
-                rows = apply_kind(kind, loose.filter(pl.col("text").str.contains(kind.prefilter)))
-                if rows.height and kind.name in DERIVED:
-                    rows = rows.with_columns(DERIVED[kind.name])
-                if rows.height:
+                rows = _guarded(kind, loose.filter(pl.col("text").str.contains(kind.prefilter)), faults)
+                if rows is not None and rows.height:
                     out.setdefault(kind.frame, []).append(rows)
     if tagged.height:
         tagged = with_prefix(tagged, source_id)
@@ -341,15 +354,15 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
             inputs = [by_anchor[a] for a in kind.anchors if a in by_anchor]
             if not inputs:
                 continue
-            rows = apply_kind(kind, pl.concat(inputs).sort("_row") if len(inputs) > 1 else inputs[0])
-            if rows.height and kind.name in DERIVED:
-                rows = rows.with_columns(DERIVED[kind.name])
-            if rows.height:
+            rows = _guarded(kind, pl.concat(inputs).sort("_row") if len(inputs) > 1 else inputs[0], faults)
+            if rows is not None and rows.height:
                 if kind.frame == "memory":
                     rows = _with_memory_labels(rows, lines, key)
                 out.setdefault(kind.frame, []).append(rows)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
-    env_rows = lines.filter(pl.col("text").str.contains(ENV_HINT) & ~pl.col("text").str.starts_with("wandb: "))
+    # A shell comment (`#export NCCL_P2P_DISABLE=1` in a pasted script) sets nothing.
+    env_rows = lines.filter(pl.col("text").str.contains(ENV_HINT) & ~pl.col("text").str.starts_with("wandb: ")
+                            & ~pl.col("text").str.contains(r"^\s*#"))
     if env_rows.height:
         env = (
             with_prefix(env_rows, source_id)
@@ -365,7 +378,65 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
             out.setdefault("env", []).append(env)
     used = [part.select(key) for parts in out.values() for part in parts]
     out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
+    out["_ranks"] = [_ranks_seen(lines, source_id)]
+    out["_faults"] = [pl.DataFrame({"fault": faults}, schema={"fault": pl.String})]
     return out
+
+
+# Prefixes that name a process's global rank: DeepSpeed's `[Rank N]`, torch's `[rankN]:`, Open MPI's
+# `[1,N]<stdout>:`. srun's `N: ` task label and torchrun's `[defaultN]:` (a local rank) are not among them.
+RANK_MARKS = ("[Rank ", "[rank", "]<std")
+RANK_MARK_RE = r"\[Rank (\d{1,6})\]|\[rank(\d{1,6})\]:|\[\d+,(\d{1,6})\]<std(?:out|err)>"
+
+
+RANKS_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "rank": pl.Int32}
+
+
+def _ranks_seen(lines: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
+    """The highest rank a prefix names in this chunk, per source, with the first line that names it: a lower
+    bound on the world size (run_model turns the whole log's highest into one `ranks.max_seen` fact)."""
+    empty = pl.DataFrame(schema=RANKS_SCHEMA)
+    marked = lines.filter(pl.col("text").str.contains_any(list(RANK_MARKS)))
+    if marked.height == 0:
+        return empty
+    found = marked.with_columns(pl.col("text").str.extract_groups(RANK_MARK_RE).alias("_g")).unnest("_g")
+    rank = pl.coalesce(pl.col(str(i)).cast(pl.Int32, strict=False) for i in (1, 2, 3)).alias("_rank")
+    found = found.with_columns(rank).filter(pl.col("_rank").is_not_null())
+    if found.height == 0:
+        return empty
+    if source_id is not None:
+        found = found.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))
+    top = found.sort("_rank", "line", descending=[True, False]).unique("source", keep="first")
+    return top.select(pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32),
+                      pl.col("_rank").alias("rank"))
+
+
+def max_ranks(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """Chunks' highest ranks (lines already absolute) -> one row per source: the highest, first named where."""
+    parts = [p for p in parts if p.height]
+    if not parts:
+        return pl.DataFrame(schema=RANKS_SCHEMA)
+    return pl.concat(parts).sort("rank", "line", descending=[True, False]).unique("source", keep="first")
+
+
+def ranks_fact_rows(ranks: pl.DataFrame) -> pl.DataFrame:
+    """Highest ranks -> `ranks.max_seen` rows of the facts frame."""
+    return ranks.select("source", "line", pl.lit(None, pl.Int32).alias("rank"), pl.lit(None, pl.String).alias("node"),
+                        pl.lit(None, pl.Datetime("ms")).alias("ts"), pl.col("rank").cast(pl.String).alias("value"),
+                        pl.lit("ranks.max_seen").alias("key"), pl.lit("rank_prefix").alias("origin"))
+
+
+def _guarded(kind: LineKind, rows: pl.DataFrame, faults: list[str]) -> pl.DataFrame | None:
+    """One kind over its rows; a kind that raises is named in `faults` and the others still read the chunk."""
+    try:
+        out = apply_kind(kind, rows)
+        if out.height and kind.name in DERIVED:
+            out = out.with_columns(DERIVED[kind.name])
+        return out
+    except Exception as e:  # noqa: BLE001 - one kind's fault must not cost the rest of the log
+        first = (str(e).strip().splitlines() or [""])[0][:160]
+        faults.append(f"line kind {kind.name}: {type(e).__name__}" + (f": {first}" if first else ""))
+        return None
 
 
 def _with_memory_labels(rows: pl.DataFrame, lines: pl.DataFrame, key: list[str]) -> pl.DataFrame:

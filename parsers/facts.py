@@ -13,6 +13,7 @@ import ast
 import base64
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,16 @@ _ORIGIN_TIERS = {
     "accelerate_yaml": "config", "ds_config": "config",
     "sbatch": "scheduler",
     "wandb_metadata": "hardware", "nvidia_smi": "hardware", "estimate": "hardware",
+    # a launch script's topology variables, set or echoed (`NUM_NODES: 2`, `GPUS_PER_NODE=4`)
+    "topology_setting": "launcher",
+    # the highest rank a line prefix names is a lower bound on the world size, never a claim of it (assemble)
+    "rank_prefix": "hardware",
 }
+# Topology variables of launch scripts -> run facts.
+_TOPOLOGY_KEYS = {"NUM_NODES": "nodes", "NNODES": "nodes", "N_NODES": "nodes", "SLURM_NNODES": "nodes",
+                  "SLURM_JOB_NUM_NODES": "nodes", "GPUS_PER_NODE": "gpus_per_node", "NPROC_PER_NODE": "gpus_per_node",
+                  "NUM_GPUS_PER_NODE": "gpus_per_node", "N_GPUS_PER_NODE": "gpus_per_node",
+                  "SLURM_GPUS_PER_NODE": "gpus_per_node"}
 # Counts of which the job's largest printed value is the true one (sub-groups print smaller ones).
 _LARGEST_WINS = ("world_size", "nodes", "gpus_per_node")
 
@@ -120,6 +130,8 @@ class RunFacts:
     script_args: dict[str, str] = field(default_factory=dict)
     flops: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)  # fact name -> where its value came from
+    # values outside their physical range, set aside rather than trusted: (fact, the claim, why)
+    set_aside: tuple[tuple[str, Evidence, str], ...] = ()
     claims: dict[str, list[Evidence]] = field(default_factory=dict)  # topology facts: every value seen
 
 
@@ -134,6 +146,7 @@ class FactInputs:
     scripts: list[tuple[int, LaunchScript]]
     wandb: list[tuple[int, Any]] = field(default_factory=list)  # (source, parsers.wandb_offline.WandbRun)
     embedded_scripts: list[tuple[int, LaunchScript]] = field(default_factory=list)  # launch commands inside logs
+    faults: list[str] = field(default_factory=list)  # fact readers that raised, named; the other readers' facts stand
 
 
 class _Claims:
@@ -160,6 +173,15 @@ class _Claims:
         return top[0]
 
 
+def _guard(inp: FactInputs, unit: str, read: Callable[..., None], *args: Any) -> None:
+    """Run one fact reader; one that raises on odd content is named in the report and the others still count."""
+    try:
+        read(*args)
+    except Exception as e:  # noqa: BLE001 - a fault stays local to its reader
+        first = (str(e).strip().splitlines() or [""])[0][:160]
+        inp.faults.append(f"fact reader {unit}: {type(e).__name__}" + (f": {first}" if first else ""))
+
+
 def assemble(inp: FactInputs) -> RunFacts:
     c = _Claims()
     kv = _fact_rows(inp.facts)
@@ -172,29 +194,44 @@ def assemble(inp: FactInputs) -> RunFacts:
         if blk.ds_config and not engine:
             engine = blk.ds_config
             where = blk.where.get("ds_config_dump", (src, None))
-            _engine_claims(c, engine, where[0], where[1])
+            _guard(inp, "DeepSpeed engine config", _engine_claims, c, engine, where[0], where[1])
         if blk.ds_user_config and not user_json:
             user_json = blk.ds_user_config
         if blk.flops and not flops:
             flops = blk.flops
+    if not engine:
+        # The engine's dump cut above its header (an issue paste of the tail of `DeepSpeedEngine configuration:`):
+        # its `key .... value` lines, read one by one, say the same.
+        rows = [r for r in kv if r["key"].startswith("ds.") and r["origin"] == "ds_config_kv"]
+        if rows:
+            engine = {}
+            for r in rows:
+                engine.setdefault(r["key"][3:], r["value"])
+            _guard(inp, "DeepSpeed engine config", _engine_claims, c, engine, rows[0]["source"], rows[0]["line"])
     ds_config = user_json or (inp.ds_configs[0][1] if inp.ds_configs else {})
     for src, cfg in ([(s, user_json) for s, b in inp.blocks if b.ds_user_config][:1] + inp.ds_configs):
-        _ds_json_claims(c, cfg, "ds_config", src)
+        _guard(inp, "DeepSpeed JSON", _ds_json_claims, c, cfg, "ds_config", src)
     for src, cfg in inp.accelerate_configs:
-        _accelerate_claims(c, cfg, src)
-    _log_claims(c, kv)
+        _guard(inp, "accelerate YAML", _accelerate_claims, c, cfg, src)
+    _guard(inp, "log facts", _log_claims, c, kv)
     for src, script in inp.scripts:
-        _script_claims(c, script, src)
+        _guard(inp, "launch script", _script_claims, c, script, src)
     for src, script in inp.embedded_scripts:
-        _script_claims(c, script, src, "log_launch_command")
+        _guard(inp, "launch command", _script_claims, c, script, src, "log_launch_command")
     for src, run in inp.wandb:
-        _wandb_claims(c, run, src)
-    nccl = _nccl(inp.nccl, c)
+        _guard(inp, "W&B config", _wandb_claims, c, run, src)
+    try:
+        nccl = _nccl(inp.nccl, c)
+    except Exception as e:  # noqa: BLE001
+        nccl = NcclFacts()
+        inp.faults.append(f"fact reader NCCL: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}")
     _topology_from_hosts(c, nccl)
     if flops:
         c.add("micro_batch_per_gpu", _int(flops.get("batch_size_per_gpu")), "flops_profile", -1)
         c.add("model_params", _scaled(flops.get("params_per_gpu")), "flops_profile", -1)
     env = _env(inp, c)
+
+    set_aside = _set_aside_implausible(c)
 
     def val(fact: str) -> Any:
         ev = c.first(fact)
@@ -204,7 +241,15 @@ def assemble(inp: FactInputs) -> RunFacts:
         # A transformer's weights are ~12 L H^2 (attention 4 H^2 + MLP 8 H^2 per layer; Kaplan et al. 2020, table 1)
         # where no source prints the count; embeddings are left out, so it is a lower bound.
         c.add("model_params", 12 * val("num_layers") * val("hidden_size") ** 2, "estimate", -1)
+    # nvidia-smi's process table: the GPUs running a compute process on the host that printed it (the lowest tier).
+    smi = {ev.value for ev in c.by_fact.get("smi_process_gpu", []) if ev.value is not None}
+    if smi:
+        first_smi = c.by_fact["smi_process_gpu"][0]
+        c.add("gpus_per_node", len(smi), "nvidia_smi", first_smi.source, first_smi.line)
+        if len(smi) > 1 and not c.by_fact.get("nodes") and not c.by_fact.get("hostname"):
+            c.add("nodes", 1, "nvidia_smi", first_smi.source, first_smi.line)
     world, nodes, gpn = val("world_size"), val("nodes"), val("gpus_per_node")
+
     tp, pp, dp = val("tensor_parallel"), val("pipeline_parallel"), val("data_parallel")
     if world and (tp or pp) and dp is None and world % ((tp or 1) * (pp or 1)) == 0:
         dp = world // ((tp or 1) * (pp or 1))
@@ -219,9 +264,21 @@ def assemble(inp: FactInputs) -> RunFacts:
         world = nodes * gpn
     if nodes is None and world and gpn:
         nodes = max(1, world // gpn)
+    # The world is never smaller than the highest rank a line prefix names (`[Rank 7]`, `[rank7]:`, `[1,7]<stdout>`):
+    # a smaller count (srun's task labels taken for ranks, one node's processes) gives way, and both lines stay.
+    seen = max(c.by_fact.get("ranks_seen", []), key=lambda ev: ev.value, default=None)
+    bound: Evidence | None = None
+    if seen is not None and seen.value > (world or 1):
+        bound = Evidence(seen.value, "rank_prefix", seen.source, seen.line)
+        c.by_fact.setdefault("world_size", []).append(bound)
+        world = seen.value
+        if nodes and world % nodes == 0 and (gpn is None or nodes * gpn != world):
+            gpn = world // nodes
     hosts = tuple(dict.fromkeys(h for ev in c.by_fact.get("hostname", []) for h in [ev.value]))
     versions = {k[len("version."):]: v.value for k, vs in c.by_fact.items() if k.startswith("version.") for v in vs[:1]}
     evidence = {k: ev for k in c.by_fact if (ev := c.first(k)) is not None}
+    if bound is not None:
+        evidence["world_size"] = bound
     return RunFacts(
         world_size=world, nodes=nodes, gpus_per_node=gpn, tensor_parallel=tp, pipeline_parallel=pp,
         data_parallel=dp, allocated_gpus=val("allocated_gpus"), gpu_memory_gb=val("gpu_memory_gb"),
@@ -242,9 +299,35 @@ def assemble(inp: FactInputs) -> RunFacts:
         versions=versions, env=env, nccl=nccl, hf=_hf_block(kv), accelerate=_accelerate_view(inp, kv),
         ds_config=ds_config, ds_engine=engine,
         script_args={k: s.value for _, sc in inp.scripts for k, s in sc.script_args.items()},
-        flops=flops, evidence=evidence,
+        flops=flops, evidence=evidence, set_aside=set_aside,
         claims={k: v for k, v in c.by_fact.items() if k in ("world_size", "nodes", "gpus_per_node", "allocated_gpus")},
     )
+
+
+# A training GPU's memory: the smallest cards that train anything have 4 GB (GTX 1650-class), the largest 288 GB
+# (AMD MI355X, NVIDIA B300). A value outside is a misread (an initialisation-time allocation, a MiB count read as GB).
+GPU_MEMORY_RANGE_GB = (4.0, 300.0)
+
+
+def _set_aside_implausible(c: _Claims) -> tuple[tuple[str, Evidence, str], ...]:
+    """Drop claims whose value cannot be physical, keeping them (with their line) for the report."""
+    out = []
+    lo, hi = GPU_MEMORY_RANGE_GB
+    kept = []
+    for ev in c.by_fact.get("gpu_memory_gb", []):
+        if isinstance(ev.value, (int, float)) and not lo <= ev.value <= hi:
+            out.append(("gpu_memory_gb", ev, f"outside {lo:.0f}-{hi:.0f} GB, the memory of training GPUs"))
+        else:
+            kept.append(ev)
+    if "gpu_memory_gb" in c.by_fact:
+        c.by_fact["gpu_memory_gb"] = kept
+    for fact in ("world_size", "nodes", "gpus_per_node"):
+        bad = [ev for ev in c.by_fact.get(fact, []) if isinstance(ev.value, int) and ev.value < 1]
+        for ev in bad:
+            out.append((fact, ev, "a count below 1"))
+        if bad:
+            c.by_fact[fact] = [ev for ev in c.by_fact[fact] if ev not in bad]
+    return tuple(out)
 
 
 def _fact_rows(facts: pl.DataFrame) -> list[dict[str, Any]]:
@@ -256,7 +339,10 @@ def _fact_rows(facts: pl.DataFrame) -> list[dict[str, Any]]:
 def _engine_claims(c: _Claims, eng: dict[str, Any], src: int, line: int | None) -> None:
     o = "ds_config_dump"
     c.add("world_size", _int(eng.get("world_size")), o, src, line)
-    c.add("zero_stage", _int(eng.get("zero_optimization_stage")), o, src, line)
+    zero = str(eng.get("zero_config", ""))
+    # Newer versions print the stage only inside `zero_config .... stage=3 contiguous_gradients=True ...`.
+    c.add("zero_stage", _int(eng.get("zero_optimization_stage")) if eng.get("zero_optimization_stage") is not None
+          else _int(_repr_field(zero, "stage")), o, src, line)
     c.add("micro_batch_per_gpu", _int(eng.get("train_micro_batch_size_per_gpu")), o, src, line)
     c.add("grad_accum_steps", _int(eng.get("gradient_accumulation_steps")), o, src, line)
     c.add("train_batch_size", _int(eng.get("train_batch_size")), o, src, line)
@@ -416,6 +502,12 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             _megatron_arg(c, key[5:], value, origin, src, line)
         elif key == "nvidia_smi.gpu":
             c.add("gpu_name", value.strip(), "nvidia_smi", src, line)
+        elif key.startswith("topology.") and key[9:] in _TOPOLOGY_KEYS:
+            c.add(_TOPOLOGY_KEYS[key[9:]], _int(value), origin, src, line)
+        elif key == "ranks.max_seen":
+            c.add("ranks_seen", (_int(value) or 0) + 1, origin, src, line)
+        elif key == "nvidia_smi.process_gpu":
+            c.add("smi_process_gpu", _int(value), "nvidia_smi", src, line)
         elif key == "nvidia_smi.memory_mib":
             c.add("gpu_memory_gb", round((_int(value) or 0) / 1024.0, 1) or None, "nvidia_smi", src, line)
     # HF: world size = total batch / (per-device batch x accumulation)
@@ -523,8 +615,9 @@ def _sbatch_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
             if m:
                 per_node, line = int(m.group(1)), sb[key].line
                 break
-    if "ntasks-per-node" in sb:
-        c.add("gpus_per_node", _int(sb["ntasks-per-node"].value), o, src, sb["ntasks-per-node"].line)
+    tasks = _int(sb["ntasks-per-node"].value) if "ntasks-per-node" in sb else None
+    if tasks and not (sc.spawns_per_gpu and per_node and per_node > tasks):
+        c.add("gpus_per_node", tasks, o, src, sb["ntasks-per-node"].line)
     elif per_node:
         c.add("gpus_per_node", per_node, o, src, line)
     if per_node:
@@ -598,7 +691,7 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
     n_nodes = int(comm["nodes"][0]) if comm.height else None
     local = int(comm["local"][0]) if comm.height else None
     version = msgs.select(pl.col("msg").str.extract(r"NCCL version ([\d.]+(?:\+cuda[\d.]+)?)")).to_series().drop_nulls()
-    hosts = tuple(sorted(set(frame["nccl_host"].drop_nulls().to_list())))
+    hosts = _distinct_hosts(frame["nccl_host"].drop_nulls())
     devs = frame.filter(pl.col("dev").is_not_null()).group_by(pl.col("nccl_host").fill_null("")).agg(
         pl.col("dev").n_unique())["dev"]
     local_devices = int(devs.max()) if devs.len() else None  # type: ignore[arg-type]
@@ -611,6 +704,14 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
     return NcclFacts(version=version[0] if version.len() else None, network=net[0] if net.len() else None,
                      ib_device_found=ib_found, transports={k: int(v) for k, v in transports}, env=env, hosts=hosts,
                      n_ranks=n_ranks, n_nodes=n_nodes, local_ranks=local, local_devices=local_devices)
+
+
+def _distinct_hosts(names: pl.Series) -> tuple[str, ...]:
+    """The hosts NCCL's `host:pid:tid [dev]` prefixes name. A prefix glued to the text before it without a newline
+    (`... npyazwus2f200000DQ:22476:...`) reads as a longer name ending in a real host's: that is the same host."""
+    counts = dict(names.value_counts().iter_rows())
+    real = [h for h in counts if not any(h != o and h.endswith(o) and counts[o] >= counts[h] for o in counts)]
+    return tuple(sorted(real))
 
 
 def _topology_from_hosts(c: _Claims, nccl: NcclFacts) -> None:

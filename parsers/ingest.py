@@ -28,6 +28,8 @@ class LogResult:
     rows: dict[str, int] = field(default_factory=dict)  # rows read per frame, before any thinning
     used_lines: int = 0  # physical lines that produced a row or belong to a block
     text_lines: int = 0  # logical lines after splitting tqdm redraws
+    faults: list[str] = field(default_factory=list)  # line kinds that raised on some chunk (each named once)
+    ranks: list[pl.DataFrame] = field(default_factory=list)  # per chunk: the highest rank a prefix names, and where
 
 
 # Chunks in flight: polars releases the GIL, so chunks' work overlaps. One more than the cores keeps them busy
@@ -47,6 +49,8 @@ class _Parsed:
     stats: ChunkStats
     text_lines: int
     summaries: dict[str, list[Summary]]  # per thinned frame, one per part (parsers/thinning.py)
+    faults: tuple[str, ...] = ()
+    ranks: pl.DataFrame | None = None
 
 
 def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -> _Parsed:
@@ -54,6 +58,8 @@ def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -
     lines = lines_frame(chunk.read(), stats)
     extracted = extract_chunk(lines, source_id)
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
+    faults = tuple(extracted.pop("_faults")[0]["fault"].to_list())
+    ranks = extracted.pop("_ranks")[0]
     parts = {name: [conform(name, p)] if name in FRAMES else p for name, p in extracted.items()}
     summaries: dict[str, list[Summary]] = {}
     for name in THINNED_FRAMES:  # numbered within the chunk here, in parallel; the merge adds earlier chunks' counts
@@ -65,7 +71,7 @@ def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -
     # Without a header, only the first WINDOW lines can matter (to a block that began in the chunk before): the rest
     # is not held while the chunk waits to be merged (a copy: a slice would keep the whole buffer alive).
     kept = lines if headers.len() else pl.DataFrame(lines.head(WINDOW).to_dict(as_series=False), schema=lines.schema)
-    return _Parsed(kept, parts, used, headers, stats, lines.height, summaries)
+    return _Parsed(kept, parts, used, headers, stats, lines.height, summaries, faults, ranks)
 
 
 def _shift(frame: pl.DataFrame, offset: int) -> pl.DataFrame:
@@ -91,6 +97,9 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
         result.stats.physical_lines += parsed.stats.physical_lines
         result.stats.invalid_utf8 += parsed.stats.invalid_utf8
         result.text_lines += parsed.text_lines
+        result.faults.extend(f for f in parsed.faults if f not in result.faults)
+        if parsed.ranks is not None and parsed.ranks.height:
+            result.ranks.append(_shift(parsed.ranks, offset))
         for name, parts in parsed.parts.items():
             for i, part in enumerate(parts):
                 result.rows[name] = result.rows.get(name, 0) + part.height
@@ -167,6 +176,8 @@ class BatchResult:
     used: tuple[int, ...]
     rows: tuple[dict[str, int], ...]
     blocks: tuple[Blocks, ...]
+    faults: tuple[str, ...] = ()
+    ranks: pl.DataFrame | None = None  # per file (source): the highest rank a prefix names, and where
 
 
 def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
@@ -184,6 +195,8 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
                                (pl.col("line") - starts.gather(file)).alias("line")).select("source", "line", "text")
     extracted = extract_chunk(lines, None)
     used_lines = extracted.pop("_lines")[0]
+    faults = tuple(dict.fromkeys(extracted.pop("_faults")[0]["fault"].to_list()))
+    ranks = extracted.pop("_ranks")[0]
     used_by = {int(s): int(n) for s, n in used_lines["source"].value_counts().iter_rows()}
     blocks = [Blocks() for _ in texts]
     for source in lines.filter(pl.col("text").str.contains(_HEADER_RE))["source"].unique().to_list():
@@ -199,5 +212,5 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
             for s, n in part["source"].value_counts().iter_rows():
                 rows[int(s) - first_source][name] = rows[int(s) - first_source].get(name, 0) + int(n)
     return BatchResult(parts, tuple(counts), tuple(used_by.get(first_source + i, 0) for i in range(len(texts))),
-                       tuple(rows), tuple(blocks))
+                       tuple(rows), tuple(blocks), faults, ranks)
 

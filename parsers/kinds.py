@@ -21,6 +21,9 @@ F = pl.Float64
 I = pl.Int64
 S = pl.String
 NUM = r"[-+]?(?:\d[\d,]*\.?\d*(?:[eE][-+]?\d+)?|nan|inf|NaN|Infinity)"
+# A duration as trainers print it: a number with an optional unit (ms, s, min; seconds when bare) or H:MM:SS.
+# Captured as text; extract.duration_s normalises it.
+DUR = r"(\d+:\d\d:\d\d(?:\.\d+)?|" + NUM + r"\s*(?:ms|msec|s|sec|secs|seconds|min|mins|minutes)?)(?:\b|$|[^\w])"
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,9 @@ class LineKind:
     numbers: tuple[str, ...] = ()
     min_numbers: int = 0  # accept rows with at least this many numbers (default: exactly len(numbers))
     layout: Layout | None = None
+    # Lines in the wild and the fields they must give (after units are normalised), as lnav's formats carry their
+    # samples: tests/test_reading.py runs each through extraction.
+    samples: tuple[tuple[str, dict[str, object]], ...] = ()
 
 
 def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str) -> LineKind:
@@ -167,13 +173,24 @@ KINDS: tuple[LineKind, ...] = (
     # `Epoch [1][50/500] lr: 0.02, time: 0.512, data_time: 0.301`, `Epoch 0, batch 10, ...`, `80 images/sec: 37.5`,
     # `Trained 904 steps, 0:10:02 elapsed`), so they give step times without a kind of their own. It reads only lines
     # no anchor claimed; a counter without a duration or rate still counts when the line has a timestamp.
+    # Named numbers come in any order and with any separator (`:`, `=`, space, `|`, `,`); a cumulative time
+    # (`train_time:467422ms`) gives per-step times by difference (run_model.fill_step_times), a running average
+    # (`step_avg:144.6ms`) where no difference can be taken.
     LineKind("progress", "steps", (), "",
              {"global_step": I, "total_steps": I, "step_time_ms": F, "step_time_s": F, "step_hms": S,
-              "interval_steps": I, "samples_per_sec": F, "tokens_per_sec": F, "data_time_s": F, "loss": F},
+              "interval_steps": I, "samples_per_sec": F, "tokens_per_sec": F, "data_time_s": F, "loss": F,
+              "cum_time": S, "avg_time": S, "iter_per_s": F, "s_per_iter": F},
              field_patterns={
                  "global_step": (r"Epoch \[\d+\]\[(\d+)/",
                                  r"(?:^|[^\w/.])(?:[Ii]ter(?:ation)?|[Ss]tep|[Bb]atch)[\s:=#]*(\d+)\b",
+                                 r"\bglobal[_ ]step[\s:=#]*(\d+)\b",
                                  r"^\s*(\d+)\s+(?:images|samples)/sec"),
+                 "cum_time": r"(?:^|[\s|,(])(?:train_time|training_time|total_time|elapsed_time|time_elapsed|"
+                             r"wall_time|elapsed)[\s:=]*" + DUR,
+                 "avg_time": r"(?:^|[\s|,(])(?:step_avg|avg_step_time|step_time_avg|avg_iter_time|iter_time_avg|"
+                             r"time_avg|avg_time)[\s:=]*" + DUR,
+                 "iter_per_s": r"(" + NUM + r")\s*it/s\b",
+                 "s_per_iter": r"(" + NUM + r")\s*s/it\b",
                  "total_steps": (r"Epoch \[\d+\]\[\d+/(\d+)\]",
                                  r"(?:^|[^\w/.])(?:[Ii]ter(?:ation)?|[Ss]tep)[\s:=#]*\d+\s*/\s*(\d+)"),
                  "step_time_ms": r"(?:^|[\s|,(])(?:time|dt|step_time|iter_time|batch_time)[\s:=]*(" + NUM + r")\s*ms\b",
@@ -190,8 +207,23 @@ KINDS: tuple[LineKind, ...] = (
              # A bare `time: 3.2` needs a counter beside it (an eval or load time is not a step); an H:MM:SS
              # duration and a rate are specific enough alone.
              required_any=(("global_step", "step_time_ms"), ("global_step", "step_time_s"), ("step_hms",),
-                           ("samples_per_sec",), ("tokens_per_sec",), ("global_step", "ts")),
-             prefilter=r"[Ii]ter|[Ss]teps?\b|[Bb]atch|Epoch|/sec|/s\b|elapsed|time ?:"),
+                           ("samples_per_sec",), ("tokens_per_sec",), ("global_step", "ts"),
+                           ("global_step", "cum_time"), ("global_step", "avg_time"), ("global_step", "iter_per_s"),
+                           ("global_step", "s_per_iter")),
+             prefilter=r"[Ii]ter|[Ss]teps?\b|[Bb]atch|Epoch|/sec|/s\b|elapsed|time ?:",
+             samples=(
+                 ("step:1241/3242 train_loss:3.4251 train_time:179452ms step_avg:144.84ms",
+                  {"global_step": 1241, "total_steps": 3242, "cum_time_s": 179.452, "avg_step_time_s": 0.14484}),
+                 ("iter 120: loss 3.2112, time 350.21ms, mfu 41.20%", {"global_step": 120, "step_time_s": 0.35021}),
+                 ("step 00004/21400 | loss: 8.912 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | mfu: 48.1",
+                  {"global_step": 4, "total_steps": 21400, "step_time_s": 0.98944, "tokens_per_sec": 529882.0}),
+                 ("Epoch [3][50/500]\tlr: 2.000e-02, eta: 1:02:11, time: 0.512, data_time: 0.301, loss: 1.21",
+                  {"global_step": 50, "total_steps": 500, "step_time_s": 0.512, "data_time_s": 0.301}),
+                 ("[train] global_step=12 loss=6.9344 elapsed=2.4s", {"global_step": 12, "cum_time_s": 2.4}),
+                 ("Step 12 | loss 3.1 | 2.5 it/s", {"global_step": 12, "step_time_s": 0.4}),
+                 ("Trained 910 steps, 0:10:51 elapsed (84.6% computing time)",
+                  {"interval_steps": 910, "step_time_s": 651.0 / 910}),
+             )),
     # ---- timers (§1.8); names normalised forward->fwd, backward->bwd afterwards ----------------------------
     # `time (ms) | <name>: <ms> | ...`: names vary by version and stage, so timers.py maps them per line shape.
     LineKind("ds_timers", "timers", ("time (ms) |",), "", {}, after="time (ms) |"),
@@ -395,8 +427,27 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("nvidia_smi_gpu", "facts", (" Off  |", " On   |", " On  |"),
              r"^\|\s+(?P<index>\d+)\s+(?P<value>[A-Za-z][\w .-]*?)(?:\.\.\.)?\s+(?:On|Off)\s+\|",
              {"value": S, "index": S}, required="value", constants={"key": "nvidia_smi.gpu"}),
-    LineKind("nvidia_smi_memory", "facts", ("MiB / ",), r"\d+MiB / (?P<value>\d+)MiB", {"value": S},
+    LineKind("nvidia_smi_memory", "facts", ("MiB / ",), r"\d+MiB /\s*(?P<value>\d+)MiB", {"value": S},
              required="value", constants={"key": "nvidia_smi.memory_mib"}),
+    # nvidia-smi's process table: `|    0   N/A  N/A     47031      C   /usr/bin/python3      0MiB |` (older: no GI/CI
+    # columns): the GPUs of the host that printed it which run a compute process.
+    LineKind("nvidia_smi_process", "facts", (),
+             r"^\|\s+(?P<value>\d+)\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)\s*\|",
+             {"value": S}, required="value", prefilter=r"^\|\s+\d+\s+.*\sC(?:\+G)?\s+\S.*\|\s*$",
+             constants={"key": "nvidia_smi.process_gpu"},
+             samples=(("|    7   N/A  N/A     47038      C   /usr/bin/python3                                0MiB |",
+                       {"value": "7", "key": "nvidia_smi.process_gpu"}),
+                      ("|    1     23456      C   python                                      15000MiB |",
+                       {"value": "1"}))),
+    # Topology as a launch script sets or echoes it: `NUM_NODES: 2`, `GPUS_PER_NODE=4`, `NNODES=2`,
+    # `SLURM_NNODES=2` (a shell comment sets nothing).
+    LineKind("topology_setting", "facts", ("NODES", "PER_NODE", "NUM_GPUS"),
+             r"^(?:[^#]*?[\s;'\"(])?(?P<key>NUM_NODES|NNODES|N_NODES|SLURM_NNODES|SLURM_JOB_NUM_NODES|GPUS_PER_NODE|"
+             r"NPROC_PER_NODE|NUM_GPUS_PER_NODE|N_GPUS_PER_NODE|SLURM_GPUS_PER_NODE|NUM_GPUS)\s*[:=]\s*[\"']?(?P<value>\d+)\b",
+             {"key": S, "value": S}, required="value", constants={"key_prefix": "topology."},
+             samples=(("  NUM_NODES: 2", {"key": "topology.NUM_NODES", "value": "2"}),
+                      ("export GPUS_PER_NODE=4", {"key": "topology.GPUS_PER_NODE", "value": "4"}),
+                      ('NNODES="2"', {"key": "topology.NNODES", "value": "2"}))),
     LineKind("omp_banner", "facts", ("Setting OMP_NUM_THREADS environment variable",),
              r"to be (?P<value>\d+) in default", {"value": S}, required="value",
              constants={"key": "env.OMP_NUM_THREADS"}),

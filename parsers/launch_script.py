@@ -9,6 +9,8 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from parsers.prefixes import HOST
+
 MAX_COMMAND_CHARS = 64 * 1024  # shlex's tokenizer is quadratic in a token's length: 2 MB took 150 s
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _BARE_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
@@ -33,6 +35,13 @@ class LaunchScript:
     launcher_flags: dict[str, Setting] = field(default_factory=dict)
     script_args: dict[str, Setting] = field(default_factory=dict)
     commands: list[tuple[int, str]] = field(default_factory=list)
+    # torchrun / torch.distributed.run / deepspeed / accelerate launch anywhere outside comments: each Slurm task
+    # then starts one process per GPU, so `--ntasks-per-node` counts launchers, not processes
+    spawns_per_gpu: bool = False
+
+
+_PER_GPU_LAUNCHER = re.compile(r"(?:^|[\s\"'=;&(])(?:torchrun|python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.(?:run|launch)|"
+                               r"deepspeed|accelerate\s+launch)\s", re.M)
 
 
 def looks_like_script(text: str) -> bool:
@@ -53,11 +62,15 @@ _LAUNCH_LINE = re.compile(
 
 # Shell lines inside a log: `set -x` traces (`+ export X=1`, `++ srun ...`), prompts (`$ torchrun ...`), and
 # commands a wrapper echoed before running them.
+# The launcher's own prefix on a copied line (srun `0: `, pdsh `host: `, mpirun `[1,0]<stdout>:`, torchrun
+# `[default0]:`), as parsers/prefixes.py declares it, before the shell line itself.
+_LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:\s*\d{1,5}: )?"
+                  r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?\d+\]: ?)?(?:\[rank\d+\]: ?)?")
 _EMBEDDED = re.compile(
-    r"^(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
+    r"^" + _LAUNCH_PREFIX + r"(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
     r"deepspeed\s|torchrun\s|accelerate\s+launch\s|python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s)|"
     r"[A-Z_][A-Z0-9_]*=\S*\s*$).*)$", re.M)
-_TRACE = re.compile(r"^\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
+_TRACE = re.compile(r"^" + _LAUNCH_PREFIX + r"\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
 
 
 def embedded_script(text: str) -> str | None:
@@ -80,6 +93,7 @@ def embedded_script(text: str) -> str | None:
 
 def parse_script(text: str) -> LaunchScript:
     out = LaunchScript()
+    out.spawns_per_gpu = bool(_PER_GPU_LAUNCHER.search(re.sub(r"(?m)^\s*#.*$", "", text[:MAX_COMMAND_CHARS * 4])))
     shell_vars: dict[str, str] = {}
     for lineno, logical in _logical_lines(text):
         if len(logical) > MAX_COMMAND_CHARS:  # no launch command is this long; shlex would take minutes on it

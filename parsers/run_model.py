@@ -12,8 +12,10 @@ import polars as pl
 from parsers import configs, launch_script, wandb_offline
 from parsers.blocks import Blocks
 from parsers.errors import InputError, Refused
+from parsers.extract import max_ranks, ranks_fact_rows
 from parsers.facts import FactInputs, RunFacts, assemble
 from parsers.ingest import LogResult, ingest_batch, ingest_log
+from parsers.lines import plain_text
 from parsers.schema import FRAMES, conform
 from parsers.sources import Input, gzip_truncated, head_bytes, is_binary, open_input, read_text
 from parsers.thinning import THINNED_FRAMES, Thinner
@@ -50,6 +52,8 @@ class RunModel:
     skipped: tuple[Skipped, ...] = ()  # inputs that held nothing readable
     # frame -> N where the other ranks' rows of a long log were sampled 1 in N (parsers/thinning.py)
     thinned: dict[str, int] = field(default_factory=dict)
+    # readers and line kinds that raised on some input ("line kind X: ValueError: ..."); the rest was read
+    faults: tuple[str, ...] = ()
 
     def frame(self, name: str) -> pl.DataFrame:
         return self.frames[name]
@@ -75,6 +79,7 @@ class _Acc:
     skipped: list[Skipped] = field(default_factory=list)
     thinner: Thinner = field(default_factory=Thinner)
     batch: list[_SmallLog] = field(default_factory=list)  # small logs waiting to be read together
+    faults: list[str] = field(default_factory=list)  # line kinds that raised (named once each)
     reading: int | None = None  # the source id the input being read was given
 
 
@@ -104,10 +109,10 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     frames["events"] = once_per_step(frames["events"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
-                                acc.accelerate, acc.scripts, acc.wandb, acc.embedded))
-    frames["steps"] = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"))
+                                acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults))
+    frames["steps"] = fill_step_times(_number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch")))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1}
-    return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned)
+    return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults))
 
 
 def _read_guarded(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, refresh: bool = False,
@@ -178,35 +183,55 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
             return
     else:
         source_id = _next_id(acc, progress)
-    with open_input(path) as fh:
-        result = ingest_log(fh, source_id, progress, acc.thinner)
-        truncated = gzip_truncated(fh)
-    if script is not None and (_has_shebang(path) or _script_majority(script, result)):
-        acc.scripts.append((source_id, script))
-        acc.thinner.drop_source(source_id)  # the lines a log kind read in it were the script's
-        acc.sources.append(SourceInfo(inp.name, "launch_script", bytes=size))
-        return
+    if script is not None:
+        # A script's comments say what it meant (`# a checkpoint saved every 10 steps`), not what ran: they are
+        # blanked (line numbers kept) before its lines go through the line kinds.
+        import io
+
+        result = ingest_log(io.BytesIO(_blank_comments(text).encode()), source_id, progress, acc.thinner)
+        truncated = False
+    else:
+        with open_input(path) as fh:
+            result = ingest_log(fh, source_id, progress, acc.thinner)
+            truncated = gzip_truncated(fh)
+    # No file is judged by its kind alone: a launch script's settings are launcher facts and the log lines pasted
+    # into it (an issue body: prose, the script, then its output) are log lines, read like any log's.
+    is_script = script is not None and (_has_shebang(path) or _script_majority(script, result))
+    if is_script:
+        acc.scripts.append((source_id, script))  # type: ignore[arg-type]
     notes = (["truncated gzip: read what it holds"] if truncated else []) + (
         ["a NUL-padded tail (what a crashed node leaves) ignored"] if _nul_tail(path) else [])
-    info = SourceInfo(inp.name, "log", lines=result.stats.physical_lines, recognised=result.used_lines,
-                      invalid_utf8=result.stats.invalid_utf8, bytes=size, note="; ".join(notes))
-    if result.used_lines == 0 and not any(result.rows.values()):
+    info = SourceInfo(inp.name, "launch_script" if is_script else "log", lines=result.stats.physical_lines,
+                      recognised=result.used_lines, invalid_utf8=result.stats.invalid_utf8, bytes=size,
+                      note="; ".join(notes))
+    acc.faults.extend(f for f in result.faults if f not in acc.faults)
+    if not is_script and result.used_lines == 0 and not any(result.rows.values()) and not result.ranks:
         raise InputError(inp.name, f"nothing recognisable in {result.text_lines} lines (not a DeepSpeed, "
                                    f"accelerate, HF Trainer, torchrun or NCCL log)")
     acc.sources.append(info)
     for name, parts in result.parts.items():
         acc.parts.setdefault(name, []).extend(parts)
+    if result.ranks:
+        acc.parts.setdefault("facts", []).append(ranks_fact_rows(max_ranks(result.ranks)))
     acc.blocks.append((source_id, result.blocks))
     _comms_from_table(result.blocks, source_id, acc)
+    if is_script:
+        return
     # The launch command a log opens with (`+ srun ...` traces, `export NCCL_DEBUG=...`, `$ torchrun ...`): its
     # settings are read too. It sits at the top, so the head is enough.
     with open_input(path) as fh:
-        head = fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace")
+        head = plain_text(fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace"))
     if (embedded := launch_script.embedded_script(head)) is not None:
         acc.embedded.append((source_id, launch_script.parse_script(embedded)))
 
 
 EMBEDDED_SCRIPT_BYTES = 4 * 1024 * 1024
+
+
+def _blank_comments(text: str) -> str:
+    import re
+
+    return re.sub(r"(?m)^[ \t]*#[^\n]*", "", text)
 
 
 def _nul_tail(path: Path) -> bool:
@@ -257,6 +282,8 @@ def _add_wandb_run(name: str, run: wandb_offline.WandbRun, source_id: int, acc: 
                                   note=note))
     for frame, parts in result.parts.items():
         acc.parts.setdefault(frame, []).extend(parts)
+    if result.ranks:
+        acc.parts.setdefault("facts", []).append(ranks_fact_rows(max_ranks(result.ranks)))
     acc.blocks.append((source_id, result.blocks))
     acc.parts.setdefault("steps", []).append(wandb_offline.steps_frame(run.history, source_id))
     acc.parts.setdefault("system", []).append(wandb_offline.system_frame(run.stats, source_id))
@@ -329,8 +356,10 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
             _read_guarded(small.inp, acc, progress, batch=False)
         return
     final: dict[int, int] = {}
+    acc.faults.extend(f for f in result.faults if f not in acc.faults)
     for i, small in enumerate(batch):
-        if result.used[i] == 0 and not any(result.rows[i].values()):
+        named_ranks = result.ranks is not None and (result.ranks["source"] == first + i).any()
+        if result.used[i] == 0 and not any(result.rows[i].values()) and not named_ranks:
             acc.skipped.append(Skipped(small.inp.name, f"nothing recognisable in {result.lines[i]} lines (not a "
                                                    f"DeepSpeed, accelerate, HF Trainer, torchrun or NCCL log)"))
             continue
@@ -339,9 +368,13 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
                                       bytes=len(small.data)))
         acc.blocks.append((final[first + i], result.blocks[i]))
         _comms_from_table(result.blocks[i], final[first + i], acc)
-        if (embedded := launch_script.embedded_script(small.data.decode("utf-8"))) is not None:
+        if (embedded := launch_script.embedded_script(plain_text(small.data.decode("utf-8")))) is not None:
             acc.embedded.append((final[first + i], launch_script.parse_script(embedded)))
     renumber = pl.col("source").replace_strict(final, return_dtype=pl.UInt16)
+    if result.ranks is not None and result.ranks.height:
+        kept = result.ranks.filter(pl.col("source").is_in(list(final)))
+        if kept.height:
+            acc.parts.setdefault("facts", []).append(ranks_fact_rows(kept.with_columns(renumber)))
     for name, parts in result.parts.items():
         for part in parts:
             part = part.with_columns(renumber) if part.height else part
@@ -379,6 +412,23 @@ def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.Dat
     return steps.with_columns(
         pl.when(is_hf & pl.col("global_step").is_null()).then(by_epoch).otherwise(pl.col("global_step"))
         .alias("global_step"))
+
+
+def fill_step_times(steps: pl.DataFrame) -> pl.DataFrame:
+    """Step times where a trainer prints only a cumulative training time or a running average: the difference of
+    consecutive cumulative times over the steps between them (per source and rank, in line order; a repeated step,
+    such as an evaluation line, gives no difference), else the running average as printed."""
+    if steps.height == 0 or steps["cum_time_s"].null_count() == steps.height and \
+            steps["avg_step_time_s"].null_count() == steps.height:
+        return steps
+    key = ["source", "rank"]
+    cum = (steps.with_row_index("_i").filter(pl.col("cum_time_s").is_not_null() & pl.col("global_step").is_not_null())
+           .sort("source", "line", maintain_order=True)
+           .with_columns((pl.col("cum_time_s").diff().over(key) / pl.col("global_step").diff().over(key)).alias("_d"))
+           .filter(pl.col("_d") > 0).select("_i", "_d"))
+    out = steps.with_row_index("_i").join(cum, on="_i", how="left")
+    return out.with_columns(pl.coalesce("step_time_s", "_d", "avg_step_time_s").alias("step_time_s")) \
+        .drop("_i", "_d")
 
 
 # Messages that every rank prints for the same step: counted once per step, not once per rank.

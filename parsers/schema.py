@@ -46,6 +46,9 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
         "train_time_s": (pl.Float64, "training seconds of an RLHF step (DeepSpeed-Chat)"),
         "tokens_per_sec": (pl.Float64, "tokens/s as the trainer prints it (per GPU or total, as printed)"),
         "data_time_s": (pl.Float64, "seconds waiting for data, where the trainer times it (mmcv `data_time`)"),
+        "cum_time_s": (pl.Float64, "cumulative training seconds as printed (`train_time:467422ms`); step_time_s "
+                                   "is taken from its differences where no step time is printed"),
+        "avg_step_time_s": (pl.Float64, "running average seconds per step as printed (`step_avg:144.6ms`)"),
     },
     "timers": {
         "microstep": (pl.Boolean, "true for the `*_microstep` line printed every micro-step"),

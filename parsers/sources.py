@@ -27,8 +27,9 @@ MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024  # a raw log attachment larger than this 
 DOWNLOAD_TIMEOUT_S = 20.0
 SNIFF_BYTES = 64 * 1024
 # Files a directory walk reads; anything else there is skipped (checkpoints, tensors, images, code).
+# `.md`: issue pastes and experiment notes hold logs too.
 LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash", ".sbatch",
-                ".slurm", ".stdout", ".stderr", ".csv", ""}
+                ".slurm", ".stdout", ".stderr", ".csv", ".md", ".markdown", ""}
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints"}
 
 
@@ -103,7 +104,7 @@ def _walk(root: Path) -> Iterator[Path]:
 
 
 _JOB_ID = re.compile(r"(?:slurm|job)[-_.]?(\d{3,})|[-_.](\d{5,})\.(?:out|err|log)$", re.I)
-_LOG_LIKE = {".log", ".out", ".err", ".txt", ".gz", ".stdout", ".stderr", ""}
+_LOG_LIKE = {".log", ".out", ".err", ".txt", ".gz", ".stdout", ".stderr", ".md", ".markdown", ""}
 
 
 @dataclass(frozen=True)

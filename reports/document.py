@@ -182,6 +182,10 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dic
         "hostnames": r(list(f.hostnames)),
         "tensor_parallel": f.tensor_parallel, "pipeline_parallel": f.pipeline_parallel,
         "data_parallel": f.data_parallel,
+        # values outside their physical range, not trusted (parsers/facts.py), each with its line
+        "set_aside": [{"fact": fact, "value": ev.value, "why": why, "origin": ev.origin,
+                       "source": r(source_name(ev.source)) if ev.source >= 0 else None, "line": ev.line}
+                      for fact, ev, why in f.set_aside],
         # where each fact's value came from (the winning claim of parsers/facts.py's precedence)
         "evidence": {k: {"source": r(source_name(ev.source)) if ev.source >= 0 else None, "line": ev.line,
                          "origin": ev.origin, "tier": ev.tier}
@@ -207,6 +211,8 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "recommended_diffs": diff_text(d.recommendation.changes, r),
         "plan": plan,
         "next_steps": list(d.next_steps),
+        # units that raised (a rule, a line kind, the planner): the report comes from the rest and says so
+        "faults": list(d.faults),
         "sources": [{"name": r(s.name), "kind": s.kind, "lines": s.lines, "recognised": s.recognised,
                      **({"why": s.note} if s.note else {})} for s in model.sources]
                    + [{"name": r(s.name), "kind": "skipped", "lines": 0, "recognised": 0, "why": r(s.why)}
@@ -271,6 +277,8 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
     out["facts_rows"] = [(k, v) for k, v in facts if v is not None]
     out["facts_table"] = [{"fact": k, "value": str(v), "from": _where(run["evidence"].get(keys.get(k, "")))}
                           for k, v in facts if v is not None]
+    out["facts_table"] += [{"fact": f"{x['fact'].replace('_', ' ')} (set aside: {x['why']})", "value": str(x["value"]),
+                            "from": _where(x)} for x in run.get("set_aside", [])]
     return out
 
 

@@ -39,6 +39,10 @@ def render(doc: dict[str, Any], console: Console) -> None:
             for line in d["diff"].splitlines():
                 style = "green" if line.startswith("+") else ("red" if line.startswith("-") else "dim")
                 console.print(Text(f"   {line}", style=style))
+    if doc.get("faults"):
+        console.print(Text("Could not run (the report comes from the rest):", style="bold yellow"))
+        for s in doc["faults"]:
+            console.print(Text(f" - {s}"))
     if doc["next_steps"]:
         console.print(Text("Next measurement:", style="bold"))
         for s in doc["next_steps"]:

@@ -54,9 +54,11 @@ def zero_stage_too_high(ctx: Ctx) -> Finding | None:
         return None
     if f.zero_stage <= plan.recommended_stage and not offloaded:
         return None
-    current = next(s for s in plan.stages if s.stage == f.zero_stage and (s.offload is not None) == offloaded)
-    rec = next(s for s in plan.stages if s.name == plan.recommended)
-    if rec.name == current.name:
+    # The planner has no row for every combination (ZeRO-1 with an offloaded optimizer): the stage alone then.
+    current = next((s for s in plan.stages if s.stage == f.zero_stage and (s.offload is not None) == offloaded),
+                   next((s for s in plan.stages if s.stage == f.zero_stage), None))
+    rec = next((s for s in plan.stages if s.name == plan.recommended), None)
+    if current is None or rec is None or rec.name == current.name:
         return None
     name = _stage_name(rec.stage)
     ev = [e for e in (ctx.fact_evidence("zero_stage", "zero_optimization.stage"),
