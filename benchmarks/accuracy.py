@@ -41,6 +41,12 @@ class CaseResult:
     alarms: list[str] = field(default_factory=list)  # findings that explain a slowdown at warning or above
     facts_want: dict[str, object] = field(default_factory=dict)
     facts_got: dict[str, object] = field(default_factory=dict)
+    not_ids: list[str] = field(default_factory=list)  # ids the label says would be wrong as a cause
+
+    @property
+    def wrongly_raised(self) -> list[str]:
+        """Ids from the case's `not` list raised as a cause (explaining a slowdown at warning or above)."""
+        return [i for i in self.alarms if i in self.not_ids]
 
     @property
     def hit(self) -> bool | None:
@@ -80,7 +86,8 @@ def evaluate(name: str, sources: list[str], label: dict) -> CaseResult:
 
     want = label.get("facts") or {}
     expected = [COVERED.get(e, e) for e in label.get("expected", [])]
-    res = CaseResult(name, expected, bool(label.get("healthy")), facts_want=dict(want))
+    res = CaseResult(name, expected, bool(label.get("healthy")), facts_want=dict(want),
+                     not_ids=list(label.get("not") or []))
     try:
         model = parse(sources)
     except InputError as e:
@@ -121,6 +128,8 @@ def summary(results: list[CaseResult]) -> dict[str, object]:
         "hit_rate": (sum(1 for r in expecting if r.hit) / len(expecting)) if expecting else None,
         "false_alarms": sum(1 for r in healthy if r.false_alarm),
         "healthy": len(healthy),
+        "not_raised": {r.name: r.wrongly_raised for r in results if r.wrongly_raised},
+        "facts_unknown": sum(1 for r in results for k in r.facts_want if r.facts_got.get(k) is None),
         "facts_matched": sum(r.facts_matched for r in results),
         "facts_total": sum(len(r.facts_want) for r in results),
         "facts_wrong": {r.name: {k: (r.facts_want[k], r.facts_got.get(k)) for k in r.facts_want
@@ -137,7 +146,10 @@ def _print(which: str, results: list[CaseResult], s: dict) -> None:
     if s["expecting"]:
         print(f"hit rate (top {TOP})    {s['hits']}/{s['expecting']} = {s['hit_rate']:.0%}")
     print(f"false alarms         {s['false_alarms']}/{s['healthy']} healthy cases")
-    print(f"facts matched        {s['facts_matched']}/{s['facts_total']}")
+    print(f"'not' ids raised     {sum(len(v) for v in s['not_raised'].values())}"
+          + "".join(f"  {k}: {', '.join(v)}" for k, v in s["not_raised"].items()))
+    wrong = s["facts_total"] - s["facts_matched"] - s["facts_unknown"]
+    print(f"facts matched        {s['facts_matched']}/{s['facts_total']} ({s['facts_unknown']} unknown, {wrong} wrong)")
     for case, wrong in s["facts_wrong"].items():
         print(f"  {case}: " + ", ".join(f"{k} want {w} got {g}" for k, (w, g) in wrong.items()))
     print(f"{'rule':<36} right  wrong  missed")

@@ -397,6 +397,11 @@ def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, 
         span = (last["global_step"] or 0) - (mid["global_step"] or 0)
         if span > 0:
             return float(last["skipped"] - mid["skipped"]) / span, late, lowest
+    if ds.height and (ds["global_step"][-1] or 0) > 2 * FP16_WARMUP_STEPS:
+        # A paste cut to a few lines: the last cumulative counter over the run, the warm-up's skips allowed for.
+        last = ds.row(-1, named=True)
+        return (float(max(0, last["skipped"] - FP16_WARMUP_STEPS)) / (last["global_step"] - FP16_WARMUP_STEPS),
+                late, lowest)
     meg = steps.filter((pl.col("origin") == "megatron_iter") & pl.col("skipped_iters").is_not_null()).sort("global_step")
     if meg.height >= 2:
         interval = meg["global_step"].diff().drop_nulls()

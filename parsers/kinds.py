@@ -425,15 +425,15 @@ KINDS: tuple[LineKind, ...] = (
     # nvidia-smi's table: `|   0  Tesla V100-SXM2...  On   | 00000000:1A:00.0 Off |` (the name may be cut short)
     # and the memory row `| N/A 34C P0 41W / 300W |      0MiB / 32510MiB |`.
     LineKind("nvidia_smi_gpu", "facts", (" Off  |", " On   |", " On  |"),
-             r"^\|\s+(?P<index>\d+)\s+(?P<value>[A-Za-z][\w .-]*?)(?:\.\.\.)?\s+(?:On|Off)\s+\|",
+             r"(?:^|[:>] ?)\|\s+(?P<index>\d+)\s+(?P<value>[A-Za-z][\w .-]*?)(?:\.\.\.)?\s+(?:On|Off)\s+\|",
              {"value": S, "index": S}, required="value", constants={"key": "nvidia_smi.gpu"}),
     LineKind("nvidia_smi_memory", "facts", ("MiB / ",), r"\d+MiB /\s*(?P<value>\d+)MiB", {"value": S},
              required="value", constants={"key": "nvidia_smi.memory_mib"}),
     # nvidia-smi's process table: `|    0   N/A  N/A     47031      C   /usr/bin/python3      0MiB |` (older: no GI/CI
     # columns): the GPUs of the host that printed it which run a compute process.
     LineKind("nvidia_smi_process", "facts", (),
-             r"^\|\s+(?P<value>\d+)\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)\s*\|",
-             {"value": S}, required="value", prefilter=r"^\|\s+\d+\s+.*\sC(?:\+G)?\s+\S.*\|\s*$",
+             r"(?:^|[:>] ?)\|\s+(?P<value>\d+)\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)\s*\|",
+             {"value": S}, required="value", prefilter=r"(?:^|[:>] ?)\|\s+\d+\s+.*\sC(?:\+G)?\s+\S.*\|\s*$",
              constants={"key": "nvidia_smi.process_gpu"},
              samples=(("|    7   N/A  N/A     47038      C   /usr/bin/python3                                0MiB |",
                        {"value": "7", "key": "nvidia_smi.process_gpu"}),
