@@ -53,6 +53,8 @@ class Breakdown:
     step_ms: float
     total_ms: float
     shares: dict[str, float]  # fwd / bwd / allreduce / optimizer -> fraction of the timed total
+    # ZeRO-1/2's all-gather of the updated partitions, timed inside `step` (communication, not optimizer math)
+    optimizer_allgather_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -127,7 +129,7 @@ def compute(model: RunModel) -> Metrics:
     rank_p50, imbalance = _imbalance(model.frames["timers"])
     node_p50, node_imbalance = _imbalance(model.frames["timers"], "node")
     skipped_frac, overflow_late, lowest_scale = _overflow(steps, model.frames["events"])
-    flush = model.frames["events"].filter(pl.col("kind") == "allocator_flush")
+    flush = _flushes(model.frames["events"])
     flushes = int(flush["count"].fill_null(1).sum()) if flush.height else 0
     first_flush = _step_at(steps, flush.row(0, named=True)) if flush.height else None
     system = model.frames["system"]
@@ -147,6 +149,15 @@ def compute(model: RunModel) -> Metrics:
                    data_wait_share=_data_wait_share(steps), timed_totals=_timed_totals(model.frames["timers"]),
                    generation_share=_generation_share(steps),
                    peak_mem_gb=_peak_mem(steps, model.frames["memory"]))
+
+
+def _flushes(events: pl.DataFrame) -> pl.DataFrame:
+    """Allocator-flush warnings, each once: the warning's tail on the line after its head (a wrapped paste) is the
+    same warning."""
+    flush = events.filter(pl.col("kind") == "allocator_flush")
+    heads = flush.filter(pl.col("origin") != "allocator_flush_tail").select("source", (pl.col("line") + 1).alias("line"))
+    tails = flush.filter(pl.col("origin") == "allocator_flush_tail").join(heads, on=["source", "line"], how="anti")
+    return pl.concat([flush.filter(pl.col("origin") != "allocator_flush_tail"), tails]).sort("source", "line")
 
 
 # Wall-clock seconds per step between consecutive step lines (rows sorted by step).
@@ -184,6 +195,15 @@ def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataF
         total = tq["total_steps"].max()
         train = tq.filter(pl.col("total_steps") == total).unique("global_step", keep="last").sort("global_step")
         return train.select(pl.col("global_step").alias("step"), "step_time_s", "ts"), "tqdm"
+    # A W&B history is a step clock too: each row's `_timestamp` over its step (`train/global_step` or `_step`).
+    wb = steps.filter((pl.col("origin") == "wandb_history") & pl.col("ts").is_not_null()
+                      & pl.col("global_step").is_not_null())
+    if wb.height >= 4:
+        s = wb.unique("global_step", keep="first").sort("global_step").select(
+            pl.col("global_step").alias("step"), WALL_PER_STEP.alias("step_time_s"), "ts"
+        ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+        if s.height >= 3:
+            return s, "wandb_history"
     return None, ""
 
 
@@ -341,7 +361,10 @@ def _breakdown(timers: pl.DataFrame) -> Breakdown | None:
               "optimizer": step / total}
     if pipe:
         shares["pipeline_p2p"] = pipe / total
-    return Breakdown(fwd, inner, allreduce, step, total, shares)
+    gather = timers["optimizer_allgather"].drop_nulls()
+    gather_ms = float(gather.median()) if gather.len() else None  # type: ignore[arg-type]
+    return Breakdown(fwd, inner, allreduce, step, total, shares,
+                     gather_ms if gather_ms is not None and 0 <= gather_ms <= step else None)
 
 
 def _version(text: str | None) -> tuple[int, ...]:

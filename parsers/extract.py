@@ -313,6 +313,30 @@ def duration_s(column: str) -> pl.Expr:
     return (pl.when(text.str.contains(":")).then(_hms_seconds(column)).otherwise(number * unit))
 
 
+def _memory_gb(column: str) -> pl.Expr:
+    """`61.3GB` / `39.34 GiB` / `5120MiB` -> GB (of 2**30 bytes, as DeepSpeed and PyTorch print them)."""
+    text = pl.col(column)
+    number = text.str.extract(r"^(" + NUMBER + ")", 1).cast(pl.Float64, strict=False)
+    return pl.when(text.str.contains(r"M(?:i)?B$")).then(number / 1024.0).otherwise(number)
+
+
+# Names the progress reader already has a column for (its own fields read them); the rest are kept in `other`.
+_KNOWN_NAMES = ("step|iter|iteration|batch|epoch|global_step|time|dt|step_time|iter_time|batch_time|loss|"
+                "data_time|train_time|training_time|total_time|elapsed_time|time_elapsed|wall_time|elapsed|step_avg|"
+                "avg_step_time|step_time_avg|avg_iter_time|iter_time_avg|time_avg|avg_time|mfu|tflops|mem|memory|"
+                "max_mem|peak_mem|tok/sec|tok/s|tokens/sec|tokens/s|samples/sec|samples/s|lr|train_loss|val_loss|eta")
+
+
+def _other_named(column: str) -> pl.Expr:
+    """`name: 1.2` / `name=1.2` pairs of a progress line that no column reads, as `name=value;...` (null if none)."""
+    pairs = pl.col(column).str.extract_all(r"\b[A-Za-z_][\w/()]*\s*[:=]\s*" + NUMBER)
+    norm = pairs.list.eval(pl.element().str.replace(r"\s*[:=]\s*", "="))
+    unknown = norm.list.eval(pl.element().filter(~pl.element().str.to_lowercase()
+                                                 .str.contains(r"^(?:" + _KNOWN_NAMES + r")=")))
+    joined = unknown.list.join(";")
+    return pl.when(joined.str.len_chars() > 0).then(joined).otherwise(None).alias(column)
+
+
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.
 DERIVED: dict[str, list[pl.Expr]] = {
     "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
@@ -324,7 +348,9 @@ DERIVED: dict[str, list[pl.Expr]] = {
     "progress": [pl.coalesce(pl.col("step_time_ms") / 1000.0, "step_time_s", _hms_seconds("step_hms"),
                              pl.col("s_per_iter"), 1.0 / pl.col("iter_per_s"))
                  .truediv(pl.col("interval_steps").fill_null(1)).alias("step_time_s"),
-                 duration_s("cum_time").alias("cum_time_s"), duration_s("avg_time").alias("avg_step_time_s")],
+                 duration_s("cum_time").alias("cum_time_s"), duration_s("avg_time").alias("avg_step_time_s"),
+                 (pl.col("mfu_pct") / 100.0).alias("mfu"), _memory_gb("mem").alias("max_mem_alloc_gb"),
+                 _other_named("other")],
     "megatron_memory": [(pl.col(f"{c}_mb") / 1024.0).alias(f"{c}_gb") for c in ("ma", "max_ma", "ca", "max_ca")],
 }
 
@@ -399,9 +425,18 @@ def _ranks_seen(lines: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
     marked = lines.filter(pl.col("text").str.contains_any(list(RANK_MARKS)))
     if marked.height == 0:
         return empty
-    found = marked.with_columns(pl.col("text").str.extract_groups(RANK_MARK_RE).alias("_g")).unnest("_g")
-    rank = pl.coalesce(pl.col(str(i)).cast(pl.Int32, strict=False) for i in (1, 2, 3)).alias("_rank")
-    found = found.with_columns(rank).filter(pl.col("_rank").is_not_null())
+    # DeepSpeed's `[Rank N] ` is on most lines of a long log: a literal find and a cast of a short slice (as
+    # with_prefix reads it) instead of a regex; the other marks, rarer, by the pattern.
+    text = pl.col("text")
+    digits = text.str.slice(text.str.find("[Rank ", literal=True) + 6, 8)
+    ds = digits.str.head(digits.str.find("]", literal=True)).cast(pl.Int32, strict=False)
+    found = marked.with_columns(ds.alias("_rank"))
+    rest = found.filter(pl.col("_rank").is_null())
+    if rest.height:
+        other = rest.with_columns(text.str.extract_groups(RANK_MARK_RE).alias("_g")).unnest("_g").with_columns(
+            pl.coalesce(pl.col(str(i)).cast(pl.Int32, strict=False) for i in (2, 3)).alias("_rank"))
+        found = pl.concat([found.filter(pl.col("_rank").is_not_null()), other.select(found.columns)])
+    found = found.filter(pl.col("_rank").is_not_null())
     if found.height == 0:
         return empty
     if source_id is not None:

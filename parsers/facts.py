@@ -48,6 +48,8 @@ _ORIGIN_TIERS = {
     "wandb_metadata": "hardware", "nvidia_smi": "hardware", "estimate": "hardware",
     # a launch script's topology variables, set or echoed (`NUM_NODES: 2`, `GPUS_PER_NODE=4`)
     "topology_setting": "launcher",
+    # a parameter count read from the model's name (`Llama-3.2-1B`): an estimate, below everything printed
+    "model_name": "hardware",
     # the highest rank a line prefix names is a lower bound on the world size, never a claim of it (assemble)
     "rank_prefix": "hardware",
 }
@@ -506,6 +508,10 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add(_TOPOLOGY_KEYS[key[9:]], _int(value), origin, src, line)
         elif key == "ranks.max_seen":
             c.add("ranks_seen", (_int(value) or 0) + 1, origin, src, line)
+        elif key == "repr.args":
+            _args_repr(c, value, origin, src, line)
+        elif key == "model.name":
+            c.add("model_params", _size_in_name(value), "model_name", src, line)
         elif key == "nvidia_smi.process_gpu":
             c.add("smi_process_gpu", _int(value), "nvidia_smi", src, line)
         elif key == "nvidia_smi.memory_mib":
@@ -518,6 +524,15 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
               total.line)
 
 
+def _size_in_name(name: str) -> int | None:
+    """`Llama-3.2-1B` -> 1e9, `opt-350m` -> 3.5e8, `Qwen1.5-1.8B-Chat` -> 1.8e9 (the last size token in the name)."""
+    found = re.findall(r"(?:^|[-_/.])(\d+(?:\.\d+)?)([bBmM])(?=$|[-_.])", name)
+    if not found:
+        return None
+    number, unit = found[-1]
+    return int(float(number) * (1e9 if unit in "bB" else 1e6))
+
+
 def _megatron_arg(c: _Claims, name: str, value: str, origin: str, src: int, line: int | None) -> None:
     """Megatron's argument dump (`  world_size ........ 64`): the arguments the job ran with."""
     ints = {"world_size": "world_size", "micro_batch_size": "micro_batch_per_gpu", "batch_size": "micro_batch_per_gpu",
@@ -528,8 +543,25 @@ def _megatron_arg(c: _Claims, name: str, value: str, origin: str, src: int, line
             "zero_stage": "zero_stage"}
     if name in ints:
         c.add(ints[name], _int(value), origin, src, line)
+    elif name in _HF_ARGS:
+        c.add(_HF_ARGS[name], _int(value), origin, src, line)
     elif name in ("fp16", "bf16") and _bool(value):
         c.add("precision", name, origin, src, line)
+    elif name == "gradient_checkpointing" and _bool(value) is not None:
+        c.add("gradient_checkpointing", _bool(value), origin, src, line)
+
+
+# HF / TRL argument names (TrainingArguments, their reprs and the dumps of scripts that take them) -> run facts.
+_HF_ARGS = {"per_device_train_batch_size": "micro_batch_per_gpu", "gradient_accumulation_steps": "grad_accum_steps",
+            "dataloader_num_workers": "dataloader_num_workers", "max_steps": "total_steps",
+            "max_seq_length": "seq_len", "max_length": "seq_len", "model_max_length": "seq_len",
+            "cutoff_len": "seq_len"}
+
+
+def _args_repr(c: _Claims, text: str, origin: str, src: int, line: int | None) -> None:
+    """`bf16=True, gradient_accumulation_steps=4, deepspeed='ds.json', ...` -> the arguments it knows."""
+    for name, value in re.findall(r"(?:^|,\s*)([a-z_][a-z0-9_]*)=('[^']*'|\"[^\"]*\"|[^,()\[\]{}]+)", text):
+        _megatron_arg(c, name, value.strip("'\" "), origin, src, line)
 
 
 def _world_info(c: _Claims, text: str, origin: str, src: int, line: int | None) -> None:

@@ -179,7 +179,8 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("progress", "steps", (), "",
              {"global_step": I, "total_steps": I, "step_time_ms": F, "step_time_s": F, "step_hms": S,
               "interval_steps": I, "samples_per_sec": F, "tokens_per_sec": F, "data_time_s": F, "loss": F,
-              "cum_time": S, "avg_time": S, "iter_per_s": F, "s_per_iter": F},
+              "cum_time": S, "avg_time": S, "iter_per_s": F, "s_per_iter": F, "mfu_pct": F, "tflops": F,
+              "mem": S, "other": S},
              field_patterns={
                  "global_step": (r"Epoch \[\d+\]\[(\d+)/",
                                  r"(?:^|[^\w/.])(?:[Ii]ter(?:ation)?|[Ss]tep|[Bb]atch)[\s:=#]*(\d+)\b",
@@ -191,6 +192,11 @@ KINDS: tuple[LineKind, ...] = (
                              r"time_avg|avg_time)[\s:=]*" + DUR,
                  "iter_per_s": r"(" + NUM + r")\s*it/s\b",
                  "s_per_iter": r"(" + NUM + r")\s*s/it\b",
+                 "mfu_pct": r"\b(?:mfu|MFU)[\s:=]*(" + NUM + r")\s*%?",
+                 "tflops": r"(?:TFLOPs|tflops|TFLOPS)(?:/s)?(?: per GPU)?[\s:=]*(" + NUM + ")",
+                 "mem": r"\b(?:max_mem|peak_mem|mem|memory|max_memory_allocated|max_allocated)(?:\(GiB\)|_gb|_GB)?"
+                        r"[\s:=]*(" + NUM + r"\s*(?:GB|GiB|MB|MiB))\b",
+                 "other": r"^(.*)$",  # the whole line: extract.py keeps the named numbers no column reads
                  "total_steps": (r"Epoch \[\d+\]\[\d+/(\d+)\]",
                                  r"(?:^|[^\w/.])(?:[Ii]ter(?:ation)?|[Ss]tep)[\s:=#]*\d+\s*/\s*(\d+)"),
                  "step_time_ms": r"(?:^|[\s|,(])(?:time|dt|step_time|iter_time|batch_time)[\s:=]*(" + NUM + r")\s*ms\b",
@@ -216,7 +222,10 @@ KINDS: tuple[LineKind, ...] = (
                   {"global_step": 1241, "total_steps": 3242, "cum_time_s": 179.452, "avg_step_time_s": 0.14484}),
                  ("iter 120: loss 3.2112, time 350.21ms, mfu 41.20%", {"global_step": 120, "step_time_s": 0.35021}),
                  ("step 00004/21400 | loss: 8.912 | lrm: 1.00 | dt: 989.44ms | tok/sec: 529,882 | mfu: 48.1",
-                  {"global_step": 4, "total_steps": 21400, "step_time_s": 0.98944, "tokens_per_sec": 529882.0}),
+                  {"global_step": 4, "total_steps": 21400, "step_time_s": 0.98944, "tokens_per_sec": 529882.0,
+                   "mfu": 0.481, "other": "lrm=1.00"}),
+                 ("iter 300 | loss 2.1 | time 412.5ms | peak_mem 61.3GB | tflops 187.2",
+                  {"step_time_s": 0.4125, "max_mem_alloc_gb": 61.3, "tflops": 187.2}),
                  ("Epoch [3][50/500]\tlr: 2.000e-02, eta: 1:02:11, time: 0.512, data_time: 0.301, loss: 1.21",
                   {"global_step": 50, "total_steps": 500, "step_time_s": 0.512, "data_time_s": 0.301}),
                  ("[train] global_step=12 loss=6.9344 elapsed=2.4s", {"global_step": 12, "cum_time_s": 2.4}),
@@ -251,6 +260,12 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("allocator_flush", "events", ("allocator cache flushes",),
              r"(?P<count>\d+) pytorch allocator cache flushes since last step", {"count": I}, required="count",
              constants={"kind": "allocator_flush"}),
+    # The same warning's last sentence, where a paste or a wrapped line keeps only its tail (a count of 1).
+    LineKind("allocator_flush_tail", "events", ("ranks flush their caches at the same time",),
+             r"(?P<detail>ranks flush their caches at the same time)", {"detail": S}, required="detail",
+             constants={"kind": "allocator_flush"},
+             samples=(("consider adding get_accelerator().empty_cache() calls in your training loop to ensure that "
+                       "all ranks flush their caches at the same time", {"kind": "allocator_flush"}),)),
     LineKind("overflow", "events", ("OVERFLOW!",),
              r"OVERFLOW!(?: Rank \d+)? Skipping step\.(?: Attempted loss scale: (?P<value_from>" + NUM
              + r"), reducing to (?P<value_to>" + NUM + r"))?(?P<detail>.*)$",
@@ -448,6 +463,27 @@ KINDS: tuple[LineKind, ...] = (
              samples=(("  NUM_NODES: 2", {"key": "topology.NUM_NODES", "value": "2"}),
                       ("export GPUS_PER_NODE=4", {"key": "topology.GPUS_PER_NODE", "value": "4"}),
                       ('NNODES="2"', {"key": "topology.NNODES", "value": "2"}))),
+    # Python reprs of a job's arguments on one line: argparse's `Namespace(bf16=True, zero_stage=2, ...)`, HF's and
+    # TRL's `TrainingArguments(...)` / `DPOConfig(...)`; facts.py reads the `name=value` pairs it knows.
+    LineKind("args_repr", "facts", ("Namespace(", "TrainingArguments(", "Config(output_dir="),
+             r"(?:Namespace|TrainingArguments|Config)\((?P<value>.*=.*)\)\s*$", {"value": S}, required="value",
+             constants={"key": "repr.args"},
+             samples=(("Namespace(bf16=True, gradient_accumulation_steps=4, per_device_train_batch_size=8, "
+                       "zero_stage=2)", {"key": "repr.args"}),)),
+    # The same reprs printed one argument a line (HF prints `TrainingArguments(` then `per_device_train_batch_size=8,`).
+    LineKind("args_repr_line", "facts", (),
+             r"^\s*(?P<key>_?[a-z][a-z0-9_]*)=(?P<value>[^=\s,][^=]*?),\s*$", {"key": S, "value": S},
+             required="value", prefilter=r"^\s*_?[a-z][a-z0-9_]*=[^=\s,][^=]*,\s*$",
+             constants={"key_prefix": "args."},
+             samples=(("gradient_accumulation_steps=8,", {"key": "args.gradient_accumulation_steps", "value": "8"}),)),
+    # A model named by its hub id or path (`--model_name_or_path facebook/opt-1.3b`, `MODEL_NAME="Qwen/Qwen2-7B"`):
+    # the size in the name is an estimate of the parameter count where nothing prints one (facts.py).
+    LineKind("model_name", "facts", ("model_name", "MODEL_NAME", "model_path", "MODEL_PATH", "model_id", "MODEL_ID"),
+             r"(?:model_name(?:_or_path)?|MODEL_NAME(?:_OR_PATH)?|model_path|MODEL_PATH|model_id|MODEL_ID)['\"]?"
+             r"\s*[:=\s]\s*['\"]?(?P<value>[\w./-]*?[-_/.]\d+(?:\.\d+)?[bBmM](?:[-_.][\w./-]*)?)(?:['\"\s,]|$)",
+             {"value": S}, required="value", constants={"key": "model.name"},
+             samples=(('MODEL_NAME="meta-llama/Llama-3.2-1B"', {"value": "meta-llama/Llama-3.2-1B"}),
+                      ("--model_name_or_path facebook/opt-1.3b \\", {"value": "facebook/opt-1.3b"}))),
     LineKind("omp_banner", "facts", ("Setting OMP_NUM_THREADS environment variable",),
              r"to be (?P<value>\d+) in default", {"value": S}, required="value",
              constants={"key": "env.OMP_NUM_THREADS"}),

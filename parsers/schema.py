@@ -49,6 +49,9 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
         "cum_time_s": (pl.Float64, "cumulative training seconds as printed (`train_time:467422ms`); step_time_s "
                                    "is taken from its differences where no step time is printed"),
         "avg_step_time_s": (pl.Float64, "running average seconds per step as printed (`step_avg:144.6ms`)"),
+        "mfu": (pl.Float64, "model FLOPs utilisation as the trainer prints it, a fraction (`mfu 41.2%` -> 0.412)"),
+        "other": (pl.String, "the general progress reader's named numbers it has no column for, `name=value` joined "
+                             "by `;` (`grad_norm=1.2;lrm=1.0`), kept rather than dropped"),
     },
     "timers": {
         "microstep": (pl.Boolean, "true for the `*_microstep` line printed every micro-step"),

@@ -182,6 +182,11 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dic
         "hostnames": r(list(f.hostnames)),
         "tensor_parallel": f.tensor_parallel, "pipeline_parallel": f.pipeline_parallel,
         "data_parallel": f.data_parallel,
+        # topology values other sources claimed that lost to the precedence (parsers/facts.py), first line of each
+        "also_claimed": {fact: [{"value": ev.value, "origin": ev.origin, "tier": ev.tier, "line": ev.line,
+                                 "source": r(source_name(ev.source)) if ev.source >= 0 else None}
+                                for ev in _other_claims(f, fact)]
+                         for fact in ("world_size", "nodes", "gpus_per_node") if _other_claims(f, fact)},
         # values outside their physical range, not trusted (parsers/facts.py), each with its line
         "set_aside": [{"fact": fact, "value": ev.value, "why": why, "origin": ev.origin,
                        "source": r(source_name(ev.source)) if ev.source >= 0 else None, "line": ev.line}
@@ -191,6 +196,16 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dic
                          "origin": ev.origin, "tier": ev.tier}
                      for k, ev in sorted(f.evidence.items()) if k in EVIDENCED_FACTS},
     }
+
+
+def _other_claims(f: RunFacts, fact: str) -> list[Any]:
+    """Claims of a topology fact whose value is not the one the run model settled on, one per value."""
+    chosen = getattr(f, fact)
+    seen: dict[object, Any] = {}
+    for ev in f.claims.get(fact, []):
+        if ev.value != chosen and ev.value not in seen:
+            seen[ev.value] = ev
+    return list(seen.values())
 
 
 def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
@@ -279,6 +294,9 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
                           for k, v in facts if v is not None]
     out["facts_table"] += [{"fact": f"{x['fact'].replace('_', ' ')} (set aside: {x['why']})", "value": str(x["value"]),
                             "from": _where(x)} for x in run.get("set_aside", [])]
+    out["facts_table"] += [{"fact": f"{fact.replace('_', ' ')} (also claimed, lower in the precedence)",
+                            "value": str(x["value"]), "from": _where(x)}
+                           for fact, xs in run.get("also_claimed", {}).items() for x in xs]
     return out
 
 

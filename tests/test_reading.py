@@ -216,3 +216,48 @@ INVARIANCE_OVERALL_FLOOR = 0.95  # issue 19, must 8
 INVARIANCE_EACH_FLOOR = 0.90
 # Transformations still below the per-transformation floor on the samples (the README says why); may only shrink.
 INVARIANCE_BELOW_FLOOR = {"g"}
+
+
+def test_a_wandb_history_is_a_step_clock() -> None:
+    """A W&B run that logs no step-time metric: its rows' `_timestamp` over the step give the step time."""
+    from parsers.run_model import RunModel
+
+    m = parse([str(SAMPLES / "hf_trainer_ddp_bf16" / "wandb")])
+    only = RunModel({**m.frames, "steps": m.frames["steps"].filter(pl.col("origin") == "wandb_history")},
+                    m.facts, m.sources)
+    s = diagnose(only).metrics.steps
+    ts = only.frames["steps"].sort("global_step")["ts"]
+    wall = (ts.diff().dt.total_milliseconds() / 1000.0).drop_nulls()
+    assert s is not None and s.source == "wandb_history"
+    assert s.p50_s == pytest.approx(float(wall.filter(wall > 0).tail(-2).median()), rel=0.1)
+
+
+REPRS = """Namespace(bf16=True, deepspeed='ds.json', gradient_accumulation_steps=4, per_device_train_batch_size=8, zero_stage=2)
+TrainingArguments(
+_n_gpu=1,
+gradient_checkpointing=True,
+)
+iter 300 | loss 2.1 | time 412.5ms | grad_norm: 1.25 | lrm: 1.0
+iter 301 | loss 2.0 | time 410.1ms | grad_norm: 1.19 | lrm: 1.0
+"""
+
+
+def test_argument_reprs_and_unknown_named_numbers(tmp_path: Path) -> None:
+    p = tmp_path / "run.out"
+    p.write_text(REPRS)
+    m = parse([str(p)])
+    f = m.facts
+    assert (f.precision, f.grad_accum_steps, f.micro_batch_per_gpu, f.zero_stage) == ("bf16", 4, 8, 2)
+    assert f.gradient_checkpointing is True and f.evidence["micro_batch_per_gpu"].line == 1
+    progress = m.frames["steps"].filter(pl.col("origin") == "progress")
+    assert progress["other"].to_list() == ["grad_norm=1.25;lrm=1.0", "grad_norm=1.19;lrm=1.0"]
+
+
+def test_disagreeing_sources_are_both_shown() -> None:
+    from reports.document import build
+
+    m = parse([str(SAMPLES / "synthetic" / "world_size_mismatch")])
+    doc = build(m, diagnose(m))
+    others = doc["run"]["also_claimed"]
+    assert others and all(x["value"] != doc["run"][fact] for fact, xs in others.items() for x in xs)
+    assert any("also claimed" in row["fact"] for row in doc["facts_table"])

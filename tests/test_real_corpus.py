@@ -35,10 +35,7 @@ def test_sample_facts_match_their_labels(case: tuple[str, list[str], dict]) -> N
 
 
 # The real-corpus figures may only rise (issues 11, 19): raise these when benchmarks/accuracy.py reaches more.
-REAL_HITS_FLOOR = 42  # of 50 cases that expect a finding, 2026-12-01 (73 cases)
-# One healthy case of the 29 added still alarms: accelerate1589 (slow-optimizer-step at 42% of the timed step, where
-# ZeRO's optimizer_allgather, communication, is counted in `step`); lower this when it is fixed.
-REAL_FALSE_ALARMS_CEILING = 1
+REAL_HITS_FLOOR = 45  # of 50 cases that expect a finding, 2026-12-01 (73 cases)
 
 
 @pytest.mark.skipif(not REAL_CASES, reason="../shared/corpus/real is not beside the checkout")
@@ -46,7 +43,7 @@ def test_real_corpus_ratchet() -> None:
     s = accuracy.summary(accuracy.run_set("real"))
     assert s["refused"] == []
     assert s["hits"] >= REAL_HITS_FLOOR, s["rules"]
-    assert s["false_alarms"] <= REAL_FALSE_ALARMS_CEILING
+    assert s["false_alarms"] == 0
     assert s["not_raised"] == {}  # no id a case's label rules out is raised as its cause
     assert s["facts_total"] - s["facts_matched"] - s["facts_unknown"] == 0  # no fact read wrong
     assert s["facts_unknown"] <= 0.10 * s["facts_total"]  # issue 19: at most 10% unknown

@@ -162,8 +162,8 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
 
 @rule("progressive-slowdown", "Steps get slower as training goes on",
       detects="The last quarter's median step time 30% above the first quarter's (after warm-up), every quarter slower "
-              "than the one before; in a log of fewer than 8 step (or timer) lines, every one longer than the last "
-              "and 1.5x in all.",
+              "than the one before; in a log too short for quarters (fewer than 8 steps after the warm-up), every "
+              "step (or timer) line longer than the last and 1.5x in all.",
       why="Growing step time points to a leak: wandb.watch histograms, accumulating Python objects or CUDA "
           "caching fragmentation, a filling disk, or thermal throttling.",
       evidence="Step times over the run from any clock (DeepSpeed, HF, tqdm, W&B).",
@@ -201,7 +201,9 @@ def _short_run_slowdown(ctx: Ctx) -> Finding | None:
     what = "step time"
     if len(series) < 3 and len(m.timed_totals) >= 3:
         series, what = [t / 1000.0 for t in m.timed_totals], "timed step (fwd + bwd + optimizer)"
-    if not 3 <= len(series) < SHORT_RUN_MAX or not all(b > a for a, b in zip(series, series[1:])):
+    # Called where the steps are too few for quarters (fewer than 8 after the warm-up), so the series is read
+    # whole: one with a few more entries than SHORT_RUN_MAX (the warm-up included) is no less a sequence.
+    if len(series) < 3 or len(series) >= 2 * SHORT_RUN_MAX or not all(b > a for a, b in zip(series, series[1:])):
         return None
     ratio = series[-1] / series[0] if series[0] else 0.0
     if ratio < SHORT_TREND_FACTOR:
