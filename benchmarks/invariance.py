@@ -54,11 +54,16 @@ class Verdict:
 
 
 def is_log(path: Path) -> bool:
-    """A case's log files: not a config (JSON / YAML) and not a launch script."""
+    """A case's log files, as the tool itself reads them (a config or launch script is not printed through a
+    launcher's prefixes or pasted as an issue's log, whatever its name)."""
+    from parsers import InputError, parse
+
     if path.suffix.lower() in CONFIG_SUFFIXES | SCRIPT_SUFFIXES:
         return False
-    head = path.read_bytes()[:4096]
-    return not (head.lstrip().startswith(b"{") or head.startswith(b"#!") or b"#SBATCH" in head)
+    try:
+        return parse([str(path)]).sources[0].kind in ("log", "launch_script")
+    except InputError:
+        return True  # nothing recognisable: text all the same
 
 
 # ---- the transformations: (case folder) -> None, rewriting the folder in place --------------------------------

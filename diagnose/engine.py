@@ -203,7 +203,11 @@ def next_steps(findings: list[Finding], m: Metrics, model: RunModel) -> tuple[st
                    "at the end: bandwidth per collective.")
     if (f.nodes or 1) > 1 and f.nccl.network is None:
         out.append("Run with NCCL_DEBUG=INFO: shows whether NCCL uses InfiniBand/RoCE or TCP sockets.")
-    if not any(x.explains_slowdown for x in findings):
+    if not any(x.explains_slowdown for x in findings) and (f.backend == "gloo" or f.accelerator == "cpu"):
+        out.append("Profile a few steps on the CPU: `py-spy record --native -o profile.svg -- python train.py`, or "
+                   "torch.profiler with `activities=[ProfilerActivity.CPU]`, and check the thread settings "
+                   "(OMP_NUM_THREADS, torch.get_num_threads()) of each process.")
+    elif not any(x.explains_slowdown for x in findings):
         out.append("Profile a few steps: `nsys profile -t cuda,nvtx,osrt -s none --capture-range=cudaProfilerApi "
                    "python train.py` then `nsys analyze`, or torch.profiler with a tensorboard trace, and check "
                    "the launch script and environment for CUDA_LAUNCH_BLOCKING and debug variables.")

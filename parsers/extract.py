@@ -7,7 +7,7 @@ from collections.abc import Callable
 import polars as pl
 
 from parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
-from parsers.prefixes import HOST, OUTER_PREFIX
+from parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 
 _META = set("\\.+*?()|[]{}^$#&-~")
 
@@ -50,6 +50,7 @@ _TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}(?:\] \[| >> )"
 # Other loggers' stamps at the start of a line: ISO (`2026-01-02T10:00:00.123`), Python logging without DeepSpeed's
 # brackets (`2021-09-20 18:58:59,564 INFO`), loguru (`2022-07-02 07:42:09.937 |`), hydra (`[2023-05-15 14:14:38,305]`).
 _ISO = r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
+_LAUNCHED_ISO_HINT = r"^\S{1,40}:\s?\[?20\d\d-\d\d-\d\d[T ]\d\d:"
 
 
 def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.Series]) -> pl.Series:
@@ -83,6 +84,12 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
           .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
     ts = _fill(ts, ts.is_null() & (text.str.starts_with("20") | text.str.starts_with("[20")),
                lambda idx: text.gather(idx).str.extract(_ISO, 0).str.strip_prefix("[")
+               .str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
+               .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
+    # The same stamps behind a launcher's prefix (`0: 2021-09-20 18:58:49,564 INFO ...`).
+    ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(_LAUNCHED_ISO_HINT)),
+               lambda idx: text.gather(idx).str.replace(r"^" + LAUNCH_PREFIX, "").str.extract(_ISO, 0)
+               .str.strip_prefix("[")
                .str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)

@@ -9,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from parsers.prefixes import HOST
+from parsers.prefixes import LAUNCH_PREFIX
 
 MAX_COMMAND_CHARS = 64 * 1024  # shlex's tokenizer is quadratic in a token's length: 2 MB took 150 s
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -63,9 +63,8 @@ _LAUNCH_LINE = re.compile(
 # Shell lines inside a log: `set -x` traces (`+ export X=1`, `++ srun ...`), prompts (`$ torchrun ...`), and
 # commands a wrapper echoed before running them.
 # The launcher's own prefix on a copied line (srun `0: `, pdsh `host: `, mpirun `[1,0]<stdout>:`, torchrun
-# `[default0]:`), as parsers/prefixes.py declares it, before the shell line itself.
-_LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:\s*\d{1,5}: )?"
-                  r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?\d+\]: ?)?(?:\[rank\d+\]: ?)?")
+# `[default0]:`), before the shell line itself.
+_LAUNCH_PREFIX = LAUNCH_PREFIX
 _EMBEDDED = re.compile(
     r"^" + _LAUNCH_PREFIX + r"(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
     r"deepspeed\s|torchrun\s|accelerate\s+launch\s|python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s)|"

@@ -24,3 +24,9 @@ OUTER_PREFIX = (
     r"(?:\[transformers\] )?"
     r"(?:\[Rank (?P<ds_rank>-?\d+)\] )?"
 )
+
+# The launcher's part of OUTER_PREFIX alone, without groups (container timestamp, `stdout: `, pdsh host, srun task,
+# mpirun, torchrun tee, torch rank): what a copy of a line gains when it is printed through a launcher. Readers that
+# look at a line's start (a logger's timestamp, a shell command) skip it.
+LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:\s*\d{1,5}: )?"
+                 r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?\d+\]: ?)?(?:\[rank\d+\]: ?)?")

@@ -28,8 +28,8 @@ DOWNLOAD_TIMEOUT_S = 20.0
 SNIFF_BYTES = 64 * 1024
 # Files a directory walk reads; anything else there is skipped (checkpoints, tensors, images, code).
 # `.md`: issue pastes and experiment notes hold logs too.
-LOG_SUFFIXES = {".log", ".out", ".err", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash", ".sbatch",
-                ".slurm", ".stdout", ".stderr", ".csv", ".md", ".markdown", ""}
+LOG_SUFFIXES = {".log", ".out", ".output", ".err", ".error", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash",
+                ".sbatch", ".slurm", ".stdout", ".stderr", ".csv", ".md", ".markdown", ""}
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints"}
 
 
@@ -95,7 +95,7 @@ def _walk(root: Path) -> Iterator[Path]:
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
         for name in filenames:
             p = Path(dirpath) / name
-            suffix = p.suffix.lower()
+            suffix = file_suffix(p)
             if suffix in LOG_SUFFIXES or re.search(r"\.(?:out|log|err)\.\d+$", name):
                 if not p.is_file() and not p.is_dir() and p.exists():
                     yield p  # a FIFO, socket or device: listed as skipped when read, never opened here
@@ -104,7 +104,14 @@ def _walk(root: Path) -> Iterator[Path]:
 
 
 _JOB_ID = re.compile(r"(?:slurm|job)[-_.]?(\d{3,})|[-_.](\d{5,})\.(?:out|err|log)$", re.I)
-_LOG_LIKE = {".log", ".out", ".err", ".txt", ".gz", ".stdout", ".stderr", ".md", ".markdown", ""}
+_LOG_LIKE = {".log", ".out", ".output", ".err", ".error", ".txt", ".gz", ".stdout", ".stderr", ".md", ".markdown", ""}
+
+
+def file_suffix(path: Path) -> str:
+    """The file's extension, lower case; "" for none, and for a dot inside a name (`lr-3.0e-4-baseline`), which no
+    extension looks like."""
+    suffix = path.suffix.lower()
+    return suffix if re.fullmatch(r"\.[a-z0-9]{1,10}", suffix) else ""
 
 
 @dataclass(frozen=True)
@@ -132,14 +139,14 @@ def find_runs(root: Path) -> list[Run]:
     own = [p for p in sorted(root.iterdir()) if p.is_file() and p in readable]
     if len(with_files) >= 2:
         runs = [run for d in with_files for run in find_runs(d)]
-        logs = [p for p in own if p.suffix.lower() in _LOG_LIKE]
+        logs = [p for p in own if file_suffix(p) in _LOG_LIKE]
         context = tuple(str(p) for p in own if p not in logs)
         runs = [Run(r.name, r.sources + context) for r in runs]
         return ([Run(str(root), tuple(str(p) for p in own))] if logs else []) + runs
     by_job: dict[str, list[Path]] = {}
     for p in own:
         m = _JOB_ID.search(p.name)
-        if m and p.suffix.lower() in _LOG_LIKE:
+        if m and file_suffix(p) in _LOG_LIKE:
             by_job.setdefault(m.group(1) or m.group(2), []).append(p)
     if len(by_job) >= 2:
         shared = tuple(str(p) for p in own if not any(p in v for v in by_job.values()))

@@ -151,7 +151,7 @@ def test_a_raising_rule_is_named_and_the_report_comes_from_the_rest(monkeypatch:
     monkeypatch.setitem(REGISTRY, "straggler", replace(REGISTRY["straggler"], check=_raise))
     d = diagnose(parse([str(SAMPLES / "ds_zero2_debug_env")]))
     assert d.faults == ("rule straggler: ValueError: boom",)
-    assert d.findings[0].id == "cuda-launch-blocking"
+    assert {"debug-switches", "cuda-launch-blocking"} <= {f.id for f in d.findings}
     out = tmp_path / "r.json"
     res = CliRunner().invoke(app, ["report", str(SAMPLES / "ds_zero2_debug_env"), "-o", str(out)])
     assert res.exit_code == 0, res.output
@@ -261,3 +261,13 @@ def test_disagreeing_sources_are_both_shown() -> None:
     others = doc["run"]["also_claimed"]
     assert others and all(x["value"] != doc["run"][fact] for fact, xs in others.items() for x in xs)
     assert any("also claimed" in row["fact"] for row in doc["facts_table"])
+
+
+def test_gpu_only_advice_is_not_raised_for_a_cpu_run() -> None:
+    """ds_zero2_debug_env is a CPU recording (gloo) with CUDA_LAUNCH_BLOCKING=1: no CUDA kernel runs there."""
+    m = parse([str(SAMPLES / "ds_zero2_debug_env")])
+    assert m.facts.backend == "gloo"
+    d = diagnose(m)
+    clb = next(f for f in d.findings if f.id == "cuda-launch-blocking")
+    assert clb.severity == "info" and not clb.explains_slowdown and "CPU" in clb.title
+    assert not any("nsys" in s for s in d.next_steps)

@@ -20,6 +20,17 @@ def cuda_launch_blocking(ctx: Ctx) -> Finding | None:
     value = ctx.env("CUDA_LAUNCH_BLOCKING")
     if value is None or value.strip().lower() not in TRUTHY:
         return None
+    if not ctx.gpu_run:
+        # No CUDA kernels run on the CPU: the variable costs nothing here, and would on the GPUs this job moves to.
+        return Finding(
+            id="cuda-launch-blocking", title="CUDA_LAUNCH_BLOCKING=1 is set (no effect on the CPU)", severity="info",
+            confidence="high", explains_slowdown=False,
+            summary="CUDA_LAUNCH_BLOCKING=1 is set, but this run trains on the CPU, where no CUDA kernel is launched: "
+                    "it costs nothing here. On GPUs it would serialise every kernel launch (1.5-5x).",
+            evidence=(ctx.env_evidence("CUDA_LAUNCH_BLOCKING"),),
+            fix=Fix("Unset CUDA_LAUNCH_BLOCKING before running on GPUs.",
+                    (Change("env", "CUDA_LAUNCH_BLOCKING", value, None),), "No effect on the CPU; kernels launch "
+                    "asynchronously on GPUs."))
     return Finding(
         "cuda-launch-blocking", "CUDA_LAUNCH_BLOCKING=1 makes every kernel launch synchronous", "critical", "high",
         True, "CUDA_LAUNCH_BLOCKING=1 is set for this run: every CUDA kernel launch blocks until it finishes, which "
