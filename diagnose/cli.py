@@ -228,6 +228,12 @@ def report(
                                                "one whose name ends with this.")] = None,
     seq_len: Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens, where the sources "
                                                    "do not say (for tokens/s and MFU).")] = None,
+    write_config: Annotated[Optional[Path], typer.Option(
+        "--write-config", metavar="DIR",
+        help="Also write the run's DeepSpeed JSON, accelerate YAML and launch script with the recommended changes "
+             "applied into DIR (keys' order, comments and quoting kept), plus recommended.patch, a unified diff "
+             "against the originals that `git apply` takes from their folder. The originals are never touched; an "
+             "existing DIR needs --force.")] = None,
 ) -> None:
     """Diagnose SOURCES: why the run was slow, the exact fixes, the ZeRO plan; as text, JSON, Markdown or HTML.
 
@@ -242,6 +248,8 @@ def report(
         raise _fail(f"--fail-on must be critical or warning, not {fail_on!r}")
     if output is not None and output.exists() and not force:
         raise _fail(f"{output} exists; pass --force to overwrite it")
+    if write_config is not None and write_config.exists() and not force:
+        raise _fail(f"{write_config} exists; pass --force to write into it")
     from diagnose.engine import diagnose as run_diagnosis
     from reports import document
 
@@ -252,6 +260,8 @@ def report(
             raise _fail(f"--run {run!r} matches {len(chosen)} of the runs: " + ", ".join(r.name for r in runs))
         runs = chosen
     if len(runs) > 1:
+        if write_config is not None:
+            raise _fail(f"--write-config needs one run; the sources hold {len(runs)}: pick one with --run")
         _report_runs(runs, fmt, output, fail_on, refresh, gpu_memory, not no_redact, redact_hosts, force, to_stdout)
         return
     if run is not None:
@@ -259,6 +269,8 @@ def report(
     model = _with_seq_len(_load_or_exit(sources, refresh), seq_len)
     diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
     doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts)
+    if write_config is not None:
+        _write_config(write_config, model, diagnosis, force)
     if images is not None:  # first, so that the Markdown links them
         written = _write_images(images, model, diagnosis)
         base = output.parent if output is not None else Path.cwd()
@@ -280,6 +292,27 @@ def report(
         levels = ("critical",) if fail_on == "critical" else ("critical", "warning")
         if any(f.severity in levels for f in diagnosis.findings):
             raise typer.Exit(EXIT_FINDINGS)
+
+
+def _write_config(folder: Path, model: RunModel, diagnosis: object, force: bool) -> None:
+    """The corrected config files and recommended.patch into FOLDER (reports/config_patch.py)."""
+    from reports import config_patch
+
+    patch = config_patch.build(model, diagnosis.recommendation.changes)  # type: ignore[attr-defined]
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        sources = {os.path.realpath(s.name) for s in model.sources}
+        for f in patch.files:
+            target = folder / f.relpath
+            if os.path.realpath(target) in sources:
+                raise _fail(f"{target} is one of the sources; --write-config never writes over an input")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(target, f.after, True)
+        _write_atomic(folder / "recommended.patch", patch.patch, True)
+    except OSError as e:
+        raise _fail(f"{folder}: {e.strerror or e}") from None
+    err.print(f"wrote {len(patch.files)} corrected file(s) and {folder / 'recommended.patch'}"
+              + "".join(f"\n  not written: {n}" for n in patch.notes), markup=False)
 
 
 def _with_seq_len(model: RunModel, seq_len: Optional[int]) -> RunModel:

@@ -18,7 +18,7 @@ from typing import Any
 
 from diagnose.engine import Diagnosis, nccl_transport
 from diagnose.findings import Finding
-from diagnose.metrics import Metrics
+from diagnose.metrics import CLOCK_ORDER, Metrics
 from parsers.facts import Evidence, RunFacts
 
 SAME_WITHIN = 0.05  # a throughput or step-time ratio within 5% of 1 is no change (run-to-run noise on one machine)
@@ -237,11 +237,32 @@ def _per_gpu(value: float | None, facts: RunFacts) -> float | None:
     return value / facts.world_size if value is not None and facts.world_size else None
 
 
+def common_clock(mb: Metrics, mc: Metrics) -> str | None:
+    """The most granular step clock both runs have (metrics.CLOCK_ORDER): a time per step from per-step lines on
+    one side and from every-K-steps lines on the other is not the same measurement. None: no clock in common."""
+    return next((name for name in CLOCK_ORDER if name in mb.clocks and name in mc.clocks), None)
+
+
+def clock_note(b: Side, c: Side) -> str:
+    """Which clock the step times come from, or why there is no step-time ratio."""
+    clock = common_clock(b.metrics, c.metrics)
+    if clock is not None:
+        return f"step times on both sides from the same clock: {CLOCK_NAMES.get(clock, clock)}"
+    if not b.metrics.clocks or not c.metrics.clocks:
+        return "no step-time ratio: " + ("neither run" if not b.metrics.clocks and not c.metrics.clocks else
+                                         "the baseline" if not b.metrics.clocks else "the candidate") \
+            + " printed a step clock"
+    return ("no step-time ratio: the runs share no step clock (baseline: "
+            + ", ".join(CLOCK_NAMES.get(k, k) for k in b.metrics.clocks) + "; candidate: "
+            + ", ".join(CLOCK_NAMES.get(k, k) for k in c.metrics.clocks) + ")")
+
+
+CLOCK_NAMES = {"ds_step_ts": "DeepSpeed's step-line timestamps", "printed": "the trainer's printed step times",
+               "ds_throughput": "DeepSpeed's samples/s lines", "tqdm": "tqdm's rate", "wandb_history": "W&B's history"}
+
+
 def metric_deltas(b: Side, c: Side) -> tuple[Delta, ...]:
     mb, mc = b.metrics, c.metrics
-
-    def steps(m: Metrics, attr: str) -> float | None:
-        return None if m.steps is None else getattr(m.steps, attr)
 
     def share(m: Metrics, part: str) -> float | None:
         return None if m.breakdown is None else m.breakdown.shares.get(part)
@@ -253,9 +274,11 @@ def metric_deltas(b: Side, c: Side) -> tuple[Delta, ...]:
         return {"fwd": br.fwd_ms, "bwd": br.bwd_inner_ms, "allreduce": br.bwd_allreduce_ms, "optimizer": br.step_ms,
                 "total": br.total_ms}.get(part)
 
+    clock = common_clock(mb, mc)
+    (b50, b90), (c50, c90) = (mb.clocks[clock], mc.clocks[clock]) if clock else ((None, None), (None, None))
     rows = [
-        Delta("step_time_p50_s", steps(mb, "p50_s"), steps(mc, "p50_s"), "s", "lower"),
-        Delta("step_time_p90_s", steps(mb, "p90_s"), steps(mc, "p90_s"), "s", "lower"),
+        Delta("step_time_p50_s", b50, c50, "s", "lower"),
+        Delta("step_time_p90_s", b90, c90, "s", "lower"),
         Delta("samples_per_sec", mb.samples_per_sec, mc.samples_per_sec, "samples/s", "higher"),
         Delta("samples_per_sec_per_gpu", _per_gpu(mb.samples_per_sec, b.facts),
               _per_gpu(mc.samples_per_sec, c.facts), "samples/s", "higher"),

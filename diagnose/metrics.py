@@ -97,6 +97,7 @@ class Metrics:
     # The most memory the run allocated on one GPU, GB: DeepSpeed's MaxMemAllocated, see_memory_usage's Max_MA,
     # Megatron's `max allocated`, LLaMA-Factory's memory(GiB).
     peak_mem_gb: float | None = None
+    clocks: dict[str, tuple[float, float]] = field(default_factory=dict)  # every step clock -> (p50, p90) seconds
     timed_totals: tuple[float, ...] = ()  # fwd + bwd + step (+ pipeline waits) ms per timer line, in order (one rank)
     generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
 
@@ -105,6 +106,7 @@ def compute(model: RunModel) -> Metrics:
     f = model.facts
     steps = model.frames["steps"]
     series, source = _step_series(steps, f.train_batch_size)
+    all_clocks = clocks(steps, f.train_batch_size)
     stats = _stats(series, source) if series is not None and series.height >= 3 else None
     sps = _samples_per_sec(steps, f.train_batch_size, stats)
     tps = sps * f.seq_len if sps and f.seq_len else None
@@ -148,7 +150,7 @@ def compute(model: RunModel) -> Metrics:
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
                    data_wait_share=_data_wait_share(steps), timed_totals=_timed_totals(model.frames["timers"]),
                    generation_share=_generation_share(steps),
-                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]))
+                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=all_clocks)
 
 
 def _flushes(events: pl.DataFrame) -> pl.DataFrame:
@@ -171,40 +173,68 @@ def _one_rank(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataFrame | None, str]:
-    """-> (step, step_time_s) for one rank, from the best available clock."""
+    """-> (step, step_time_s) for one rank, from the best available clock (CLOCK_ORDER)."""
+    for name in CLOCK_ORDER:
+        series = _CLOCKS[name](steps, train_batch)
+        if series is not None:
+            return series, name
+    return None, ""
+
+
+def clocks(steps: pl.DataFrame, train_batch: int | None) -> dict[str, tuple[float, float]]:
+    """Every step clock the run has -> (median, p90) step seconds: `compare` takes both runs' times from the most
+    granular clock they share."""
+    out = {}
+    for name in CLOCK_ORDER:
+        series = _CLOCKS[name](steps, train_batch)
+        if series is not None and series.height >= 3:
+            st = _stats(series, name)
+            out[name] = (st.p50_s, st.p90_s)
+    return out
+
+
+def _ds_step_clock(steps: pl.DataFrame, _: int | None) -> pl.DataFrame | None:
+    """DeepSpeed's `step=N` lines' timestamps, per step (an every-K-steps print divided by the K steps it spans)."""
     ds = steps.filter((pl.col("origin") == "ds_step") & pl.col("ts").is_not_null() & (pl.col("global_step") > 0))
-    if ds.height >= 4:
-        one = _one_rank(ds).unique("global_step", keep="first").sort("global_step")
-        s = one.select(
-            pl.col("global_step").alias("step"),
-            WALL_PER_STEP.alias("step_time_s"),
-            pl.col("ts"),
-        ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
-        if s.height >= 3:
-            return s, "ds_step_ts"
-    printed = _printed_series(steps)
-    if printed is not None:
-        return printed, "printed"
+    if ds.height < 4:
+        return None
+    one = _one_rank(ds).unique("global_step", keep="first").sort("global_step")
+    s = one.select(
+        pl.col("global_step").alias("step"),
+        WALL_PER_STEP.alias("step_time_s"),
+        pl.col("ts"),
+    ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+    return s if s.height >= 3 else None
+
+
+def _ds_throughput_clock(steps: pl.DataFrame, train_batch: int | None) -> pl.DataFrame | None:
     tp = steps.filter((pl.col("origin") == "ds_throughput") & (pl.col("samples_per_sec") > 0))
-    if tp.height >= 3 and train_batch:
-        return tp.unique("global_step", keep="first").sort("global_step").select(
-            pl.col("global_step").alias("step"), (train_batch / pl.col("samples_per_sec")).alias("step_time_s"),
-            pl.col("ts")), "ds_throughput"
+    if tp.height < 3 or not train_batch:
+        return None
+    return tp.unique("global_step", keep="first").sort("global_step").select(
+        pl.col("global_step").alias("step"), (train_batch / pl.col("samples_per_sec")).alias("step_time_s"),
+        pl.col("ts"))
+
+
+def _tqdm_clock(steps: pl.DataFrame, _: int | None) -> pl.DataFrame | None:
     tq = steps.filter((pl.col("origin") == "tqdm") & pl.col("step_time_s").is_not_null())
-    if tq.height >= 3:
-        total = tq["total_steps"].max()
-        train = tq.filter(pl.col("total_steps") == total).unique("global_step", keep="last").sort("global_step")
-        return train.select(pl.col("global_step").alias("step"), "step_time_s", "ts"), "tqdm"
-    # A W&B history is a step clock too: each row's `_timestamp` over its step (`train/global_step` or `_step`).
+    if tq.height < 3:
+        return None
+    total = tq["total_steps"].max()
+    train = tq.filter(pl.col("total_steps") == total).unique("global_step", keep="last").sort("global_step")
+    return train.select(pl.col("global_step").alias("step"), "step_time_s", "ts")
+
+
+def _wandb_clock(steps: pl.DataFrame, _: int | None) -> pl.DataFrame | None:
+    """A W&B history is a step clock too: each row's `_timestamp` over its step (`train/global_step` or `_step`)."""
     wb = steps.filter((pl.col("origin") == "wandb_history") & pl.col("ts").is_not_null()
                       & pl.col("global_step").is_not_null())
-    if wb.height >= 4:
-        s = wb.unique("global_step", keep="first").sort("global_step").select(
-            pl.col("global_step").alias("step"), WALL_PER_STEP.alias("step_time_s"), "ts"
-        ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
-        if s.height >= 3:
-            return s, "wandb_history"
-    return None, ""
+    if wb.height < 4:
+        return None
+    s = wb.unique("global_step", keep="first").sort("global_step").select(
+        pl.col("global_step").alias("step"), WALL_PER_STEP.alias("step_time_s"), "ts"
+    ).filter(pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+    return s if s.height >= 3 else None
 
 
 # Kinds whose lines print the time of each step (or of each logged interval, per step) directly.
@@ -544,3 +574,10 @@ def _wall(steps: pl.DataFrame) -> float | None:
         rt = steps.filter(pl.col("train_runtime_s").is_not_null())["train_runtime_s"]
         return float(rt[0]) if rt.len() else None
     return (ts.max() - ts.min()).total_seconds()
+
+
+# Step clocks, most trusted first: wall-clock stamps of DeepSpeed's step lines, the trainer's own printed times,
+# DeepSpeed's throughput, tqdm's rate (a smoothed average), W&B's logging times.
+_CLOCKS = {"ds_step_ts": _ds_step_clock, "printed": lambda steps, _: _printed_series(steps),
+           "ds_throughput": _ds_throughput_clock, "tqdm": _tqdm_clock, "wandb_history": _wandb_clock}
+CLOCK_ORDER = tuple(_CLOCKS)

@@ -18,13 +18,14 @@ import dataclasses
 from dataclasses import dataclass, field
 
 GB = 1e9
-# Memory a stage may use for model states and still leave room for activations, buffers and the allocator's
-# fragmentation: 80% of the card (DeepSpeed's estimator prints "per GPU" needs with no headroom; 20% is the usual
-# margin quoted by its maintainers for buckets and fragmentation).
-USABLE_FRACTION = 0.8
-# With a measured peak, a stage fits when its model states plus the run's other memory (activations, buffers,
-# fragmentation: the measured peak minus the current stage's model states) stay under 90% of the card.
-MEASURED_FRACTION = 0.9
+# The share of a card a run may fill with model states and activations: 90%. The rest is the CUDA context,
+# NCCL's buffers and the caching allocator's fragmentation (PyTorch's memory notes; DeepSpeed's estimator prints
+# needs with no headroom). One fraction for the estimated and the measured plan alike, so `plan` and `report` agree.
+USABLE_FRACTION = 0.9
+MEASURED_FRACTION = USABLE_FRACTION  # the measured plan's limit: states + (measured peak - current states)
+# With the activations unknown (no sequence length, micro-batch or model shape), a stage must leave at least this
+# share of the card for them to count as fitting, and the advice says it is conditional on them.
+ACTIVATION_RESERVE_FRACTION = 0.1
 MIN_TOKENS_PER_GPU = 4096  # a smaller micro-batch is offered only down to ~4k tokens per GPU (see small-micro-batch)
 BYTES_PER_PARAM_WEIGHTS = 2
 BYTES_PER_PARAM_GRADS = 2
@@ -43,6 +44,8 @@ class StagePlan:
     fits: bool
     comm_gb_per_step: float | None  # per GPU per optimizer step
     note: str
+    # fits only at this smaller micro-batch (with proportionally more accumulation); None: fits as it is, or not
+    fits_micro_batch: int | None = None
 
 
 @dataclass(frozen=True)
@@ -101,14 +104,17 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
         ("zero3", 3, None, (w + g + k) * psi / nd, (w + g + k + 4) * psi / nd, 1.5 * comm_ddp * ga,
          "parameters partitioned too: all-gathers in forward and backward of every micro-step (1.5x DDP)"),
         ("zero2+offload", 2, "cpu", w * psi + g * psi / nd, w * psi + g * psi / nd, comm_ddp * ga,
-         "optimizer states and step on the CPU: PCIe traffic and a CPU Adam step every optimizer step"),
+         "optimizer states (and the Adam step) moved to the CPU; weights and a gradient partition stay: PCIe "
+         "traffic and a CPU Adam step every optimizer step"),
         ("zero3+offload", 3, "cpu", 0.0, 0.0, 1.5 * comm_ddp * ga,
-         "parameters and optimizer states on the CPU: the slowest option, for models that fit nowhere else"),
+         "parameters, gradients and optimizer states all moved to the CPU (0 GB persistent; layers are fetched "
+         "as they run): the slowest option, for models that fit nowhere else"),
     ]
     stages = []
+    reserve = gpu_memory_gb * ACTIVATION_RESERVE_FRACTION
     for name, stage, offload, states, ds_states, comm, note in rows:
         total = states / GB + act if act is not None else None
-        need = total if total is not None else states / GB
+        need = total if total is not None else states / GB + reserve
         stages.append(StagePlan(name, stage, offload, states / GB, ds_states / GB, act, total, need <= budget,
                                 comm if nd > 1 else 0.0, note))
     mb_ga: tuple[int | None, int | None] = (None, None)
@@ -141,7 +147,9 @@ def _recommend_measured(stages: list[StagePlan], cur: StagePlan, peak: float, gp
     refit = []
     for s in stages:
         need = s.model_states_gb + other
-        refit.append(dataclasses.replace(s, total_gb=need, fits=need <= limit, activations_gb=other))
+        # The configuration the run used fits: its measured peak proves it, whatever the limit's margin says.
+        proven = s.name == cur.name
+        refit.append(dataclasses.replace(s, total_gb=need, fits=need <= limit or proven, activations_gb=other))
     by = {s.name: s for s in refit}
     for name in ("ddp", "zero1", "zero2", "zero3", "zero2+offload", "zero3+offload"):
         s = by[name]
@@ -154,6 +162,9 @@ def _recommend_measured(stages: list[StagePlan], cur: StagePlan, peak: float, gp
         if smaller is not None and mb:
             new_other = other * smaller / mb
             new_ga = ga * mb // smaller
+            # At that micro-batch every stage that holds no more model states fits too.
+            refit = [dataclasses.replace(x, fits_micro_batch=smaller)
+                     if not x.fits and x.model_states_gb + new_other <= limit else x for x in refit]
             steps.append(f"{label}: {s.model_states_gb:.1f} + {other:.1f} = {s.total_gb:.1f} GB > {limit:.0f} GB as "
                          f"it is; with micro-batch {smaller} (from {mb}) and gradient accumulation {new_ga} (from "
                          f"{ga}), the same global batch, the rest scales to {new_other:.1f} GB: "
@@ -186,9 +197,15 @@ def _recommend(stages: list[StagePlan], budget: float, act: float | None, act_ck
         s = by[name]
         label = "No ZeRO (plain data parallel)" if name == "ddp" else f"ZeRO-{s.stage}"
         if s.fits:
-            steps.append(f"{label}: model states {s.model_states_gb:.1f} GB"
-                         + (f" + activations {s.activations_gb:.1f} GB" if s.activations_gb is not None else "")
-                         + f" fit in {budget:.0f} GB usable per GPU. Use it; higher stages only add communication.")
+            if s.activations_gb is not None:
+                steps.append(f"{label}: model states {s.model_states_gb:.1f} GB + activations "
+                             f"{s.activations_gb:.1f} GB fit in {budget:.0f} GB usable per GPU. Use it; higher "
+                             "stages only add communication.")
+            else:
+                steps.append(f"{label}: model states {s.model_states_gb:.1f} GB fit in {budget:.0f} GB usable per "
+                             f"GPU if the activations take under {budget - s.model_states_gb:.1f} GB: they are not "
+                             "included (sequence length, micro-batch, hidden size and layers give them). Use it if "
+                             "they do; higher stages only add communication.")
             return name, steps
         if act is not None and not ckpt_on and act_ckpt is not None and s.model_states_gb + act_ckpt <= budget:
             steps.append(f"{label}: fits with activation checkpointing ({s.model_states_gb:.1f} GB states + "
@@ -197,10 +214,13 @@ def _recommend(stages: list[StagePlan], budget: float, act: float | None, act_ck
             return name, steps
         steps.append(f"{label}: needs {s.total_gb or s.model_states_gb:.1f} GB per GPU, more than {budget:.0f} GB "
                      f"usable; next option.")
+    moved = {"zero2+offload": "the optimizer states (and its step)",
+             "zero3+offload": "the parameters, gradients and optimizer states (layers are fetched as they run)"}
     for name in ("zero2+offload", "zero3+offload"):
         s = by[name]
         if s.fits:
-            steps.append(f"{name}: fits by moving optimizer state to the CPU (expect a slow optimizer step).")
+            steps.append(f"{name}: fits by moving {moved[name]} to the CPU ({s.model_states_gb:.1f} GB of model "
+                         "states left per GPU; expect a slow optimizer step).")
             return name, steps
     if optimizer != "adam8bit":
         steps.append("Nothing fits with 32-bit Adam states: try an 8-bit optimizer (--optimizer adam8bit) or more GPUs.")

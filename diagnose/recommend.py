@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.findings import Change, Finding
+from diagnose.frameworks import translate
 from parsers.facts import RunFacts
 
 MEMORY_TIGHT = 0.85  # above 85% of the GPU a larger micro-batch risks OOM (issue 11; the allocator needs headroom)
@@ -48,6 +49,11 @@ def settle(findings: list[Finding], facts: RunFacts, memory_tight: bool) -> tupl
         kept = []
         for ch in f.fix.changes:
             ch = _with_before(ch, facts)
+            ch_here, words = translate(ch, facts.framework)
+            if ch_here is None:  # no flag in this run's framework: the fix says it in words instead
+                dropped.append(Dropped(f.id, ch, words))
+                continue
+            ch = _with_before(ch_here, facts)
             why = _unsafe(ch, facts, memory_tight)
             slot = (ch.target, ch.key)
             if why is None and slot in merged and _norm(merged[slot].after) != _norm(ch.after):
@@ -69,7 +75,8 @@ def _note(fid: str, before: tuple[Change, ...], kept: list[Change], dropped: lis
     mine = [d for d in dropped if d.finding == fid]
     if not mine or len(kept) == len(before):
         return ""
-    return "; ".join(f"{d.change.key}: {d.why}" for d in mine)
+    return "; ".join(d.why if d.why.startswith(("in the training script", "the HF", "Megatron", "DeepSpeed-Chat"))
+                     else f"{d.change.key}: {d.why}" for d in mine)
 
 
 def _unsafe(ch: Change, facts: RunFacts, memory_tight: bool) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 import polars as pl
 import yaml
 
+from parsers import jsonc
 from parsers.errors import Refused
 
 DS_KEYS = {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps",
@@ -22,7 +23,10 @@ def sniff_json(text: str) -> tuple[str, Any] | None:
     try:
         data = json.loads(re.sub(r"(?<=[\s:\[,])(-?)inf\b", r"\1Infinity", text))
     except ValueError:
-        return None
+        try:  # the comments and trailing commas people leave in DeepSpeed configs
+            data = jsonc.loads(text)
+        except (ValueError, RecursionError):
+            return None
     if not isinstance(data, dict):
         return None
     if isinstance(data.get("log_history"), list):

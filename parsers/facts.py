@@ -132,6 +132,9 @@ class RunFacts:
     script_args: dict[str, str] = field(default_factory=dict)
     flops: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, Evidence] = field(default_factory=dict)  # fact name -> where its value came from
+    # the training loop the run uses: hf_trainer (and trainers built on it) | megatron | dschat | lightning | custom;
+    # None with no log at all (run_model.framework_of decides, from the lines the run printed)
+    framework: str | None = None
     # values outside their physical range, set aside rather than trusted: (fact, the claim, why)
     set_aside: tuple[tuple[str, Evidence, str], ...] = ()
     claims: dict[str, list[Evidence]] = field(default_factory=dict)  # topology facts: every value seen

@@ -1,6 +1,7 @@
 """The run model: every source read into the frames of parsers/schema.py plus the merged run facts."""
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,6 +112,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults))
     frames["steps"] = fill_step_times(_number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch")))
+    facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1}
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults))
 
@@ -414,6 +416,37 @@ def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.Dat
         .alias("global_step"))
 
 
+# Line kinds (steps and facts origins) that only a framework's own training loop prints.
+_FRAMEWORK_KINDS = (
+    ("megatron", {"megatron_iter", "megatron_world", "megatron_dp", "megatron_tp", "megatron_pp", "megatron_memory",
+                  "megatron_arg"}),
+    ("dschat", {"dschat_step", "dschat_rlhf_step"}),
+    ("hf_trainer", {"hf_log", "hf_train_runtime", "hf_running_training", "hf_block_value", "eval_result"}),
+    ("lightning", {"lightning_member"}),
+)
+_HF_ARGS = {"per_device_train_batch_size", "gradient_accumulation_steps", "dataloader_num_workers", "output_dir"}
+
+
+def framework_of(frames: dict[str, pl.DataFrame], facts: RunFacts, acc: _Acc) -> str | None:
+    """The training loop the run uses, from what it printed: Megatron, DeepSpeed-Chat, the HF Trainer (and the
+    trainers built on it, which print its log dicts), Lightning; `custom` for a log of anything else; None when no
+    log, W&B run or script was read."""
+    seen = set(frames["steps"]["origin"].cast(pl.String).unique().to_list()) | \
+        set(frames["facts"]["origin"].cast(pl.String).unique().to_list())
+    for name, kinds in _FRAMEWORK_KINDS:
+        if seen & kinds:
+            return name
+    wandb_cfg = {k for _, run in acc.wandb for k in getattr(run, "config", {})}
+    if _HF_ARGS & (set(facts.script_args) | wandb_cfg) or "repr.args" in set(frames["facts"]["key"].to_list()):
+        return "hf_trainer"
+    if any(s.kind in ("log", "wandb_run", "launch_script") for s in acc.sources):
+        return "custom"
+    return None
+
+
+COARSE_SHARE = 0.1  # more than 1 in 10 cumulative differences of zero: the printed time is coarser than a step
+
+
 def fill_step_times(steps: pl.DataFrame) -> pl.DataFrame:
     """Step times where a trainer prints only a cumulative training time or a running average: the difference of
     consecutive cumulative times over the steps between them (per source and rank, in line order; a repeated step,
@@ -424,8 +457,16 @@ def fill_step_times(steps: pl.DataFrame) -> pl.DataFrame:
     key = ["source", "rank"]
     cum = (steps.with_row_index("_i").filter(pl.col("cum_time_s").is_not_null() & pl.col("global_step").is_not_null())
            .sort("source", "line", maintain_order=True)
-           .with_columns((pl.col("cum_time_s").diff().over(key) / pl.col("global_step").diff().over(key)).alias("_d"))
-           .filter(pl.col("_d") > 0).select("_i", "_d"))
+           .with_columns(pl.col("cum_time_s").diff().over(key).alias("_dt"), pl.col("global_step").diff().over(key)
+                         .alias("_ds"))
+           .with_columns((pl.col("_dt") / pl.col("_ds")).alias("_d")))
+    # A time printed coarser than a step lasts (`elapsed=0.6s` for 24 ms steps) gives zero differences: there the
+    # mean rate over the stream stands for each step (its level is right, its shape is not in the log).
+    coarse = ((pl.col("_dt") <= 0) & (pl.col("_ds") > 0)).mean().over(key) > COARSE_SHARE
+    rate = ((pl.col("cum_time_s").max() - pl.col("cum_time_s").min())
+            / (pl.col("global_step").max() - pl.col("global_step").min())).over(key)
+    cum = (cum.with_columns(pl.when(coarse).then(rate).otherwise(pl.col("_d")).alias("_d"))
+           .filter(pl.col("_d").is_finite() & (pl.col("_d") > 0) & (pl.col("_ds") > 0)).select("_i", "_d"))
     out = steps.with_row_index("_i").join(cum, on="_i", how="left")
     return out.with_columns(pl.coalesce("step_time_s", "_d", "avg_step_time_s").alias("step_time_s")) \
         .drop("_i", "_d")

@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from diagnose.compare import Comparison, Side
+from diagnose.compare import Comparison, Side, clock_note
 from reports import markdown
 from reports.charts import downsample, styled
 from reports.document import Redactor, change_dict, common_folder, diff_text, finding_dict, metrics_dict, run_dict
@@ -80,6 +80,8 @@ def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = 
                      "evidence": {"baseline": ch.evidence[0], "candidate": ch.evidence[1]}} for ch in cmp.changes],
         "delta": {
             "step_time_ratio": cmp.step_time_ratio, "throughput_ratio": cmp.throughput_ratio,
+            # which step clock both sides' times come from, or why there is no step-time ratio
+            "clock": clock_note(cmp.baseline, cmp.candidate),
             "throughput_per_gpu_ratio": cmp.throughput_per_gpu_ratio,
             "metrics": [{"name": d.name, "baseline": d.baseline, "candidate": d.candidate, "ratio": d.ratio,
                          "unit": d.unit, "better": d.better} for d in cmp.deltas],
@@ -91,7 +93,7 @@ def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = 
         "new_findings": [finding_dict(f, r) for f in cmp.new_findings],
         "gone_findings": [finding_dict(f, r) for f in cmp.gone_findings],
         "recommended_changes": [change_dict(c) for c in rec.changes],
-        "recommended_diffs": diff_text(rec.changes, r),
+        "recommended_diffs": diff_text(rec.changes, r, cmp.candidate.facts.framework),
     }
     return r(doc)
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from diagnose.doc_links import docs_for
 from diagnose.engine import Diagnosis, nccl_transport
 from diagnose.findings import Change, Finding
 from parsers.facts import RunFacts
@@ -74,7 +75,12 @@ def change_text(c: Change) -> str:
     return f"{c.key}: {json.dumps(c.before) if c.before is not None else '(unset)'} -> {json.dumps(c.after)}"
 
 
-def diff_text(changes: tuple[Change, ...], r: Redactor) -> list[dict[str, str]]:
+# What the `trainer_args` target is called in each framework (diagnose/frameworks.py translated the keys).
+ARGS_LABEL = {"megatron": "Megatron arguments", "dschat": "DeepSpeed-Chat step script flags",
+              "hf_trainer": "Trainer arguments (TrainingArguments / command-line flags)"}
+
+
+def diff_text(changes: tuple[Change, ...], r: Redactor, framework: str | None = None) -> list[dict[str, str]]:
     """Each target's changes as a unified-diff snippet in that target's own syntax."""
     out = []
     by_target: dict[str, list[Change]] = {}
@@ -112,21 +118,24 @@ def diff_text(changes: tuple[Change, ...], r: Redactor) -> list[dict[str, str]]:
                 elif c.before not in (None, False):
                     pass
         label = {"ds_config": "DeepSpeed config (JSON)", "env": "environment (launch script)",
-                 "accelerate": "accelerate config (YAML)", "trainer_args": "Trainer arguments",
+                 "accelerate": "accelerate config (YAML)",
+                 "trainer_args": ARGS_LABEL.get(framework or "", "training script flags"),
                  "launcher": "launcher flags"}[target]
         out.append({"target": target, "label": label, "diff": r("\n".join(lines))})
     return out
 
 
-def finding_dict(f: Finding, r: Redactor) -> dict[str, Any]:
+def finding_dict(f: Finding, r: Redactor, framework: str | None = None) -> dict[str, Any]:
     return {
         "id": f.id, "title": r(f.title), "severity": f.severity, "confidence": f.confidence,
         "explains_slowdown": f.explains_slowdown, "summary": r(f.summary),
         "evidence": [{"text": r(e.text), "source": r(e.source), "line": e.line, "kind": e.kind} for e in f.evidence],
         "fix": None if f.fix is None else {
             "summary": r(f.fix.summary), "expected_effect": r(f.fix.expected_effect),
-            "changes": [r(change_dict(c)) for c in f.fix.changes], "diffs": diff_text(f.fix.changes, r),
+            "changes": [r(change_dict(c)) for c in f.fix.changes], "diffs": diff_text(f.fix.changes, r, framework),
             "changes_text": [r(change_text(c)) for c in f.fix.changes]},
+        # upstream documentation of the knobs the fix changes (diagnose/doc_links.py, one table)
+        "docs": list(docs_for(f, framework)),
         "data": f.data,
     }
 
@@ -179,6 +188,8 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dic
         "precision": f.precision, "nccl_transport": nccl_transport(f),
         "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
         "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
+        # the training loop whose syntax the fixes use (diagnose/frameworks.py)
+        "framework": f.framework,
         "hostnames": r(list(f.hostnames)),
         "tensor_parallel": f.tensor_parallel, "pipeline_parallel": f.pipeline_parallel,
         "data_parallel": f.data_parallel,
@@ -220,10 +231,10 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "verdict": r(d.verdict),
         "run": run_dict(f, model.source_name, r),
         "metrics": metrics_dict(d),
-        "findings": [finding_dict(x, r) for x in d.findings],
+        "findings": [finding_dict(x, r, f.framework) for x in d.findings],
         # every finding's changes merged into one consistent set (diagnose/recommend.py); each diff once, per file
         "recommended_changes": [r(change_dict(c)) for c in d.recommendation.changes],
-        "recommended_diffs": diff_text(d.recommendation.changes, r),
+        "recommended_diffs": diff_text(d.recommendation.changes, r, f.framework),
         "plan": plan,
         "next_steps": list(d.next_steps),
         # units that raised (a rule, a line kind, the planner): the report comes from the rest and says so
@@ -268,9 +279,8 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
         out["plan_rows"] = [{"name": s["name"], "recommended": s["name"] == plan["recommended"],
                              "states": f"{s['model_states_gb']:.1f} GB", "ds": f"{s['deepspeed_estimate_gb']:.1f} GB",
                              "comm": f"{s['comm_gb_per_step'] or 0:.1f} GB",
-                             "fits": (f"with micro-batch {plan['recommended_micro_batch']}"
-                                      if s["name"] == plan["recommended"] and plan["recommended_micro_batch"]
-                                      else "yes" if s["fits"] else "no"),
+                             "fits": ("yes" if s["fits"] else f"with micro-batch {s['fits_micro_batch']}"
+                                      if s.get("fits_micro_batch") else "no"),
                              "note": s["note"]} for s in plan["stages"]]
     facts = [("world size", run["world_size"]), ("nodes", run["nodes"]), ("GPUs per node", run["gpus_per_node"]),
              ("tensor parallel", run["tensor_parallel"]), ("pipeline parallel", run["pipeline_parallel"]),

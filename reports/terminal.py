@@ -32,6 +32,8 @@ def render(doc: dict[str, Any], console: Console) -> None:
             console.print(Text(f"   fix: {f['fix']['summary']}", style="green"))
             for c in f["fix"]["changes_text"]:
                 console.print(Text(f"     {c}", style="green"))
+        for u in f.get("docs", [])[:2]:
+            console.print(Text(f"   read more: {u}", style="dim"))
     if doc.get("recommended_diffs"):
         console.print(Text("Recommended configuration (all findings' changes, merged):", style="bold"))
         for d in doc["recommended_diffs"]:

@@ -233,10 +233,20 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
                    "warning", "high", explains,
                    f"ZeRO-{f.zero_stage} with {f.grad_accum_steps} accumulation steps communicates in every "
                    f"micro-step: {f.grad_accum_steps}x the gradient traffic of ZeRO-1/DDP per optimizer step.",
-                   tuple(ev), Fix(f"{'ZeRO-1' if target == 1 else 'No ZeRO'} reduces only at the accumulation "
-                                  "boundary." if fits_zero1 else
-                                  "Fewer, larger micro-steps.", tuple(changes),
+                   tuple(ev), Fix(_accum_fix(target, fits_zero1, plan), tuple(changes),
                                   f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step."))
+
+
+def _accum_fix(target: int, fits_zero1: bool, plan: object) -> str:
+    """The fix in words that match the changes: a lower stage makes accumulation free of extra traffic (and may
+    itself need more, smaller micro-steps to fit), else fewer, larger micro-steps."""
+    if not fits_zero1:
+        return "Fewer, larger micro-steps: each micro-step costs a full reduce-scatter under this stage."
+    stage = "ZeRO-1" if target == 1 else "Plain data parallel"
+    mb, ga = getattr(plan, "recommended_micro_batch", None), getattr(plan, "recommended_grad_accum", None)
+    fit = (f" To fit its memory, it takes micro-batch {mb} x accumulation {ga} (the same global batch): more "
+           "accumulation there costs no extra traffic.") if mb is not None else ""
+    return f"{stage} reduces gradients only at the accumulation boundary, so accumulation adds no traffic.{fit}"
 
 
 @rule("straggler", "One rank is slower than the others",

@@ -60,6 +60,12 @@ def input_bound(ctx: Ctx) -> Finding | None:
     other = m.allocator_flushes > 0 or bool(m.stall_events)
     measured = (gap is not None and gap >= INPUT_GAP_FACTOR) or (
         printed_gap is not None and printed_gap >= PRINTED_GAP_FACTOR)
+    # The data pipeline is named as the cause only where the logs show one: data-wait timers, the data loader's
+    # warnings or settings, or a trainer that loads through a DataLoader of its own (the HF Trainer, Megatron).
+    data_signal = (m.data_wait_share is not None or warn.height > 0 or f.dataloader_num_workers is not None
+                   or f.framework in ("hf_trainer", "megatron"))
+    if measured and not data_signal:
+        return _host_side_gap(gap, printed_gap, tuple(evidence), other)
     strong = (measured and not other) or (m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE)
     return Finding("input-bound", "The input pipeline starves the GPUs", "warning" if strong else "info",
                    "high" if strong else "low", strong,
@@ -70,6 +76,25 @@ def input_bound(ctx: Ctx) -> Finding | None:
                         Change("trainer_args", "dataloader_pin_memory", None, True)),
                        "Data ready before each step; step time approaches the engine's compute time."),
                    {"wall_over_compute": gap})
+
+
+def _host_side_gap(gap: float | None, printed_gap: float | None, evidence: tuple[Evidence, ...],
+                   other: bool) -> Finding:
+    """The step cadence well above the timed compute, with nothing in the logs that shows a data loader: time spent
+    on the host outside the timed step, and the measurement that would split it."""
+    ratio = gap if gap is not None and gap >= INPUT_GAP_FACTOR else printed_gap
+    return Finding(
+        id="input-bound", title="Steps spend time on the host outside the timed step", severity="warning",
+        confidence="low", explains_slowdown=not other,
+        summary=f"Each step takes {ratio:.1f}x its timed compute end to end. The logs show no data loader (no "
+                "data-wait timer, loader warning or loader setting), so what fills the difference (loading or "
+                "making batches, host-side Python, logging, synchronisation) is not known from them.",
+        evidence=evidence,
+        fix=Fix("Time the part of the loop outside forward/backward/step to split it: wrap the batch fetch in a "
+                "timer (or `torch.profiler.record_function(\"data\")`) and compare it with the step time; if it is "
+                "loading, use DataLoader worker processes.", (),
+                "Knowing which host-side work fills the gap."),
+        data={"wall_over_compute": ratio})
 
 
 def _input_summary(gap: float | None, printed_gap: float | None, data_share: float | None) -> str:

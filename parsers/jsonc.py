@@ -1,0 +1,162 @@
+"""JSON as people write DeepSpeed configs: `//` and `/* */` comments, trailing commas, `inf`. One scanner that
+both reads it (comments dropped) and says where each value sits in the text, so a change can be made in place with
+the keys' order, the indentation and the comments kept (reports/config_patch.py)."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Node:
+    """An object or array, or a scalar: its span in the text; an object's members by key (key start, value)."""
+
+    start: int
+    end: int
+    members: dict[str, tuple[int, Node]] = field(default_factory=dict)
+    is_object: bool = False
+
+
+class JsoncError(ValueError):
+    pass
+
+
+class _Scanner:
+    def __init__(self, text: str) -> None:
+        self.t = text
+        self.i = 0
+
+    def ws(self) -> None:
+        t = self.t
+        while self.i < len(t):
+            c = t[self.i]
+            if c in " \t\r\n":
+                self.i += 1
+            elif t.startswith("//", self.i):
+                nl = t.find("\n", self.i)
+                self.i = len(t) if nl < 0 else nl + 1
+            elif t.startswith("/*", self.i):
+                end = t.find("*/", self.i + 2)
+                if end < 0:
+                    raise JsoncError("unterminated comment")
+                self.i = end + 2
+            else:
+                return
+
+    def value(self, depth: int = 0) -> Node:
+        if depth > 100:
+            raise JsoncError("nested too deeply")
+        self.ws()
+        if self.i >= len(self.t):
+            raise JsoncError("unexpected end")
+        c = self.t[self.i]
+        if c == "{":
+            return self.obj(depth)
+        if c == "[":
+            return self.arr(depth)
+        start = self.i
+        if c == '"':
+            self.string()
+        else:
+            m = re.compile(r"[^\s,\]}/]+").match(self.t, self.i)
+            if not m:
+                raise JsoncError(f"unexpected {c!r} at {self.i}")
+            self.i = m.end()
+        return Node(start, self.i)
+
+    def string(self) -> str:
+        m = re.compile(r'"(?:[^"\\]|\\.)*"', re.S).match(self.t, self.i)
+        if not m:
+            raise JsoncError(f"unterminated string at {self.i}")
+        self.i = m.end()
+        return json.loads(m.group(0))
+
+    def obj(self, depth: int) -> Node:
+        node = Node(self.i, self.i, is_object=True)
+        self.i += 1
+        while True:
+            self.ws()
+            if self.i < len(self.t) and self.t[self.i] == "}":
+                self.i += 1
+                break
+            if self.i >= len(self.t) or self.t[self.i] != '"':
+                raise JsoncError(f"expected a key at {self.i}")
+            kstart = self.i
+            key = self.string()
+            self.ws()
+            if self.i >= len(self.t) or self.t[self.i] != ":":
+                raise JsoncError(f"expected ':' at {self.i}")
+            self.i += 1
+            node.members[key] = (kstart, self.value(depth + 1))
+            self.ws()
+            if self.i < len(self.t) and self.t[self.i] == ",":
+                self.i += 1
+        node.end = self.i
+        return node
+
+    def arr(self, depth: int) -> Node:
+        node = Node(self.i, self.i)
+        self.i += 1
+        while True:
+            self.ws()
+            if self.i < len(self.t) and self.t[self.i] == "]":
+                self.i += 1
+                break
+            self.value(depth + 1)
+            self.ws()
+            if self.i < len(self.t) and self.t[self.i] == ",":
+                self.i += 1
+            elif self.i >= len(self.t) or self.t[self.i] != "]":
+                raise JsoncError(f"expected ',' or ']' at {self.i}")
+        node.end = self.i
+        return node
+
+
+def scan(text: str) -> Node:
+    s = _Scanner(text)
+    root = s.value()
+    s.ws()
+    if s.i != len(text):
+        raise JsoncError(f"text after the value at {s.i}")
+    return root
+
+
+def loads(text: str) -> Any:
+    """Comments and trailing commas dropped, `inf` read as Infinity; then the standard parser."""
+    scan(text)  # raises on what is not JSON with comments
+    return json.loads(_plain(text))
+
+
+def _plain(text: str) -> str:
+    out, i, t = [], 0, text
+    s = _Scanner(text)
+    in_str = False
+    while i < len(t):  # copy strings as they are; drop comments; drop a comma before a closing bracket
+        c = t[i]
+        if in_str:
+            j = i
+            while j < len(t) and t[j] != '"':
+                j += 2 if t[j] == "\\" else 1
+            out.append(t[i:j + 1])
+            i, in_str = j + 1, False
+        elif c == '"':
+            out.append(c)
+            i, in_str = i + 1, True
+        elif t.startswith("//", i) or t.startswith("/*", i):
+            s.i = i
+            s.ws()
+            i = s.i
+        elif c == ",":
+            s.i = i + 1
+            s.ws()
+            if s.i < len(t) and t[s.i] in "]}":
+                i += 1
+            else:
+                out.append(c)
+                i += 1
+        else:
+            out.append(c)
+            i += 1
+    return re.sub(r"(?<=[\s:\[,])(-?)inf\b", r"\1Infinity", "".join(out))
