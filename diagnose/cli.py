@@ -268,7 +268,10 @@ def report(
         sources = list(runs[0].sources)
     model = _with_seq_len(_load_or_exit(sources, refresh), seq_len)
     diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
-    doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts)
+    from reports.config_patch import local_files
+
+    doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts,
+                         files=local_files(model))
     if write_config is not None:
         _write_config(write_config, model, diagnosis, force)
     if images is not None:  # first, so that the Markdown links them
@@ -298,7 +301,8 @@ def _write_config(folder: Path, model: RunModel, diagnosis: object, force: bool)
     """The corrected config files and recommended.patch into FOLDER (reports/config_patch.py)."""
     from reports import config_patch
 
-    patch = config_patch.build(model, diagnosis.recommendation.changes)  # type: ignore[attr-defined]
+    patch = config_patch.build(model, diagnosis.recommendation.changes,  # type: ignore[attr-defined]
+                               config_patch.local_files(model))
     try:
         folder.mkdir(parents=True, exist_ok=True)
         sources = {os.path.realpath(s.name) for s in model.sources}
@@ -344,6 +348,7 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
     """Several runs in one directory: each analysed on its own, one section per run; never merged."""
     from diagnose.engine import diagnose as run_diagnosis
     from reports import document
+    from reports.config_patch import local_files
 
     sys.stderr.write(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)\n")
     done, skipped, worst = [], [], set()
@@ -354,7 +359,8 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
             skipped.append(f"{r.name} ({e.why})")
             continue
         diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
-        doc = document.build(model, diagnosis, redact_secrets=redact_secrets, redact_hosts=redact_hosts)
+        doc = document.build(model, diagnosis, redact_secrets=redact_secrets, redact_hosts=redact_hosts,
+                             files=local_files(model))
         done.append((r.name, doc, model, diagnosis))
         worst |= {f.severity for f in diagnosis.findings}
     if skipped:

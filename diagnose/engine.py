@@ -9,6 +9,7 @@ from diagnose.metrics import Metrics, compute
 from diagnose.planner import MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
 from diagnose.rules import Ctx, load_all
+from parsers.errors import fault
 from parsers.facts import GPU_MEMORY_RANGE_GB, RunFacts
 from parsers.run_model import RunModel
 
@@ -62,12 +63,6 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
                 micro_batch=f.micro_batch_per_gpu, hidden=f.hidden_size, layers=f.num_layers, heads=f.num_heads,
                 activation_checkpointing=bool(f.gradient_checkpointing), measured_peak_gb=peak, current=current,
                 gpu_memory_known=known, measured_fraction=fraction)
-
-
-def fault(unit: str, e: BaseException) -> str:
-    """How a unit that raised is named in the report: the unit and the exception's first line."""
-    first = (str(e).strip().splitlines() or [""])[0][:160]
-    return f"{unit}: {type(e).__name__}" + (f": {first}" if first else "")
 
 
 def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None) -> Diagnosis:

@@ -162,11 +162,19 @@ def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_
         inputs += resolve([wandb], workdir)
     model = run_model.build(inputs)
     d = diagnose(model)
-    doc = document.build(model, d, redact_secrets=redact_secrets)
+    uploaded = {name: path for name, path in files}  # only what the client sent is read, never a path it named
+    doc = document.build(model, d, redact_secrets=redact_secrets, files=uploaded)
     out.mkdir(parents=True)
     for fmt, name in (("json", "report.json"), ("md", "report.md"), ("html", "report.html")):
         (out / name).write_text(render_report(fmt, doc, model, d))
-    return doc
+    # The uploaded configs with the recommended changes, as a patch (`diagnose report --write-config` on the
+    # command line); redacted like every output of the server.
+    from reports import config_patch, redact
+
+    patch = config_patch.build(model, d.recommendation.changes, uploaded)
+    if patch.patch:
+        (out / "recommended.patch").write_text(redact.text(patch.patch) if redact_secrets else patch.patch)
+    return {**doc, "has_patch": bool(patch.patch)}
 
 
 def create_app(config: ServeConfig) -> Starlette:
@@ -245,8 +253,9 @@ def create_app(config: ServeConfig) -> Starlette:
         rid, _, suffix = name.partition(".")
         entry = st().reports.get(rid)
         kind = {"": ("report.html", "text/html; charset=utf-8"), "md": ("report.md", "text/markdown; charset=utf-8"),
-                "json": ("report.json", "application/json")}.get(suffix)
-        if entry is None or kind is None:
+                "json": ("report.json", "application/json"),
+                "patch": ("recommended.patch", "text/x-diff; charset=utf-8")}.get(suffix)
+        if entry is None or kind is None or not (entry.directory / kind[0]).is_file():
             return error(404, "no such report (reports are kept for a limited time)")
         return FileResponse(entry.directory / kind[0], media_type=kind[1],
                             headers={"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff"})

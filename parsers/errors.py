@@ -13,3 +13,10 @@ class InputError(Exception):
         super().__init__(f"{source}: {why}")
         self.source = source
         self.why = why
+
+
+def fault(unit: str, e: BaseException) -> str:
+    """How a unit that raised (a line kind, a fact reader, a rule, the planner) is named in the report: the unit and
+    the exception's first line. Its fault stays local: the rest of the report still comes."""
+    first = (str(e).strip().splitlines() or [""])[0][:160]
+    return f"{unit}: {type(e).__name__}" + (f": {first}" if first else "")

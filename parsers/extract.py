@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import polars as pl
 
+from parsers.errors import fault
 from parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
 from parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 
@@ -476,8 +477,7 @@ def _guarded(kind: LineKind, rows: pl.DataFrame, faults: list[str]) -> pl.DataFr
             out = out.with_columns(DERIVED[kind.name])
         return out
     except Exception as e:  # noqa: BLE001 - one kind's fault must not cost the rest of the log
-        first = (str(e).strip().splitlines() or [""])[0][:160]
-        faults.append(f"line kind {kind.name}: {type(e).__name__}" + (f": {first}" if first else ""))
+        faults.append(fault(f"line kind {kind.name}", e))
         return None
 
 

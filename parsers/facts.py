@@ -20,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from parsers.blocks import Blocks
+from parsers.errors import fault
 from parsers.launch_script import LaunchScript, parse_script
 
 
@@ -183,8 +184,7 @@ def _guard(inp: FactInputs, unit: str, read: Callable[..., None], *args: Any) ->
     try:
         read(*args)
     except Exception as e:  # noqa: BLE001 - a fault stays local to its reader
-        first = (str(e).strip().splitlines() or [""])[0][:160]
-        inp.faults.append(f"fact reader {unit}: {type(e).__name__}" + (f": {first}" if first else ""))
+        inp.faults.append(fault(f"fact reader {unit}", e))
 
 
 def assemble(inp: FactInputs) -> RunFacts:
@@ -227,9 +227,9 @@ def assemble(inp: FactInputs) -> RunFacts:
         _guard(inp, "W&B config", _wandb_claims, c, run, src)
     try:
         nccl = _nccl(inp.nccl, c)
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001 - a fault stays local to its reader
         nccl = NcclFacts()
-        inp.faults.append(f"fact reader NCCL: {type(e).__name__}: {(str(e).splitlines() or [''])[0][:160]}")
+        inp.faults.append(fault("fact reader NCCL", e))
     _topology_from_hosts(c, nccl)
     if flops:
         c.add("micro_batch_per_gpu", _int(flops.get("batch_size_per_gpu")), "flops_profile", -1)

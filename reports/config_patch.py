@@ -33,18 +33,26 @@ class ConfigPatch:
     files: tuple[PatchedFile, ...]
     notes: tuple[str, ...]  # changes that had no file of the run's to go to, and why
     patch: str
+    written: tuple[Change, ...] = ()  # the changes the files now hold
 
 
-def build(model: RunModel, changes: tuple[Change, ...]) -> ConfigPatch:
-    """Each change applied to the first source file of its kind; what has no file is named in `notes`."""
+def local_files(model: RunModel) -> dict[str, Path]:
+    """The run's sources that are files on this machine, by name (the command line's inputs)."""
+    return {s.name: Path(s.name) for s in model.sources if os.path.isfile(s.name)}
+
+
+def build(model: RunModel, changes: tuple[Change, ...], files: dict[str, Path]) -> ConfigPatch:
+    """Each change applied to the first source file of its kind; what has no file is named in `notes`. `files` maps
+    a source's name to where it can be read: only those are read (the server passes its uploads, never a path a
+    client named)."""
     by_kind: dict[str, str] = {}
     for s in model.sources:
-        if s.kind in ("ds_config", "accelerate_config", "launch_script") and s.kind not in by_kind \
-                and os.path.isfile(s.name):
+        if s.kind in ("ds_config", "accelerate_config", "launch_script") and s.kind not in by_kind and s.name in files:
             by_kind[s.kind] = s.name
-    texts: dict[str, str] = {path: Path(path).read_text() for path in by_kind.values()}
+    texts: dict[str, str] = {name: files[name].read_text(errors="replace") for name in by_kind.values()}
     edited = dict(texts)
     notes: list[str] = []
+    written: list[Change] = []
     for ch in changes:
         kind = {"ds_config": "ds_config", "accelerate": "accelerate_config"}.get(ch.target, "launch_script")
         path = by_kind.get(kind)
@@ -52,12 +60,19 @@ def build(model: RunModel, changes: tuple[Change, ...]) -> ConfigPatch:
             notes.append(f"{ch.key}: no {kind.replace('_', ' ')} among the sources to write it into")
             continue
         try:
-            edited[path] = _apply(kind, edited[path], ch)
+            after = _apply(kind, edited[path], ch)
         except (ValueError, KeyError, TypeError) as e:
             notes.append(f"{ch.key}: not written into {path} ({e})")
+            continue
+        if after != edited[path]:
+            written.append(ch)
+        else:
+            notes.append(f"{ch.key}: {path} has no line that sets it")
+        edited[path] = after
     root = _common_folder(list(texts))
-    files = tuple(PatchedFile(p, os.path.relpath(p, root), texts[p], edited[p]) for p in texts if edited[p] != texts[p])
-    return ConfigPatch(files, tuple(notes), unified(files))
+    out = tuple(PatchedFile(p, os.path.relpath(os.path.abspath(p), root), texts[p], edited[p])
+                for p in texts if edited[p] != texts[p])
+    return ConfigPatch(out, tuple(notes), unified(out), tuple(written))
 
 
 def _common_folder(paths: list[str]) -> str:

@@ -9,6 +9,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from diagnose.doc_links import docs_for
@@ -219,7 +220,25 @@ def _other_claims(f: RunFacts, fact: str) -> list[Any]:
     return list(seen.values())
 
 
-def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False) -> dict[str, Any]:
+def recommended_diffs(d: Diagnosis, model: RunModel, r: Redactor, files: dict[str, Path] | None) -> list[dict[str, str]]:
+    """The recommended configuration as diffs: of the user's own files where the run's sources include them (the
+    exact lines `--write-config` writes), in each target's syntax for the rest."""
+    changes = d.recommendation.changes
+    if not files:
+        return diff_text(changes, r, model.facts.framework)
+    from reports import config_patch
+
+    patch = config_patch.build(model, changes, files)
+    out = [{"target": "file", "label": f"{f.relpath} (your file, as a patch; --write-config writes it)",
+            "diff": r("".join(config_patch.unified((f,)).splitlines(keepends=True)[2:]).rstrip("\n"))}
+           for f in patch.files]
+    rest = tuple(c for c in changes if c not in patch.written)
+    return out + diff_text(rest, r, model.facts.framework)
+
+
+def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False,
+          files: dict[str, Path] | None = None) -> dict[str, Any]:
+    """The report document. `files`: the run's config files by source name, for diffs of the files themselves."""
     f = model.facts
     r = Redactor(redact_secrets, tuple(f.hostnames) + tuple(f.nccl.hosts), redact_hosts,
                  common_folder([s.name for s in model.sources] + [s.name for s in model.skipped]))
@@ -234,7 +253,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "findings": [finding_dict(x, r, f.framework) for x in d.findings],
         # every finding's changes merged into one consistent set (diagnose/recommend.py); each diff once, per file
         "recommended_changes": [r(change_dict(c)) for c in d.recommendation.changes],
-        "recommended_diffs": diff_text(d.recommendation.changes, r, f.framework),
+        "recommended_diffs": recommended_diffs(d, model, r, files),
         "plan": plan,
         "next_steps": list(d.next_steps),
         # units that raised (a rule, a line kind, the planner): the report comes from the rest and says so

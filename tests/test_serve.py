@@ -85,7 +85,10 @@ def test_upload_gives_the_report_and_its_three_formats(tmp_path: Path) -> None:
         md = httpx.get(base + url + ".md")
         assert md.status_code == 200 and md.text.startswith("## diagnose: training-run report")
         js = httpx.get(base + url + ".json").json()
-        assert js == {k: v for k, v in doc.items() if k != "report_url"}
+        assert js == {k: v for k, v in doc.items() if k not in ("report_url", "has_patch")}
+        patch = httpx.get(base + url + ".patch")  # the uploaded configs with the recommended changes
+        assert doc["has_patch"] and patch.status_code == 200 and patch.text.startswith("--- a/ds_config.json")
+        assert '+    "stage": 1,' in patch.text and "-export CUDA_LAUNCH_BLOCKING=1" in patch.text
         assert httpx.get(base + "/reports/" + "A" * 24).status_code == 404
         front = httpx.get(base + "/")
         assert front.status_code == 200 and 'type="file"' in front.text and "content-security-policy" in front.headers
