@@ -75,8 +75,14 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
         return pl.select(pl.coalesce(*(groups.field(g).cast(pl.Int32, strict=False)
                                        for g in ("torch", "tee", "mpi", "task")))).to_series()
 
+    literal = rank
     rank = _fill(rank, _where(rank.is_null(), lambda idx: text.gather(idx).str.contains(_RANK_OUTER_HINT)),
                  outer_rank)
+    # The rank a prefix names as a global rank (DeepSpeed's `[Rank N]`, torch's `[rankN]:`, Open MPI's
+    # `[1,N]<stdout>`), not srun's task label or torchrun's local `[defaultN]:`: the lower bound of the world size.
+    mark = _fill(literal, _where(literal.is_null() & rank.is_not_null(),
+                                 lambda idx: text.gather(idx).str.contains_any(["[rank", "]<std"])),
+                 lambda idx: rank.gather(idx))
     node = text.str.extract(_HOST, 0).str.strip_suffix(": ")
     # A container timestamp or accelerate's `stdout: ` may precede the host: keep the last word.
     node = _fill(node, node.str.contains(" ", literal=True).fill_null(False),
@@ -95,7 +101,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
-                              node.alias("node"), ts.alias("ts"))
+                              node.alias("node"), ts.alias("ts"), mark.alias("_mark"))
 
 
 def _where(mask: pl.Series, test: Callable[[pl.Series], pl.Series]) -> pl.Series:
@@ -412,7 +418,12 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
             out.setdefault("env", []).append(env)
     used = [part.select(key) for parts in out.values() for part in parts]
     out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
-    out["_ranks"] = [_ranks_seen(lines, source_id)]
+    # Highest ranks: the anchored lines' from their prefixes (read once, above), the other lines' by a scan.
+    marked = [_ranks_seen(anchored.filter(pl.col("anchor").is_null()), source_id)]
+    if tagged.height:
+        top = tagged.filter(pl.col("_mark").is_not_null()).select("source", "line", pl.col("_mark").alias("rank"))
+        marked.append(top.select(pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32), "rank"))
+    out["_ranks"] = [max_ranks(marked)]
     out["_faults"] = [pl.DataFrame({"fault": faults}, schema={"fault": pl.String})]
     return out
 
@@ -449,17 +460,20 @@ def _ranks_seen(lines: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
         return empty
     if source_id is not None:
         found = found.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))
-    top = found.sort("_rank", "line", descending=[True, False]).unique("source", keep="first")
-    return top.select(pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32),
-                      pl.col("_rank").alias("rank"))
+    return max_ranks([found.select(pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32),
+                                   pl.col("_rank").alias("rank"))])
 
 
 def max_ranks(parts: list[pl.DataFrame]) -> pl.DataFrame:
-    """Chunks' highest ranks (lines already absolute) -> one row per source: the highest, first named where."""
+    """Chunks' highest ranks (lines already absolute) -> one row per source: the highest, first named where. One
+    pass (no sort): a long log's chunk holds a marked row per line."""
     parts = [p for p in parts if p.height]
     if not parts:
         return pl.DataFrame(schema=RANKS_SCHEMA)
-    return pl.concat(parts).sort("rank", "line", descending=[True, False]).unique("source", keep="first")
+    rows = pl.concat(parts) if len(parts) > 1 else parts[0]
+    top = pl.col("rank").max()
+    return rows.group_by("source").agg(pl.col("line").filter(pl.col("rank") == top).min(), top).select(
+        pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32), pl.col("rank").cast(pl.Int32))
 
 
 def ranks_fact_rows(ranks: pl.DataFrame) -> pl.DataFrame:

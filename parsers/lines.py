@@ -34,15 +34,22 @@ _MESSY = r"[\r\x1b]|/s\]|s/[A-Za-z]+\]"
 
 
 _ANSI_RE = re.compile(ANSI)
-_REDRAWN = re.compile(r"(?m)^[^\n]*\r(?=[^\n])")
-_BAR_GLUED = re.compile(r"(?m)^[^\n]*?\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)\](?=\S)")
+_REDRAWN = re.compile(r"^.*\r(?=.)", re.S)
+_BAR_GLUED = re.compile(r"^.*?\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)\](?=\S)")
+
+
+_MESSY_RE = re.compile(_MESSY)
 
 
 def plain_text(text: str) -> str:
     """A log's text as its lines read once cleaned, line numbers kept: colours removed, each line's last tqdm redraw
     kept, a progress bar glued before a line removed (for the few readers that take whole text, such as the
-    launch commands a log opens with)."""
-    return _BAR_GLUED.sub("", _REDRAWN.sub("", _ANSI_RE.sub("", text)))
+    launch commands a log opens with). Only the lines that need it go through the patterns."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if _MESSY_RE.search(line):
+            lines[i] = _BAR_GLUED.sub("", _REDRAWN.sub("", _ANSI_RE.sub("", line)))
+    return "\n".join(lines)
 
 
 @dataclass
