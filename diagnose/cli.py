@@ -552,7 +552,7 @@ def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[floa
         raise _fail(f"the {label} {files[0]} holds {len(runs)} runs ({', '.join(r.name for r in runs[:4])}); "
                     "name one run's directory or files")
     model = _load_or_exit(files, refresh)
-    diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
+    diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory, all_clocks=True)
     return Side(" ".join(files), model.facts, diagnosis, tuple(s.name for s in model.sources))
 
 

@@ -65,8 +65,10 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
                 gpu_memory_known=known, measured_fraction=fraction)
 
 
-def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None) -> Diagnosis:
-    metrics = compute(model)
+def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None,
+             all_clocks: bool = False) -> Diagnosis:
+    """`all_clocks`: time the steps by every clock the run has, for `compare` (metrics.compute)."""
+    metrics = compute(model, all_clocks)
     faults = list(model.faults)
     try:
         p = run_plan(model, gpu_memory_gb, metrics)

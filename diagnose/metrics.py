@@ -102,12 +102,15 @@ class Metrics:
     generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
 
 
-def compute(model: RunModel) -> Metrics:
+def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
+    """`all_clocks`: also time the steps by every clock the run has (for `compare`, which needs a clock both runs
+    share); a report needs only the best one."""
     f = model.facts
     steps = model.frames["steps"]
     series, source = _step_series(steps, f.train_batch_size)
-    all_clocks = clocks(steps, f.train_batch_size)
     stats = _stats(series, source) if series is not None and series.height >= 3 else None
+    by_clock = clocks(steps, f.train_batch_size) if all_clocks else \
+        ({source: (stats.p50_s, stats.p90_s)} if stats is not None else {})
     sps = _samples_per_sec(steps, f.train_batch_size, stats)
     tps = sps * f.seq_len if sps and f.seq_len else None
     mfu, basis = _mfu(tps, f.model_params, f.world_size, f.gpu_name, f.precision, f.num_layers, f.hidden_size,
@@ -150,7 +153,7 @@ def compute(model: RunModel) -> Metrics:
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
                    data_wait_share=_data_wait_share(steps), timed_totals=_timed_totals(model.frames["timers"]),
                    generation_share=_generation_share(steps),
-                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=all_clocks)
+                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=by_clock)
 
 
 def _flushes(events: pl.DataFrame) -> pl.DataFrame:

@@ -386,6 +386,9 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
                 rows = _guarded(kind, loose.filter(pl.col("text").str.contains(kind.prefilter)), faults)
                 if rows is not None and rows.height:
                     out.setdefault(kind.frame, []).append(rows)
+                    extra = _side_rows(rows)
+                    if extra is not None:
+                        out.setdefault(SIDE_FRAME, []).append(extra)
     if tagged.height:
         tagged = with_prefix(tagged, source_id)
         parts = tagged.partition_by("anchor", as_dict=True, include_key=False)
@@ -481,6 +484,19 @@ def ranks_fact_rows(ranks: pl.DataFrame) -> pl.DataFrame:
     return ranks.select("source", "line", pl.lit(None, pl.Int32).alias("rank"), pl.lit(None, pl.String).alias("node"),
                         pl.lit(None, pl.Datetime("ms")).alias("ts"), pl.col("rank").cast(pl.String).alias("value"),
                         pl.lit("ranks.max_seen").alias("key"), pl.lit("rank_prefix").alias("origin"))
+
+
+SIDE_FRAME = "progress"
+_SIDE_COLUMNS = ("cum_time_s", "avg_step_time_s", "mfu", "other")
+
+
+def _side_rows(rows: pl.DataFrame) -> pl.DataFrame | None:
+    """The progress reader's readings beyond the steps frame's columns, for the rows that have any."""
+    have = [c for c in _SIDE_COLUMNS if c in rows.columns]
+    if not have:
+        return None
+    side = rows.select(*BASE_COLUMNS, *have, "origin").filter(pl.any_horizontal(pl.col(c).is_not_null() for c in have))
+    return side if side.height else None
 
 
 def _guarded(kind: LineKind, rows: pl.DataFrame, faults: list[str]) -> pl.DataFrame | None:

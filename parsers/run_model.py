@@ -111,7 +111,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults))
-    frames["steps"] = fill_step_times(_number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch")))
+    frames["steps"] = fill_step_times(_number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch")),
+                                      frames["progress"])
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1}
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults))
@@ -431,13 +432,13 @@ def framework_of(frames: dict[str, pl.DataFrame], facts: RunFacts, acc: _Acc) ->
     """The training loop the run uses, from what it printed: Megatron, DeepSpeed-Chat, the HF Trainer (and the
     trainers built on it, which print its log dicts), Lightning; `custom` for a log of anything else; None when no
     log, W&B run or script was read."""
-    seen = set(frames["steps"]["origin"].cast(pl.String).unique().to_list()) | \
-        set(frames["facts"]["origin"].cast(pl.String).unique().to_list())
+    seen = set(frames["steps"]["origin"].unique().cast(pl.String).to_list()) | \
+        set(frames["facts"]["origin"].unique().cast(pl.String).to_list())
     for name, kinds in _FRAMEWORK_KINDS:
         if seen & kinds:
             return name
     wandb_cfg = {k for _, run in acc.wandb for k in getattr(run, "config", {})}
-    if _HF_ARGS & (set(facts.script_args) | wandb_cfg) or "repr.args" in set(frames["facts"]["key"].to_list()):
+    if _HF_ARGS & (set(facts.script_args) | wandb_cfg) or (frames["facts"]["key"] == "repr.args").any():
         return "hf_trainer"
     if any(s.kind in ("log", "wandb_run", "launch_script") for s in acc.sources):
         return "custom"
@@ -447,14 +448,16 @@ def framework_of(frames: dict[str, pl.DataFrame], facts: RunFacts, acc: _Acc) ->
 COARSE_SHARE = 0.1  # more than 1 in 10 cumulative differences of zero: the printed time is coarser than a step
 
 
-def fill_step_times(steps: pl.DataFrame) -> pl.DataFrame:
+def fill_step_times(steps: pl.DataFrame, progress: pl.DataFrame) -> pl.DataFrame:
     """Step times where a trainer prints only a cumulative training time or a running average: the difference of
     consecutive cumulative times over the steps between them (per source and rank, in line order; a repeated step,
     such as an evaluation line, gives no difference), else the running average as printed."""
-    if steps.height == 0 or steps["cum_time_s"].null_count() == steps.height and \
-            steps["avg_step_time_s"].null_count() == steps.height:
+    timed = progress.filter(pl.col("cum_time_s").is_not_null() | pl.col("avg_step_time_s").is_not_null())
+    if steps.height == 0 or timed.height == 0:
         return steps
     key = ["source", "rank"]
+    steps = steps.join(timed.select("source", "line", "cum_time_s", "avg_step_time_s").unique(["source", "line"]),
+                       on=["source", "line"], how="left")
     cum = (steps.with_row_index("_i").filter(pl.col("cum_time_s").is_not_null() & pl.col("global_step").is_not_null())
            .sort("source", "line", maintain_order=True)
            .with_columns(pl.col("cum_time_s").diff().over(key).alias("_dt"), pl.col("global_step").diff().over(key)
@@ -469,7 +472,7 @@ def fill_step_times(steps: pl.DataFrame) -> pl.DataFrame:
            .filter(pl.col("_d").is_finite() & (pl.col("_d") > 0) & (pl.col("_ds") > 0)).select("_i", "_d"))
     out = steps.with_row_index("_i").join(cum, on="_i", how="left")
     return out.with_columns(pl.coalesce("step_time_s", "_d", "avg_step_time_s").alias("step_time_s")) \
-        .drop("_i", "_d")
+        .drop("_i", "_d", "cum_time_s", "avg_step_time_s")
 
 
 # Messages that every rank prints for the same step: counted once per step, not once per rank.

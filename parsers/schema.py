@@ -46,14 +46,6 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
         "train_time_s": (pl.Float64, "training seconds of an RLHF step (DeepSpeed-Chat)"),
         "tokens_per_sec": (pl.Float64, "tokens/s as the trainer prints it (per GPU or total, as printed)"),
         "data_time_s": (pl.Float64, "seconds waiting for data, where the trainer times it (mmcv `data_time`)"),
-        "cum_time_s": (pl.Float64, "cumulative training seconds as printed (`train_time:467422ms`); step_time_s "
-                                   "is taken from its differences where no step time is printed"),
-        # Float32 and Categorical: columns most rows leave null still cost their width on every row, and the steps
-        # frame is what grows with a long log (the 8 GiB report's memory guard).
-        "avg_step_time_s": (pl.Float32, "running average seconds per step as printed (`step_avg:144.6ms`)"),
-        "mfu": (pl.Float32, "model FLOPs utilisation as the trainer prints it, a fraction (`mfu 41.2%` -> 0.412)"),
-        "other": (pl.Categorical, "the general progress reader's named numbers it has no column for, `name=value` "
-                                  "joined by `;` (`grad_norm=1.2;lrm=1.0`), kept rather than dropped"),
     },
     "timers": {
         "microstep": (pl.Boolean, "true for the `*_microstep` line printed every micro-step"),
@@ -115,6 +107,17 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
     "facts": {
         "key": (pl.String, "fact name (version.deepspeed, ds.<engine config key>, hf.<Running training key>, ...)"),
         "value": (pl.String, "value as printed"),
+    },
+    # What the general progress reader finds on a line beyond the steps frame's columns, one row per such line
+    # (joined to its steps row by source and line). A frame of its own: columns that most step rows would leave
+    # null still cost their width on every row, and the steps frame is what grows with a long log.
+    "progress": {
+        "cum_time_s": (pl.Float64, "cumulative training seconds as printed (`train_time:467422ms`); the steps "
+                                   "row's step_time_s comes from its differences where no step time is printed"),
+        "avg_step_time_s": (pl.Float64, "running average seconds per step as printed (`step_avg:144.6ms`)"),
+        "mfu": (pl.Float64, "model FLOPs utilisation as the trainer prints it, a fraction (`mfu 41.2%` -> 0.412)"),
+        "other": (pl.String, "named numbers no column reads, `name=value` joined by `;` (`grad_norm=1.2;lrm=1.0`), "
+                             "kept rather than dropped"),
     },
     # Filled from W&B runs (issue 3); empty for logs.
     "system": {
