@@ -51,7 +51,7 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
             assert verdict.is_visible() and verdict.inner_text().strip()
             if run.startswith("synthetic/seed"):
                 diffs = " ".join(page.locator("#recommended ~ pre.diff").all_inner_texts())
-                assert "-export CUDA_LAUNCH_BLOCKING=1" in diffs and '+  "stage": 1' in diffs
+                assert "-export CUDA_LAUNCH_BLOCKING=1" in diffs and '+    "stage": 1,' in diffs  # a patch of the run's own ds_config.json
             if run == "compare":
                 assert "zero_stage" in page.locator("#changes").inner_text()
                 assert page.locator("#explained li").count() >= 1
