@@ -341,7 +341,7 @@ KINDS: tuple[LineKind, ...] = (
              {"value": S, "local": S}, required="value", constants={"key": "launcher.nnodes"}),
     LineKind("ds_dist_world_size", "facts", ("dist_world_size=",), r"dist_world_size=(?P<value>\d+)", {"value": S},
              required="value", constants={"key": "launcher.dist_world_size"}),
-    LineKind("ds_cmd", "facts", ("] cmd = ", "cmd = "), r"(?:^|\] |: )cmd = (?P<value>.*)$", {"value": S},
+    LineKind("ds_cmd", "facts", ("] cmd = ", "cmd = "), r"(?:^|\] |:\s?)cmd = (?P<value>.*)$", {"value": S},
              required="value", constants={"key": "launcher.cmd"}),
     LineKind("ds_backend", "facts", ("with backend ",), r"with backend (?P<value>\w+)", {"value": S},
              required="value", constants={"key": "backend"}),
