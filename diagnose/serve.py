@@ -148,18 +148,46 @@ class _MultipartSink:
             self._out.close()
 
 
+def wandb_field(text: str) -> object:
+    """The page's W&B field, validated as a run reference and nothing else: a run URL on the W&B host this server is
+    configured for (WANDB_BASE_URL, else wandb.ai) or `entity/project/[runs/]id`. Never a server path, `-`, a
+    `file:` URL or any other URL; the server's file system is not consulted (no path can be probed)."""
+    import os
+    from urllib.parse import urlparse
+
+    from parsers.wandb_api import _PATH, PUBLIC_HOSTS, WandbRef, parse_ref
+
+    text = text.strip()
+    if text.startswith(("http://", "https://")):
+        ref = parse_ref(text)
+        if ref is None:
+            raise InputError(text[:200], "not a W&B run URL (https://wandb.ai/<entity>/<project>/runs/<id>)")
+        configured = os.environ.get("WANDB_BASE_URL")
+        host = urlparse(ref.base_url).netloc if ref.base_url else None
+        allowed = urlparse(configured).netloc if configured else None
+        public = {h for h in PUBLIC_HOSTS} | {"api.wandb.ai"}
+        if host != allowed and not (host is None and (allowed is None or allowed in public)):
+            raise InputError(text[:200], "a W&B run on another host than the one this server reads from")
+        return ref
+    m = _PATH.match(text)
+    if m is None or text.startswith("/") or text.count("/") not in (2, 3) or ".." in text \
+            or (text.count("/") == 3 and "/runs/" not in text):
+        raise InputError(text[:200], "not a W&B run (a run URL, or entity/project/run)")
+    return WandbRef(m["entity"], m["project"], m["run"], None)
+
+
 def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_secrets: bool,
             workdir: Path) -> dict[str, Any]:
     """The report for one upload, as `diagnose report` makes it: written as HTML, Markdown and JSON into `out`."""
     from diagnose.cli import render_report
     from diagnose.engine import diagnose
     from parsers import run_model
-    from parsers.sources import Input, resolve
+    from parsers.sources import Input
     from reports import document
 
     inputs = [Input(name, path, True) for name, path in files]
     if wandb:
-        inputs += resolve([wandb], workdir)
+        inputs.append(Input(wandb, None, True, wandb_field(wandb)))
     model = run_model.build(inputs)
     d = diagnose(model)
     uploaded = {name: path for name, path in files}  # only what the client sent is read, never a path it named

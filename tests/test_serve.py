@@ -119,6 +119,35 @@ def test_bad_uploads_get_one_sentence_and_the_right_status(tmp_path: Path) -> No
         assert ok.status_code == 200 and "CUDA_LAUNCH_BLOCKING" in ok.json()["verdict"]
 
 
+@pytest.mark.parametrize("field", [str(SEED / "slurm-1234.out"), "-", "file:///etc/passwd", "/etc/passwd",
+                                   "../../etc/passwd", "http://127.0.0.1:9/ent/proj/runs/abc",
+                                   "https://evil.example/ent/proj/runs/abc", "https://wandb.ai/ent/proj"])
+def test_the_wandb_field_takes_a_run_reference_and_nothing_else(field: str) -> None:
+    """Issue 21: the page's W&B field never names a server path, stdin, a file: URL or another host."""
+    from diagnose.serve import wandb_field
+    from parsers.errors import InputError
+
+    with pytest.raises(InputError):
+        wandb_field(field)
+
+
+def test_the_wandb_field_accepts_runs_on_the_configured_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagnose.serve import wandb_field
+
+    assert wandb_field("ent/proj/runs/abc123").run_id == "abc123"  # type: ignore[attr-defined]
+    assert wandb_field("https://wandb.ai/ent/proj/runs/abc").entity == "ent"  # type: ignore[attr-defined]
+    monkeypatch.setenv("WANDB_BASE_URL", "https://wandb.corp.example")
+    assert wandb_field("https://wandb.corp.example/ent/proj/runs/abc").base_url == "https://wandb.corp.example"  # type: ignore[attr-defined]
+
+
+def test_a_server_path_in_the_wandb_field_is_refused_by_the_real_server(tmp_path: Path) -> None:
+    with server(tmp_path) as base:
+        for field in (str(SEED / "slurm-1234.out"), "-"):
+            r = httpx.post(f"{base}/api/diagnose", data={"wandb": field}, files=[("files", ("", b""))], timeout=30)
+            assert r.status_code == 400 and "not a W&B run" in r.json()["error"], r.text
+            assert "CUDA_LAUNCH_BLOCKING" not in r.text
+
+
 def test_a_hostile_file_name_is_only_a_label_and_gz_uploads_are_read(tmp_path: Path) -> None:
     gz = tmp_path / "train.log.gz"
     gz.write_bytes(gzip.compress((SAMPLES / "ds_zero0" / "train.log").read_bytes()))
