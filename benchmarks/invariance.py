@@ -105,10 +105,9 @@ ISSUE_TAIL = "\n```\n\n</details>\n\n### System info\n\nSee the log above. Thank
 
 def issue_body(folder: Path) -> None:
     for p in _logs(folder):
-        p.with_suffix(".md").write_text(ISSUE_HEAD + p.read_text(errors="replace") + ISSUE_TAIL) \
-            if p.suffix != ".md" else p.write_text(ISSUE_HEAD + p.read_text(errors="replace") + ISSUE_TAIL)
-        if p.suffix != ".md":
-            p.unlink()
+        body = ISSUE_HEAD + p.read_text(errors="replace") + ISSUE_TAIL
+        p.unlink()
+        p.with_suffix(".md").write_text(body)
 
 
 def pasted_context(folder: Path) -> None:

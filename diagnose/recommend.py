@@ -27,6 +27,7 @@ class Dropped:
     finding: str
     change: Change
     why: str
+    advice: bool = False  # not dropped as unsafe: no flag in this framework, so said in words instead
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def settle(findings: list[Finding], facts: RunFacts, memory_tight: bool) -> tupl
             ch = _with_before(ch, facts)
             ch_here, words = translate(ch, facts.framework)
             if ch_here is None:  # no flag in this run's framework: the fix says it in words instead
-                dropped.append(Dropped(f.id, ch, words))
+                dropped.append(Dropped(f.id, ch, words, advice=True))
                 continue
             ch = _with_before(ch_here, facts)
             why = _unsafe(ch, facts, memory_tight)
@@ -75,8 +76,7 @@ def _note(fid: str, before: tuple[Change, ...], kept: list[Change], dropped: lis
     mine = [d for d in dropped if d.finding == fid]
     if not mine or len(kept) == len(before):
         return ""
-    return "; ".join(d.why if d.why.startswith(("in the training script", "the HF", "Megatron", "DeepSpeed-Chat"))
-                     else f"{d.change.key}: {d.why}" for d in mine)
+    return "; ".join(d.why if d.advice else f"{d.change.key}: {d.why}" for d in mine)
 
 
 def _unsafe(ch: Change, facts: RunFacts, memory_tight: bool) -> str | None:

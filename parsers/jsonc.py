@@ -19,6 +19,9 @@ class Node:
     is_object: bool = False
 
 
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+
+
 class JsoncError(ValueError):
     pass
 
@@ -67,7 +70,7 @@ class _Scanner:
         return Node(start, self.i)
 
     def string(self) -> str:
-        m = re.compile(r'"(?:[^"\\]|\\.)*"', re.S).match(self.t, self.i)
+        m = _STRING_RE.match(self.t, self.i)
         if not m:
             raise JsoncError(f"unterminated string at {self.i}")
         self.i = m.end()
@@ -129,34 +132,13 @@ def loads(text: str) -> Any:
     return json.loads(_plain(text))
 
 
+# One token pattern for both readers: a string (kept), a comment (dropped), a comma before a closing bracket
+# (dropped, comments between them allowed).
+_STRING = r'"(?:[^"\\]|\\.)*"'
+_COMMENT = r"//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/"  # a block comment ends at its first `*/`, also in a lookahead
+_TOKENS = re.compile(rf"(?P<s>{_STRING})|(?P<c>{_COMMENT})|(?P<t>,(?=(?:\s|{_COMMENT})*[\]}}]))", re.S)
+
+
 def _plain(text: str) -> str:
-    out, i, t = [], 0, text
-    s = _Scanner(text)
-    in_str = False
-    while i < len(t):  # copy strings as they are; drop comments; drop a comma before a closing bracket
-        c = t[i]
-        if in_str:
-            j = i
-            while j < len(t) and t[j] != '"':
-                j += 2 if t[j] == "\\" else 1
-            out.append(t[i:j + 1])
-            i, in_str = j + 1, False
-        elif c == '"':
-            out.append(c)
-            i, in_str = i + 1, True
-        elif t.startswith("//", i) or t.startswith("/*", i):
-            s.i = i
-            s.ws()
-            i = s.i
-        elif c == ",":
-            s.i = i + 1
-            s.ws()
-            if s.i < len(t) and t[s.i] in "]}":
-                i += 1
-            else:
-                out.append(c)
-                i += 1
-        else:
-            out.append(c)
-            i += 1
-    return re.sub(r"(?<=[\s:\[,])(-?)inf\b", r"\1Infinity", "".join(out))
+    out = _TOKENS.sub(lambda m: m.group("s") or "", text)
+    return re.sub(r"(?<=[\s:\[,])(-?)inf\b", r"\1Infinity", out)

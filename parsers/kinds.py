@@ -456,9 +456,9 @@ KINDS: tuple[LineKind, ...] = (
                        {"value": "1"}))),
     # Topology as a launch script sets or echoes it: `NUM_NODES: 2`, `GPUS_PER_NODE=4`, `NNODES=2`,
     # `SLURM_NNODES=2` (a shell comment sets nothing).
-    LineKind("topology_setting", "facts", ("NODES", "PER_NODE", "NUM_GPUS"),
+    LineKind("topology_setting", "facts", ("NODES", "PER_NODE"),
              r"^(?:[^#]*?[\s;'\"(])?(?P<key>NUM_NODES|NNODES|N_NODES|SLURM_NNODES|SLURM_JOB_NUM_NODES|GPUS_PER_NODE|"
-             r"NPROC_PER_NODE|NUM_GPUS_PER_NODE|N_GPUS_PER_NODE|SLURM_GPUS_PER_NODE|NUM_GPUS)\s*[:=]\s*[\"']?(?P<value>\d+)\b",
+             r"NPROC_PER_NODE|NUM_GPUS_PER_NODE|N_GPUS_PER_NODE|SLURM_GPUS_PER_NODE)\s*[:=]\s*[\"']?(?P<value>\d+)\b",
              {"key": S, "value": S}, required="value", constants={"key_prefix": "topology."},
              samples=(("  NUM_NODES: 2", {"key": "topology.NUM_NODES", "value": "2"}),
                       ("export GPUS_PER_NODE=4", {"key": "topology.GPUS_PER_NODE", "value": "4"}),

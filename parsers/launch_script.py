@@ -62,14 +62,11 @@ _LAUNCH_LINE = re.compile(
 
 # Shell lines inside a log: `set -x` traces (`+ export X=1`, `++ srun ...`), prompts (`$ torchrun ...`), and
 # commands a wrapper echoed before running them.
-# The launcher's own prefix on a copied line (srun `0: `, pdsh `host: `, mpirun `[1,0]<stdout>:`, torchrun
-# `[default0]:`), before the shell line itself.
-_LAUNCH_PREFIX = LAUNCH_PREFIX
 _EMBEDDED = re.compile(
-    r"^" + _LAUNCH_PREFIX + r"(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
+    r"^" + LAUNCH_PREFIX + r"(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
     r"deepspeed\s|torchrun\s|accelerate\s+launch\s|python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s)|"
     r"[A-Z_][A-Z0-9_]*=\S*\s*$).*)$", re.M)
-_TRACE = re.compile(r"^" + _LAUNCH_PREFIX + r"\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
+_TRACE = re.compile(r"^" + LAUNCH_PREFIX + r"\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
 
 
 def embedded_script(text: str) -> str | None:

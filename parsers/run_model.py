@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -232,8 +233,6 @@ EMBEDDED_SCRIPT_BYTES = 4 * 1024 * 1024
 
 
 def _blank_comments(text: str) -> str:
-    import re
-
     return re.sub(r"(?m)^[ \t]*#[^\n]*", "", text)
 
 
@@ -425,7 +424,7 @@ _FRAMEWORK_KINDS = (
     ("hf_trainer", {"hf_log", "hf_train_runtime", "hf_running_training", "hf_block_value", "eval_result"}),
     ("lightning", {"lightning_member"}),
 )
-_HF_ARGS = {"per_device_train_batch_size", "gradient_accumulation_steps", "dataloader_num_workers", "output_dir"}
+_HF_TRAINER_ARGS = {"per_device_train_batch_size", "gradient_accumulation_steps", "dataloader_num_workers", "output_dir"}
 
 
 def framework_of(frames: dict[str, pl.DataFrame], facts: RunFacts, acc: _Acc) -> str | None:
@@ -438,7 +437,7 @@ def framework_of(frames: dict[str, pl.DataFrame], facts: RunFacts, acc: _Acc) ->
         if seen & kinds:
             return name
     wandb_cfg = {k for _, run in acc.wandb for k in getattr(run, "config", {})}
-    if _HF_ARGS & (set(facts.script_args) | wandb_cfg) or (frames["facts"]["key"] == "repr.args").any():
+    if _HF_TRAINER_ARGS & (set(facts.script_args) | wandb_cfg) or (frames["facts"]["key"] == "repr.args").any():
         return "hf_trainer"
     if any(s.kind in ("log", "wandb_run", "launch_script") for s in acc.sources):
         return "custom"

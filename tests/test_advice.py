@@ -225,6 +225,8 @@ def test_json_with_comments_and_trailing_commas_round_trips() -> None:
     added = set_json(out, ["zero_optimization", "reduce_bucket_size"], 50000000)
     assert jsonc.loads(added)["zero_optimization"] == {"stage": 1, "overlap_comm": True, "reduce_bucket_size": 50000000}
     assert "// tuned by hand" in added and "/* was 2 */" in added
+    # a comma followed by a block comment is kept when a later block comment precedes a closing bracket
+    assert jsonc.loads('{"a": 1, /* x */ "b": {"c": 2, /* y */ }}') == {"a": 1, "b": {"c": 2}}
     nested = set_json(JSONC, ["bf16", "enabled"], True)
     assert jsonc.loads(nested)["bf16"] == {"enabled": True}
 
