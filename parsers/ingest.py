@@ -15,7 +15,7 @@ from parsers.blocks import WINDOW, Blocks, parse_block
 from parsers.extract import HEADER_RE as _HEADER_RE
 from parsers.extract import extract_chunk
 from parsers.kinds import BLOCK_HEADERS
-from parsers.lines import Chunk, ChunkStats, iter_chunks, lines_frame
+from parsers.lines import Chunk, ChunkStats, Dense, iter_chunks, lines_frame
 from parsers.schema import FRAMES, conform
 from parsers.thinning import THINNED_FRAMES, Summary, Thinner, prepare
 
@@ -53,9 +53,33 @@ class _Parsed:
     ranks: pl.DataFrame | None = None
 
 
-def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -> _Parsed:
+def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -> list[_Parsed]:
+    try:
+        return [_work_piece(chunk.read(), source_id, strides, continues=chunk.continues, cut=chunk.cut)]
+    except Dense as e:  # more rows than a block may hold (a file of blank lines): pieces of at most that many bytes
+        pieces = _pieces(chunk.read(), e.limit)
+        return [_work_piece(piece, source_id, strides, continues=chunk.continues and i == 0,
+                            cut=chunk.cut and i == len(pieces) - 1, dense=True) for i, piece in enumerate(pieces)]
+
+
+def _pieces(data: bytes, size: int) -> list[bytes]:
+    """The block cut at the first line end after every `size` bytes: no piece has more than size + 1 lines."""
+    out, pos = [], 0
+    while pos < len(data):
+        end = data.find(b"\n", min(pos + size, len(data)) - 1)
+        end = len(data) if end < 0 else end + 1
+        out.append(data[pos:end])
+        pos = end
+    return out
+
+
+def _work_piece(data: bytes, source_id: int, strides: dict[str, int] | None, continues: bool, cut: bool,
+                dense: bool = False) -> _Parsed:
     stats = ChunkStats()
-    lines = lines_frame(chunk.read(), stats)
+    lines = lines_frame(data, stats, continues, cut)
+    del data  # the block's bytes are not held while its lines are extracted
+    if dense:
+        lines = lines.filter(pl.col("text") != "")
     extracted = extract_chunk(lines, source_id)
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
     faults = tuple(extracted.pop("_faults")[0]["fault"].to_list())
@@ -84,18 +108,24 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
     With a thinner, the per-step frames go to it (bounded memory) instead of `result.parts`."""
     result = LogResult()
     pending: pl.DataFrame | None = None  # lines from a block header whose window ran past the chunk's end
-    in_flight: deque[tuple[Future[_Parsed], int]] = deque()
+    in_flight: deque[tuple[Future[list[_Parsed]], int]] = deque()
     # Used lines (absolute) of the chunks a pending block may still cover: a block's lines that also produced a row
     # are counted once.
     retained: list[pl.Series] = []
 
     def drain_one() -> None:
-        nonlocal pending
         future, size = in_flight.popleft()
-        parsed = future.result()
+        for parsed in future.result():
+            merge(parsed)
+        if progress:
+            progress(size)
+
+    def merge(parsed: _Parsed) -> None:
+        nonlocal pending
         offset = result.stats.physical_lines
         result.stats.physical_lines += parsed.stats.physical_lines
         result.stats.invalid_utf8 += parsed.stats.invalid_utf8
+        result.stats.cut_lines += parsed.stats.cut_lines
         result.text_lines += parsed.text_lines
         result.faults.extend(f for f in parsed.faults if f not in result.faults)
         if parsed.ranks is not None and parsed.ranks.height:
@@ -121,8 +151,6 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
             result.used_lines += _newly_used(result.blocks.lines_used - before, retained)
             if pending is None:
                 retained.clear()
-        if progress:
-            progress(size)
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for chunk in iter_chunks(fh, result.stats):

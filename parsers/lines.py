@@ -39,6 +39,7 @@ _BAR_GLUED = re.compile(r"^.*?\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)\](?=\S)")
 
 
 _MESSY_RE = re.compile(_MESSY)
+_REDRAW = b"\r\x00"  # a `\r` as lines_frame marks it: NUL never ends a real line before a newline
 
 
 def plain_text(text: str) -> str:
@@ -57,14 +58,28 @@ class ChunkStats:
     physical_lines: int = 0
     invalid_utf8: int = 0
     bytes_read: int = 0
+    cut_lines: int = 0  # lines longer than MAX_LINE_BYTES: their first MAX_LINE_BYTES were read, the rest skipped
+
+
+# The longest line a log prints is a config dump or a tensor repr, tens of KB; a line past 1 MiB is data (a base64
+# blob, a dumped array, a file with no newlines), not something a line kind reads. It is cut there, counted, and the
+# rest is skipped without being held: memory stays bounded by the chunk size whatever the line length.
+MAX_LINE_BYTES = 1 << 20
+_SCAN = 1 << 16  # bytes per positional read while looking for a line end
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """One block of the input that ends on a line boundary; `read` is called on the worker that parses it."""
+    """One block of the input that ends on a line boundary; `read` is called on the worker that parses it.
+
+    `continues`: the block starts inside a physical line (the block before ended at a tqdm `\r` redraw, so a file of
+    redraws with no newline is still read in bounded blocks). `cut`: its last line was cut at MAX_LINE_BYTES and the
+    rest of that line was skipped."""
 
     read: Callable[[], bytes]
     size: int
+    continues: bool = False
+    cut: bool = False
 
 
 def iter_chunks(fh: BinaryIO, stats: ChunkStats, chunk_bytes: int | None = None) -> Iterator[Chunk]:
@@ -73,15 +88,15 @@ def iter_chunks(fh: BinaryIO, stats: ChunkStats, chunk_bytes: int | None = None)
     chunk_bytes = chunk_bytes or CHUNK_BYTES
     fd = _regular_fd(fh)
     if fd is None:
-        for data in iter_byte_chunks(fh, stats, chunk_bytes):
-            yield Chunk(_const(data), len(data))
+        yield from iter_byte_chunks(fh, stats, chunk_bytes)
         return
     pos, size = fh.tell(), os.fstat(fd).st_size
+    continues = False
     while pos < size:
-        end = _line_end(fd, min(pos + chunk_bytes, size), size)
-        stats.bytes_read += end - pos
-        yield Chunk(partial(os.pread, fd, end - pos, pos), end - pos)
-        pos = end
+        end, resume, how = _boundary(fd, min(pos + chunk_bytes, size), size)
+        stats.bytes_read += resume - pos
+        yield Chunk(partial(os.pread, fd, end - pos, pos), end - pos, continues, how == "cut")
+        continues, pos = how == "redraw", resume
 
 
 def _const(data: bytes) -> Callable[[], bytes]:
@@ -98,46 +113,113 @@ def _regular_fd(fh: BinaryIO) -> int | None:
         return None
 
 
-def _line_end(fd: int, end: int, size: int) -> int:
-    """The offset just past the first newline at or after `end` (or the file's size)."""
-    while end < size:
-        window = os.pread(fd, 1 << 16, end)
-        cut = window.find(b"\n")
-        if cut >= 0:
-            return end + cut + 1
-        end += len(window)
-    return size
+def _boundary(fd: int, end: int, size: int) -> tuple[int, int, str]:
+    """Where a block that should end near `end` ends, and where the next one starts: just past the first newline
+    within MAX_LINE_BYTES ("newline"); else just past a `\r` redraw there ("redraw": the next block continues the
+    physical line); else at `end`, the over-long line cut and skipped up to its newline ("cut")."""
+    redraw = -1
+    scan = end
+    while scan < size and scan - end < MAX_LINE_BYTES:
+        window = os.pread(fd, min(_SCAN, end + MAX_LINE_BYTES - scan), scan)
+        if (nl := window.find(b"\n")) >= 0:
+            return scan + nl + 1, scan + nl + 1, "newline"
+        if redraw < 0 and (cr := window.find(b"\r")) >= 0:
+            redraw = scan + cr + 1
+        scan += len(window)
+    if scan >= size:
+        return size, size, "newline"
+    if redraw >= 0:
+        return redraw, redraw, "redraw"
+    while scan < size:
+        window = os.pread(fd, _SCAN, scan)
+        if (nl := window.find(b"\n")) >= 0:
+            return end, scan + nl + 1, "cut"
+        scan += len(window)
+    return end, size, "cut"
 
 
-def iter_byte_chunks(fh: BinaryIO, stats: ChunkStats, chunk_bytes: int = CHUNK_BYTES) -> Iterator[bytes]:
-    """Yield blocks of the input that end on a line boundary (the last one may lack its newline)."""
+def iter_byte_chunks(fh: BinaryIO, stats: ChunkStats, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk]:
+    """Blocks of a stream that end on a line boundary (the last one may lack its newline), with the same bounds as
+    a file's: a line longer than MAX_LINE_BYTES is cut and skipped to its newline, a `\r` redraw may end a block."""
     carry = b""
-    while True:
-        block = fh.read(chunk_bytes)
-        if not block:
-            break
+    skipping = continues = False
+    while block := fh.read(chunk_bytes):
         stats.bytes_read += len(block)
+        if skipping:  # the rest of a line that was cut
+            nl = block.find(b"\n")
+            if nl < 0:
+                continue
+            block, skipping = block[nl + 1 :], False
         data = carry + block
         cut = data.rfind(b"\n")
-        if cut < 0:
+        if cut >= 0:
+            yield Chunk(_const(data[: cut + 1]), cut + 1, continues)
+            carry, continues = data[cut + 1 :], False
+        else:
             carry = data
-            continue
-        carry = data[cut + 1 :]
-        yield data[: cut + 1]
+        if len(carry) > MAX_LINE_BYTES:
+            redraw = carry.rfind(b"\r")
+            if redraw >= 0:
+                yield Chunk(_const(carry[: redraw + 1]), redraw + 1, continues)
+                carry, continues = carry[redraw + 1 :], True
+            if len(carry) > MAX_LINE_BYTES:
+                yield Chunk(_const(carry[:MAX_LINE_BYTES]), MAX_LINE_BYTES, continues, cut=True)
+                carry, skipping, continues = b"", True, False
     if carry:
-        yield carry
+        yield Chunk(_const(carry), len(carry), continues)
 
 
-def lines_frame(data: bytes, stats: ChunkStats) -> pl.DataFrame:
-    """Split one block into a `line`, `text` frame, lines numbered from 1."""
+# Rows per block, whatever its bytes: a block of short lines (a file of newlines: 32M rows in 32 MB, 20 bytes of
+# frame each) is parsed in pieces instead (ingest.py). A real log's 32 MB holds ~300k lines.
+MAX_CHUNK_ROWS = 1_000_000
+_REDRAW_ROW_BYTES = 4096  # a real log's lines average ~100 bytes
+
+
+class Dense(Exception):
+    """A block with more than `limit` (MAX_CHUNK_ROWS) lines: parse it in pieces of at most that many bytes."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} lines in one block")
+        self.limit = limit
+
+
+def _read_rows(data: bytes, stats: ChunkStats, n_rows: int | None = None) -> pl.DataFrame:
     try:
-        frame = pl.read_lines(data, name="text", row_index_name="line", row_index_offset=1)
+        return pl.read_lines(data, name="text", n_rows=n_rows)
     except pl.exceptions.ComputeError:  # invalid UTF-8: decode leniently, count the damage, read again
         text = data.decode("utf-8", errors="replace")
         stats.invalid_utf8 += text.count("\ufffd")
-        frame = pl.read_lines(text.encode(), name="text", row_index_name="line", row_index_offset=1)
-    stats.physical_lines += frame.height
-    frame = frame.with_columns(pl.col("line").cast(pl.UInt32))
+        return pl.read_lines(text.encode(), name="text", n_rows=n_rows)
+
+
+def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bool = False) -> pl.DataFrame:
+    """Split one block into a `line`, `text` frame, lines numbered from 1 (from 0 when the block continues the line
+    the block before ended in: ingest.py's offset then gives it that line's number). Lines longer than MAX_LINE_BYTES
+    are cut there and counted."""
+    first = 0 if continues else 1
+    # Where redraws outnumber lines (a file of tqdm redraws), they become rows of their own as the block is split,
+    # not one giant row to split afterwards (30 MB of redraws held 450 MB that way): each `\r` is marked and broken,
+    # and the marked rows keep the physical line number they share. A log with a few bars among its lines takes the
+    # cheaper path below, which splits only the rows that hold a `\r`.
+    frame = _read_rows(data, stats, MAX_CHUNK_ROWS + 1)
+    if frame.height > MAX_CHUNK_ROWS:
+        raise Dense(MAX_CHUNK_ROWS)
+    # A long average row with a `\r` in the block (memchr-fast, unlike counting) is a file of redraws.
+    redraws = continues or (frame.height > 0 and len(data) // frame.height > _REDRAW_ROW_BYTES and b"\r" in data)
+    if redraws:
+        stats.invalid_utf8 = 0  # counted again on the redone read
+        frame = _read_rows(data.replace(b"\r\n", b"\n").replace(b"\r", _REDRAW + b"\n"), stats)
+        marked = pl.col("text").str.ends_with(_REDRAW.decode())
+        frame = (frame.with_columns(marked.alias("_redraw"))
+                 .with_columns((first + (~pl.col("_redraw")).cum_sum().shift(1, fill_value=0)).alias("line"),
+                               pl.col("text").str.strip_suffix(_REDRAW.decode()))
+                 .filter(~pl.col("_redraw") | (pl.col("text").str.strip_chars() != "")))
+        lines = int(frame["line"].max() or 0) - first + 1 if frame.height else 0
+        frame = frame.select(pl.col("line").cast(pl.UInt32), "text")
+    else:
+        lines = frame.height
+        frame = frame.select(pl.int_range(first, first + pl.len(), dtype=pl.UInt32).alias("line"), "text")
+    stats.physical_lines += lines - (1 - first if lines else 0)
     messy_mask = frame.select(pl.col("text").str.contains(_MESSY)).to_series()
     if messy_mask.any():
         plain = frame.filter(~messy_mask)
@@ -150,4 +232,10 @@ def lines_frame(data: bytes, stats: ChunkStats) -> pl.DataFrame:
             .filter(pl.col("text").str.strip_chars() != "")
         )
         frame = pl.concat([plain, messy]).sort("line", maintain_order=True)
+    long = frame.select(pl.col("text").str.len_bytes() > MAX_LINE_BYTES).to_series()
+    if cut or long.any():
+        last_long = bool(long[-1]) if frame.height else False
+        stats.cut_lines += int(long.sum()) + (1 if cut and not last_long else 0)
+        frame = frame.with_columns(pl.when(long).then(pl.col("text").str.slice(0, MAX_LINE_BYTES))
+                                   .otherwise(pl.col("text")).alias("text"))
     return frame.select("line", "text")

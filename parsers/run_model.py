@@ -17,7 +17,7 @@ from parsers.errors import InputError, Refused
 from parsers.extract import max_ranks, ranks_fact_rows
 from parsers.facts import FactInputs, RunFacts, assemble
 from parsers.ingest import LogResult, ingest_batch, ingest_log
-from parsers.lines import plain_text
+from parsers.lines import MAX_LINE_BYTES, plain_text
 from parsers.schema import FRAMES, conform
 from parsers.sources import Input, gzip_truncated, head_bytes, is_binary, open_input, read_text
 from parsers.thinning import THINNED_FRAMES, Thinner
@@ -115,7 +115,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     frames["steps"] = fill_step_times(_number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch")),
                                       frames["progress"])
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
-    thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1}
+    thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1} | {
+        f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults))
 
 
@@ -204,14 +205,17 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     if is_script:
         acc.scripts.append((source_id, script))  # type: ignore[arg-type]
     notes = (["truncated gzip: read what it holds"] if truncated else []) + (
-        ["a NUL-padded tail (what a crashed node leaves) ignored"] if _nul_tail(path) else [])
+        ["a NUL-padded tail (what a crashed node leaves) ignored"] if _nul_tail(path) else []) + (
+        [f"{result.stats.cut_lines} line(s) longer than {MAX_LINE_BYTES >> 20} MiB cut there (the rest skipped)"]
+        if result.stats.cut_lines else [])
     info = SourceInfo(inp.name, "launch_script" if is_script else "log", lines=result.stats.physical_lines,
                       recognised=result.used_lines, invalid_utf8=result.stats.invalid_utf8, bytes=size,
                       note="; ".join(notes))
     acc.faults.extend(f for f in result.faults if f not in acc.faults)
     if not is_script and result.used_lines == 0 and not any(result.rows.values()) and not result.ranks:
-        raise InputError(inp.name, f"nothing recognisable in {result.text_lines} lines (not a DeepSpeed, "
-                                   f"accelerate, HF Trainer, torchrun or NCCL log)")
+        cut = f", {result.stats.cut_lines} over {MAX_LINE_BYTES >> 20} MiB cut" if result.stats.cut_lines else ""
+        raise InputError(inp.name, f"nothing recognisable in {max(result.text_lines, result.stats.physical_lines)} "
+                                   f"lines{cut} (not a DeepSpeed, accelerate, HF Trainer, torchrun or NCCL log)")
     acc.sources.append(info)
     for name, parts in result.parts.items():
         acc.parts.setdefault(name, []).extend(parts)
@@ -238,6 +242,8 @@ def _blank_comments(text: str) -> str:
 
 def _nul_tail(path: Path) -> bool:
     with open(path, "rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":  # a gzip trailer's size field often ends in a zero byte: not a crashed tail
+            return False
         fh.seek(0, 2)
         if fh.tell() == 0:
             return False
@@ -325,10 +331,15 @@ SMALL_LOG_BYTES = 256 * 1024
 BATCH_BYTES = 16 * 1024 * 1024
 
 
+# A batch holds at most BATCH_BYTES / BATCH_MIN_LINE_BYTES (+ one file's) lines, under lines.MAX_CHUNK_ROWS; a file
+# of shorter lines (blank lines by the thousand) is read alone, where a block of many rows is read in pieces.
+BATCH_MIN_LINE_BYTES = 32
+
+
 def _batchable(raw: bytes) -> bool:
     """A small plain log that reads the same alone or in a batch: valid UTF-8 (damage is counted per file), no
-    NUL-padded tail (noted per file)."""
-    if len(raw) > SMALL_LOG_BYTES or raw.endswith(b"\x00"):
+    NUL-padded tail (noted per file), lines of a real log's length."""
+    if len(raw) > SMALL_LOG_BYTES or raw.endswith(b"\x00") or raw.count(b"\n") * BATCH_MIN_LINE_BYTES > len(raw):
         return False
     try:
         raw.decode("utf-8")

@@ -20,7 +20,10 @@ import polars as pl
 # of timers, enough for per-rank medians over thousands of steps on hundreds of ranks.
 THIN_BUDGET_ROWS = 400_000
 # The primary streams are kept in full up to this many rows per frame; past it, one row per step and kind (a kind
-# whose lines carry no rank, such as tqdm bars or throughput lines, is printed by every process: 4 to 16 copies).
+# whose lines carry no rank, such as tqdm bars or throughput lines, is printed by every process: 4 to 16 copies);
+# past it again with one row per step (a run of millions of steps, a file of millions of tqdm redraws), the primary
+# streams are sampled too, every second step, then every fourth: step times come from differences over the step
+# count (metrics.WALL_PER_STEP), so a sample of steps still gives them.
 PRIMARY_BUDGET_ROWS = 1_000_000
 THINNED_FRAMES = ("steps", "timers")
 # What one stream of rows is: a rank's (or, without ranks, a host's) lines of one kind in one source. Timers keep the
@@ -47,6 +50,7 @@ class Thinner:
     primary_budget: int = field(default_factory=lambda: PRIMARY_BUDGET_ROWS)
     parts: dict[str, list[pl.DataFrame]] = field(default_factory=dict)
     stride: dict[str, int] = field(default_factory=dict)  # frame -> keep 1 in N rows of non-primary streams
+    primary_stride: dict[str, int] = field(default_factory=dict)  # frame -> keep 1 in N primary rows (past per-step)
     per_step: set[str] = field(default_factory=set)  # frames whose primary streams keep one row per step
     _seen_counts: dict[str, dict[int, int]] = field(default_factory=dict)  # frame -> stream hash -> rows so far
     _primary: dict[tuple[str, str], _Primary] = field(default_factory=dict)  # (frame, origin) -> primary stream
@@ -64,9 +68,9 @@ class Thinner:
             part, summary = prepare(name, part)
         part = self._number(name, part, summary.counts)
         part = part.with_columns(self._is_primary(name, summary.kinds).alias("_primary"))
-        stride = self.stride.get(name, 1)
-        if stride > 1:
-            part = part.filter(_kept(stride))
+        stride, primary_stride = self.stride.get(name, 1), self.primary_stride.get(name, 1)
+        if stride > 1 or primary_stride > 1:
+            part = part.filter(_kept(stride, primary_stride))
         if name in self.per_step:
             part = self._one_per_step(name, part)
         self.parts.setdefault(name, []).append(part)
@@ -79,6 +83,11 @@ class Thinner:
         if self._primaries[name] > self.primary_budget and name not in self.per_step and "global_step" in part.columns:
             self.per_step.add(name)
             self.parts[name] = [self._one_per_step(name, p) for p in self.parts[name]]
+            self._recount(name)
+        while name in self.per_step and self._primaries[name] > self.primary_budget:
+            self.primary_stride[name] = self.primary_stride.get(name, 1) * 2
+            self.parts[name] = [p.filter(_kept(self.stride.get(name, 1), self.primary_stride[name]))
+                                for p in self.parts[name]]
             self._recount(name)
 
     def drop_source(self, source_id: int) -> None:
@@ -99,7 +108,7 @@ class Thinner:
     def _halve(self, name: str) -> None:
         stride = self.stride.get(name, 1) * 2
         self.stride[name] = stride
-        self.parts[name] = [p.filter(_kept(stride)) for p in self.parts[name]]
+        self.parts[name] = [p.filter(_kept(stride, self.primary_stride.get(name, 1))) for p in self.parts[name]]
         self._recount(name)
 
     def _recount(self, name: str) -> None:
@@ -159,9 +168,11 @@ class Thinner:
         return part
 
 
-def _kept(stride: int) -> pl.Expr:
-    """The rows a stride keeps: every primary row, and one in `stride` of the others, by each stream's phase."""
-    return pl.col("_primary") | (pl.col("_phase") % stride == 0)
+def _kept(stride: int, primary_stride: int = 1) -> pl.Expr:
+    """The rows the strides keep, by each stream's phase: one in `primary_stride` of the primary rows (all of them
+    until a run outgrows the primary budget) and one in `stride` of the others."""
+    primary = pl.col("_primary") if primary_stride == 1 else pl.col("_primary") & (pl.col("_phase") % primary_stride == 0)
+    return primary | (~pl.col("_primary") & (pl.col("_phase") % stride == 0))
 
 
 @dataclass(frozen=True)

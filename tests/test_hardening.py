@@ -50,6 +50,20 @@ def test_gzip_bomb_is_refused_within_its_cap(tmp_path: Path) -> None:
     proc = run_cli("parse", str(bomb))
     assert time.monotonic() - start < 60
     _one_line_exit_2(proc, "compression bomb")
+    # refused as it streams, once past the ratio's floor: not after inflating its whole 300 MiB
+    assert "expands more than 200x (64 MiB from" in proc.stderr
+
+
+def test_gzip_absolute_cap_whatever_the_ratio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import parsers.sources
+    from parsers import InputError, parse
+
+    p = tmp_path / "train.log.gz"
+    p.write_bytes(gzip.compress(LOG.read_bytes()))
+    assert parse([str(p)]).frames["steps"].height > 0
+    monkeypatch.setattr(parsers.sources, "GZIP_ABSOLUTE_CAP", len(LOG.read_bytes()) // 2)
+    with pytest.raises(InputError, match="expands past"):
+        parse([str(p)])
 
 
 def test_truncated_and_corrupt_gzip(tmp_path: Path) -> None:

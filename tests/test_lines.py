@@ -96,6 +96,82 @@ def test_very_long_line_and_no_trailing_newline(tmp_path: Path) -> None:
     assert m.frames["steps"]["line"].to_list() == [2]
 
 
+@pytest.mark.parametrize("compressed", [False, True])
+def test_over_long_line_is_cut_counted_and_the_rest_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         compressed: bool) -> None:
+    """A line past MAX_LINE_BYTES is cut there and the rest skipped up to its newline, in a file (positional reads)
+    and in a stream (gzip); the lines after it are read with their own numbers."""
+    import parsers.lines
+
+    monkeypatch.setattr(parsers.lines, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 1024)
+    raw = (STEP_LINE + "\n" + "y" * 300_000 + "\n" + STEP_LINE.replace("step=12,", "step=13,") + "\n"
+           + "z" * 3000 + "\n" + STEP_LINE.replace("step=12,", "step=14,") + "\n").encode()
+    p = tmp_path / ("cut.log.gz" if compressed else "cut.log")
+    p.write_bytes(gzip.compress(raw) if compressed else raw)
+    m = parse([str(p)])
+    steps = m.frames["steps"]
+    assert steps["global_step"].to_list() == [12, 13, 14]
+    assert steps["line"].to_list() == [1, 3, 5]
+    assert m.sources[0].lines == 5
+    assert m.sources[0].note.startswith("1 line(s) longer than")
+
+
+def test_carriage_return_redraws_without_newlines_are_read_in_bounded_chunks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of tqdm redraws with no newline at all (a `> out.log` of a progress bar) is one physical line: it is
+    cut into chunks at its redraws, every redraw read, all on line 1."""
+    import parsers.lines
+    from parsers.ingest import ingest_log
+    from parsers.lines import ChunkStats, iter_chunks
+
+    monkeypatch.setattr(parsers.lines, "MAX_LINE_BYTES", 2048)
+    monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 1024)
+    bars = "".join(f"\r{n // 20:3d}%|#         | {n}/2000 [00:{n % 60:02d}<01:00,  2.50it/s]" for n in range(1, 501))
+    p = tmp_path / "bar.log"
+    p.write_text(bars)
+    with open(p, "rb") as fh:
+        chunks = list(iter_chunks(fh, ChunkStats()))
+    assert len(chunks) > 10 and max(c.size for c in chunks) < 1024 + 2048
+    assert not chunks[0].continues and all(c.continues for c in chunks[1:])
+    for opener in (lambda: open(p, "rb"), lambda: gzip.open(gz, "rb")):
+        gz = tmp_path / "bar.log.gz"
+        gz.write_bytes(gzip.compress(bars.encode()))
+        with opener() as fh:
+            result = ingest_log(fh, 0)
+        steps = pl.concat(result.parts["steps"])
+        assert steps["global_step"].to_list() == list(range(1, 501))
+        assert set(steps["line"].to_list()) == {1} and result.stats.physical_lines == 1
+
+
+def test_dense_chunks_are_parsed_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blank lines by the million (a chunk of many more rows than a log has) are parsed in bounded pieces, with
+    the same rows and line numbers as in one."""
+    import parsers.lines
+
+    text = ("\n" * 5000 + STEP_LINE + "\n") * 3 + "\n" * 7000 + TIMER_LINE + "\n"
+    whole = _parse_text(tmp_path, text)
+    monkeypatch.setattr(parsers.lines, "MAX_CHUNK_ROWS", 1000)
+    pieces = _parse_text(tmp_path, text)
+    for name in ("steps", "timers"):
+        assert pieces.frames[name]["line"].to_list() == whole.frames[name]["line"].to_list(), name
+    assert pieces.frames["steps"]["line"].to_list() == [5001, 10002, 15003]
+    assert pieces.sources[0].lines == whole.sources[0].lines == 22004
+
+
+def test_primary_stream_is_sampled_past_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Millions of distinct steps (or redraws) are sampled systematically once one row per step outgrows the budget;
+    the report says so."""
+    import parsers.thinning
+
+    monkeypatch.setattr(parsers.thinning, "PRIMARY_BUDGET_ROWS", 100)
+    text = "".join(f"\r{n // 10:3d}%|#         | {n}/1000 [00:{n % 60:02d}<01:00,  2.50it/s]" for n in range(1, 1001))
+    m = _parse_text(tmp_path, text + "\n")
+    steps = m.frames["steps"]
+    assert m.thinned == {"steps (lowest rank)": 16}
+    assert steps.height <= 100 and steps["global_step"].diff().drop_nulls().unique().to_list() == [16]
+
+
 def test_gzip_and_truncated_log(tmp_path: Path) -> None:
     raw = (SAMPLES / "ds_zero0" / "train.log").read_bytes()
     cut = raw[: len(raw) // 2]
