@@ -19,6 +19,7 @@ from typing import Any
 from diagnose.engine import Diagnosis, nccl_transport
 from diagnose.findings import Finding
 from diagnose.metrics import CLOCK_ORDER, Metrics
+from parsers.credentials import is_secret_name
 from parsers.facts import Evidence, RunFacts
 
 SAME_WITHIN = 0.05  # a throughput or step-time ratio within 5% of 1 is no change (run-to-run noise on one machine)
@@ -330,6 +331,8 @@ def change_text(ch: FactChange) -> str:
     name = {"nccl_transport": "NCCL transport", "zero_stage": "ZeRO stage", "world_size": "world size",
             "grad_accum_steps": "gradient accumulation", "micro_batch_per_gpu": "micro-batch",
             "offload_optimizer": "optimizer offload", "offload_param": "parameter offload"}.get(ch.key, ch.key)
+    if is_secret_name(ch.key.rsplit(".", 1)[-1]):  # a changed password is named, its values never shown
+        return f"{name} changed"
     text = f"{name} {_fmt(ch.baseline)} -> {_fmt(ch.candidate)}"
     if ch.key == "nccl_transport" and ch.candidate == "socket":
         text = "NCCL over TCP sockets" if ch.baseline is None else text + " (TCP sockets)"
