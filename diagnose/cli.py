@@ -9,19 +9,21 @@ import os
 import sys
 import textwrap
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.console import Console
 
 from parsers import InputError, RunModel, parse as parse_sources
-from parsers.schema import describe
+from parsers.schema import FRAMES as FRAME_SCHEMAS, describe
 from reports import run_json
 
 if TYPE_CHECKING:
     from diagnose.compare import Side
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+FRAME_NAMES = tuple(FRAME_SCHEMAS)
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a progress bar only flickers
 
 app = typer.Typer(
@@ -78,10 +80,15 @@ def strict_json(doc: object) -> str:
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
-    from reports import redact
-
-    sys.stderr.write(f"diagnose: error: {redact.text(message)}\n")  # one line, never wrapped; URL credentials masked
+    _stderr(f"diagnose: error: {message}")  # one line, never wrapped; URL credentials masked
     return typer.Exit(code)
+
+
+def _stderr(line: str) -> None:
+    """One line to stderr, redacted and inert (a file name's escape sequences are shown, not obeyed)."""
+    from reports import inert, redact
+
+    sys.stderr.write(inert.text(redact.text(line).replace("\n", " ")) + "\n")
 
 
 def load(sources: list[str], refresh: bool = False) -> RunModel:
@@ -127,6 +134,7 @@ def parse(
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Show secret-looking env values.")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the run model's frame schema and exit.")] = False,
     refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Write into an --out folder that already holds a parse.")] = False,
 ) -> None:
     """Read SOURCES into the run model and summarise it (frames, run facts, unparsed lines)."""
     if schema:
@@ -137,20 +145,24 @@ def parse(
     if format not in ("json", "text"):
         raise _fail(f"--format must be json or text, not {format!r}")
     if len(runs := _runs(sources)) > 1:  # parse has one run model to give: say so rather than merge silently
-        sys.stderr.write(f"diagnose: warning: {len(runs)} runs found ({', '.join(r.name for r in runs[:4])}"
-                         f"{', ...' if len(runs) > 4 else ''}); they are read as one model here, `diagnose report` "
-                         "reports each\n")
+        _stderr(f"diagnose: warning: {len(runs)} runs found ({', '.join(r.name for r in runs[:4])}"
+                f"{', ...' if len(runs) > 4 else ''}); they are read as one model here, `diagnose report` reports each")
+    if out_dir is not None:
+        _check_out_dir(out_dir, sources, force)
     model = _load_or_exit(sources, refresh)
     doc = run_json.summary(model, redact_secrets=not no_redact)
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        for name, frame in model.frames.items():
-            (run_json.redacted_frame(frame) if not no_redact else frame).write_parquet(out_dir / f"{name}.parquet")
-        (out_dir / "facts.json").write_text(strict_json(doc))
+        try:
+            out_dir.mkdir(exist_ok=True)
+            for name, frame in model.frames.items():
+                (run_json.redacted_frame(frame) if not no_redact else frame).write_parquet(out_dir / f"{name}.parquet")
+            (out_dir / "facts.json").write_text(strict_json(doc))
+        except OSError as e:
+            raise _fail(f"{out_dir}: cannot write ({e.strerror or e})") from None
     if format == "json":
-        sys.stdout.write(strict_json(doc))
+        _emit(strict_json(doc))
     else:
-        _print_text(doc)
+        _writing(lambda: _print_text(doc))
 
 
 def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
@@ -161,9 +173,7 @@ def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
     if model.skipped:  # one line for all of them; the report's sources table lists each
         listed = "; ".join(f"{s.name} ({s.why})" for s in model.skipped[:5])
         more = f"; and {len(model.skipped) - 5} more" if len(model.skipped) > 5 else ""
-        from reports import redact
-
-        sys.stderr.write(redact.text(f"diagnose: skipped {len(model.skipped)} input(s): {listed}{more}") + "\n")
+        _stderr(f"diagnose: skipped {len(model.skipped)} input(s): {listed}{more}")
     return model
 
 
@@ -246,8 +256,7 @@ def report(
     fmt = _output_format(output, format)
     if fail_on not in (None, "critical", "warning"):
         raise _fail(f"--fail-on must be critical or warning, not {fail_on!r}")
-    if output is not None and output.exists() and not force:
-        raise _fail(f"{output} exists; pass --force to overwrite it")
+    _check_output(output, sources, force)
     if write_config is not None and write_config.exists() and not force:
         raise _fail(f"{write_config} exists; pass --force to write into it")
     from diagnose.engine import diagnose as run_diagnosis
@@ -282,11 +291,11 @@ def report(
     if fmt == "text" and output is None and not to_stdout:
         from reports import terminal
 
-        terminal.render(doc, out)
+        _writing(lambda: terminal.render(doc, out))
     else:
         text = render_report(fmt, doc, model, diagnosis)
         if output is None:
-            sys.stdout.write(text)
+            _emit(text)
         else:
             _write_atomic(output, text, force)
             err.print(f"wrote {output} ({len(text.encode()) / 1e6:.1f} MB)" if len(text) > 1e6 else f"wrote {output}")
@@ -364,8 +373,8 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
         done.append((r.name, doc, model, diagnosis))
         worst |= {f.severity for f in diagnosis.findings}
     if skipped:
-        sys.stderr.write(f"diagnose: skipped {len(skipped)} run(s) with nothing recognisable: "
-                         + "; ".join(skipped[:5]) + ("; ..." if len(skipped) > 5 else "") + "\n")
+        _stderr(f"diagnose: skipped {len(skipped)} run(s) with nothing recognisable: "
+                + "; ".join(skipped[:5]) + ("; ..." if len(skipped) > 5 else ""))
     if not done:
         raise _fail("no run in the directory held anything recognisable")
     if fmt == "json":
@@ -381,14 +390,14 @@ def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional
 
         for i, (n, doc, _, _) in enumerate(done, 1):
             out.rule(f"run {i} of {len(done)}: {n}")
-            terminal.render(doc, out)
+            _writing(lambda: terminal.render(doc, out))
         text = None
     else:
         text = "\n\n".join(f"# Run {i} of {len(done)}: `{n.replace('`', '')}`\n\n" + render_report(fmt, doc, m, d)
                             for i, (n, doc, m, d) in enumerate(done, 1))
     if text is not None:
         if output is None:
-            sys.stdout.write(text)
+            _emit(text)
         else:
             _write_atomic(output, text, force)
             err.print(f"wrote {output} ({len(done)} runs)")
@@ -441,6 +450,38 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object) -> list[t
     return [(name, str(fig.layout.title.text or name), path) for (name, fig), path in zip(figs, paths)]
 
 
+def _check_out_dir(folder: Path, sources: list[str], force: bool) -> None:
+    """`parse --out DIR` follows -o's rules: a folder (not a file), whose parent exists, holding no earlier parse
+    unless --force, and never an input's folder when that would replace an input."""
+    from parsers.sources import input_files
+
+    if folder.exists() and not folder.is_dir():
+        raise _fail(f"--out {folder}: a file, not a folder")
+    if not folder.parent.is_dir():
+        raise _fail(f"--out {folder}: {folder.parent} does not exist (create it first)")
+    written = [folder / "facts.json", *(folder / f"{name}.parquet" for name in FRAME_NAMES)]
+    inputs = input_files(sources)
+    if any(os.path.realpath(p) in inputs for p in written):
+        raise _fail(f"--out {folder}: would write over one of the inputs")
+    if not force and any(p.exists() for p in written):
+        raise _fail(f"--out {folder} already holds a parse; pass --force to overwrite it")
+
+
+def _check_output(output: Optional[Path], sources: list[str], force: bool) -> None:
+    """Before any reading: an output never replaces one of the inputs (with or without --force), an existing one
+    needs --force, and its folder must exist (a typo is not a new directory tree)."""
+    if output is None:
+        return
+    from parsers.sources import input_files
+
+    if os.path.realpath(output) in input_files(sources):
+        raise _fail(f"{output} is one of the inputs; write the output elsewhere")
+    if output.exists() and not force:
+        raise _fail(f"{output} exists; pass --force to overwrite it")
+    if not output.parent.is_dir():
+        raise _fail(f"{output.parent}: no such directory (create it first)")
+
+
 def _write_atomic(path: Path, text: str, force: bool = True) -> None:
     """Write to a temporary file beside the target, then put it in place in one step: with `force` by rename,
     without it by a hard link, which fails if the target appeared meanwhile (no check-then-write race). Any path
@@ -451,7 +492,6 @@ def _write_atomic(path: Path, text: str, force: bool = True) -> None:
 
     tmp = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -510,8 +550,7 @@ def compare(
     if to_stdout:
         output = None
     fmt = _output_format(output, format)
-    if output is not None and output.exists() and not force:
-        raise _fail(f"{output} exists; pass --force to overwrite it")
+    _check_output(output, [*sides[0], *sides[1]], force)
     from diagnose.compare import compare as run_compare
     from reports import compare_doc
 
@@ -537,7 +576,7 @@ def compare(
         compare_doc.render_terminal(doc, Console(file=buf, width=110, no_color=True))
         text = buf.getvalue()
     if output is None:
-        sys.stdout.write(text)
+        _emit(text)
     else:
         _write_atomic(output, text, force)
         err.print(f"wrote {output}")
@@ -627,7 +666,7 @@ def plan(
     p = make_plan(params, gpus, gpus_per_node, gpu_memory, optimizer, grad_accum, seq_len, micro_batch, hidden,
                   layers, heads, activation_checkpointing)
     if format == "json":
-        sys.stdout.write(strict_json(dataclasses.asdict(p)))
+        _emit(strict_json(dataclasses.asdict(p)))
         return
     if format != "text":
         raise _fail(f"--format must be text or json, not {format!r}")
@@ -681,13 +720,43 @@ def _root() -> None:
     """Tell why a distributed training run was slow and which config change fixes it."""
 
 
+def _emit(text: str) -> None:
+    _writing(lambda: (sys.stdout.write(text), sys.stdout.flush()))
+
+
+def _writing(write: Callable[[], object]) -> None:
+    """Run a write to stdout; a full disk or a closed pipe is exit 2 with one line (click would exit 1 silently)."""
+    try:
+        write()
+    except OSError as e:
+        _write_failed(e)
+
+
+def _write_failed(e: OSError) -> None:
+    """One line and exit 2; stdout is pointed at /dev/null so that Python's own flush at exit stays quiet."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    what = "the output" if isinstance(e, BrokenPipeError) or e.filename is None else str(e.filename)
+    _stderr(f"diagnose: error: cannot write {what}: {e.strerror or e}")
+    sys.exit(EXIT_INPUT)
+
+
 def main() -> None:
     try:
         rc = app(standalone_mode=False)
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, inside the handlers, not at exit
         if isinstance(rc, int) and rc:
             sys.exit(rc)
     except typer.Exit as e:
+        try:
+            sys.stdout.flush()
+        except OSError as write_error:
+            _write_failed(write_error)
         sys.exit(e.exit_code)
+    except OSError as e:  # writing the output failed (full disk, broken pipe), or the environment refused a file
+        _write_failed(e)
     except (typer.Abort, KeyboardInterrupt):
         err.print("diagnose: aborted")
         sys.exit(130)

@@ -156,7 +156,7 @@ def _comms_table(lines: list[str], columns: tuple[str, ...]) -> tuple[list[dict[
             if op is None:
                 break
             size = m.group("size")
-            rows.append({"op": op, "msg_size": size, "msg_bytes": size_bytes(size), "count": int(m.group("count")),
+            rows.append({"op": op, "msg_size": size, "msg_bytes": size_bytes(size), "count": _int64(m.group("count")),
                          **{col: float(m.group(g)) for col, g in zip(columns, "abcd")}})
         elif m := _COMMS_OP.match(line):
             op = m.group("op")
@@ -183,3 +183,9 @@ def _flops(lines: list[str]) -> tuple[dict[str, str], int]:
         if sep and key in _FLOPS_KEYS and value.strip():
             out[_FLOPS_KEYS[key]] = value.strip()
     return out, used
+
+
+def _int64(text: str) -> int | None:
+    """A count as printed, or None past 64 bits (a frame column cannot hold it; a real count never needs it)."""
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None

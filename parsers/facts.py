@@ -720,8 +720,8 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
     # sub-communicators).
     comm = msgs.select(pl.col("msg").str.extract_groups(
         r"nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")).unnest("msg").drop_nulls()
-    comm = comm.select(pl.all().cast(pl.Int64)).sort("n", descending=True)
-    old = msgs.select(pl.col("msg").str.extract(r"rank \d+ nranks (\d+)").cast(pl.Int64)).to_series().drop_nulls()
+    comm = comm.select(pl.all().cast(pl.Int64, strict=False)).drop_nulls().sort("n", descending=True)
+    old = msgs.select(pl.col("msg").str.extract(r"rank \d+ nranks (\d+)").cast(pl.Int64, strict=False)).to_series().drop_nulls()
     n_ranks = int(comm["n"][0]) if comm.height else (int(old.max()) if old.len() else None)
     n_nodes = int(comm["nodes"][0]) if comm.height else None
     local = int(comm["local"][0]) if comm.height else None

@@ -421,7 +421,7 @@ def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.Dat
     """HF loss dicts carry no step: epoch x update-steps-per-epoch gives it, else the dict's ordinal."""
     is_hf = pl.col("origin") == "hf_log"
     ordinal = (pl.int_range(1, pl.len() + 1).over("source", "rank", "origin")).cast(pl.Int64)
-    by_epoch = (pl.col("epoch") * steps_per_epoch).round().cast(pl.Int64) if steps_per_epoch else ordinal
+    by_epoch = (pl.col("epoch") * steps_per_epoch).round().cast(pl.Int64, strict=False) if steps_per_epoch else ordinal
     return steps.with_columns(
         pl.when(is_hf & pl.col("global_step").is_null()).then(by_epoch).otherwise(pl.col("global_step"))
         .alias("global_step"))

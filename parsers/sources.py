@@ -80,6 +80,19 @@ def _local(src: str, tmpdir: Path | None = None) -> Iterator[Input]:
     yield Input(src, path, True)  # an unreadable file is skipped when it is read, like any other unreadable input
 
 
+def input_files(sources: list[str]) -> set[str]:
+    """The real paths of every local file the sources name or a directory walk would read: what no output may
+    replace."""
+    found: set[str] = set()
+    for src in sources:
+        path = Path(src)
+        if path.is_dir():
+            found.update(os.path.realpath(f) for f in _walk(path))
+        elif path.exists():
+            found.add(os.path.realpath(path))
+    return found
+
+
 def _walk(root: Path) -> Iterator[Path]:
     from parsers.wandb_offline import find_run_files
 

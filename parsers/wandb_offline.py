@@ -212,7 +212,7 @@ def system_frame(stats: list[dict[str, Any]], source_id: int) -> pl.DataFrame:
     frame = pl.DataFrame(rows, schema={"_t": pl.Float64, "gpu": pl.Int32, "metric": pl.String, "value": pl.Float64},
                          orient="row")
     return frame.with_columns(
-        pl.from_epoch((pl.col("_t") * 1000).cast(pl.Int64), time_unit="ms").alias("ts"),
+        pl.from_epoch((pl.col("_t") * 1000).cast(pl.Int64, strict=False), time_unit="ms").alias("ts"),
         pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit("wandb_stats").alias("origin"),
     ).drop("_t")
 
@@ -233,15 +233,15 @@ def steps_frame(history: pl.DataFrame, source_id: int) -> pl.DataFrame:
     numeric = {name for name, dtype in history.schema.items() if dtype.is_numeric()}
 
     def first(keys: tuple[str, ...]) -> pl.Expr:
-        present = [pl.col(k).cast(pl.Float64) for k in keys if k in numeric]
+        present = [pl.col(k).cast(pl.Float64, strict=False) for k in keys if k in numeric]
         return pl.coalesce(present) if present else pl.repeat(None, pl.len(), dtype=pl.Float64)
 
     columns = {col: first(keys) for col, keys in HISTORY_KEYS.items()}
     out = history.select(**columns, _timestamp=first(("_timestamp",)))
     out = out.filter(pl.col("loss").is_not_null() | pl.col("samples_per_sec").is_not_null() | pl.col("lr").is_not_null())
     return out.with_columns(
-        pl.col("global_step").cast(pl.Int64),
-        pl.from_epoch((pl.col("_timestamp") * 1000).cast(pl.Int64), time_unit="ms").alias("ts"),
+        pl.col("global_step").cast(pl.Int64, strict=False),
+        pl.from_epoch((pl.col("_timestamp") * 1000).cast(pl.Int64, strict=False), time_unit="ms").alias("ts"),
         pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit("wandb_history").alias("origin"),
     ).drop("_timestamp")
 

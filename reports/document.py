@@ -17,7 +17,7 @@ from diagnose.engine import Diagnosis, nccl_transport
 from diagnose.findings import Change, Finding
 from parsers.facts import RunFacts
 from parsers.run_model import RunModel
-from reports import redact
+from reports import inert, redact
 
 SCHEMA_VERSION = 1
 
@@ -38,14 +38,14 @@ class Redactor:
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
             out = value.replace(self.folder, "") if self.folder else value
-            out = redact.text(out) if self.enabled else out
+            out = inert.text(redact.text(out) if self.enabled else out)
             if self.redact_hosts:
                 for host, alias in sorted(self.aliases.items(), key=lambda kv: -len(kv[0])):
                     out = out.replace(host, alias)
                 out = re.sub(r"\b(?:\d{1,3}\.){3}\d{1,3}\b", lambda m: self._alias(m.group(0)), out)
             return out
         if isinstance(value, dict):
-            return {self(k) if isinstance(k, str) and self.redact_hosts else k:
+            return {self(k) if isinstance(k, str) and self.redact_hosts else inert.text(k) if isinstance(k, str) else k:
                     redact.MASK if self._secret_key(k, v) else self(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
