@@ -160,3 +160,69 @@ def test_fifos_are_streams_or_skipped(tmp_path: Path) -> None:
     out, err = reader.communicate(timeout=60)
     assert reader.returncode == 0, err
     assert json.loads(out)["sources"][0]["recognised"] > 0
+
+
+def test_an_output_never_replaces_an_input_nor_creates_folders(tmp_path: Path) -> None:
+    log = tmp_path / "train.md"  # a name a report could have: read as a log, and the -o target
+    log.write_bytes(LOG.read_bytes())
+    before = log.read_bytes()
+    for args in (["report", str(log), "-o", str(log), "--force"], ["report", str(tmp_path), "-o", str(log), "--force"]):
+        _one_line_exit_2(run_cli(*args), "is one of the inputs")
+    assert log.read_bytes() == before
+    missing = tmp_path / "no" / "such" / "report.md"
+    _one_line_exit_2(run_cli("report", str(log), "-o", str(missing)), "no such directory")
+    assert not (tmp_path / "no").exists()
+
+
+def test_parse_out_follows_the_output_rules(tmp_path: Path) -> None:
+    a_file = tmp_path / "frames"
+    a_file.write_text("x")
+    _one_line_exit_2(run_cli("parse", str(LOG), "--out", str(a_file)), "a file, not a folder")
+    folder = tmp_path / "parsed"
+    assert run_cli("parse", str(LOG), "--out", str(folder)).returncode == 0
+    facts = (folder / "facts.json").read_text()
+    _one_line_exit_2(run_cli("parse", str(LOG), "--out", str(folder)), "--force")
+    assert (folder / "facts.json").read_text() == facts
+    assert run_cli("parse", str(LOG), "--out", str(folder), "--force").returncode == 0
+    _one_line_exit_2(run_cli("parse", str(LOG), "--out", str(tmp_path / "x" / "y")), "does not exist")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_a_full_disk_and_a_closed_pipe_are_one_line_and_exit_2() -> None:
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "diagnose", "report", str(LOG), "-o", "-", "--format", "json"],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    _one_line_exit_2(proc, "cannot write the output", "No space left")
+    proc = subprocess.Popen([sys.executable, "-m", "diagnose", "report", str(SAMPLES / "ds_zero0"), "-o", "-",
+                             "--format", "html"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader went away (`| head`)
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 2 and err.count("\n") == 1 and "Broken pipe" in err, err
+
+
+def test_numbers_past_64_bits_are_set_aside_not_fatal(tmp_path: Path) -> None:
+    p = tmp_path / "nccl.log"
+    p.write_text("node-0:235:680 [3] NCCL INFO comm 0x5647 rank 3 nRanks 4 nNodes 1 localRanks 99999999999999999999 "
+                 "localRank 3 MNNVL 0\n" + LOG.read_text())
+    proc = run_cli("report", str(p), "--format", "json", "-o", "-")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["faults"] == []
+
+
+def test_control_characters_from_inputs_are_shown_not_obeyed(tmp_path: Path) -> None:
+    """A file name and an env value carrying an OSC window title, a screen clear and a right-to-left override."""
+    name = tmp_path / "run\x1b]0;pwned\x07\u202e.log"
+    name.write_text("export NCCL_SOCKET_IFNAME='eth0\x1b[2J\x1b[H'\n" + LOG.read_text())
+    for fmt in ("text", "md"):
+        proc = run_cli("report", str(tmp_path), "--format", fmt, "-o", "-")
+        assert proc.returncode == 0, proc.stderr
+        for raw in ("\x1b", "\x07", "\u202e"):
+            assert raw not in proc.stdout and raw not in proc.stderr, (fmt, raw)
+        assert "\\x1b" in proc.stdout  # shown as its escape
+    missing = run_cli("report", str(tmp_path / "gone\x1b[2J.log"))
+    _one_line_exit_2(missing, "\\x1b[2J")
+    assert "\x1b" not in missing.stderr
