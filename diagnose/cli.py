@@ -610,22 +610,33 @@ def serve(
     queue: Annotated[Optional[int], typer.Option("--queue", help="Analyses that may wait for a worker before "
                                                  "uploads are refused with HTTP 503 (default 4 per worker).")] = None,
     token: Annotated[Optional[str], typer.Option("--token", envvar="DIAGNOSE_TOKEN", help="Require this token "
-                                                 "(Authorization: Bearer T) for uploads; also read from "
-                                                 "DIAGNOSE_TOKEN.")] = None,
+                                                 "(the header `Authorization: Bearer T`, exactly) for uploads and "
+                                                 "stored reports; also read from DIAGNOSE_TOKEN. The page asks "
+                                                 "for it.")] = None,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep secrets in the reports.")] = False,
+    body_timeout: Annotated[float, typer.Option("--body-timeout", help="Seconds an upload's body may take to "
+                                                "arrive; a slower (trickling) client gets HTTP 408.")] = 120.0,
+    no_access_log: Annotated[bool, typer.Option("--no-access-log", help="Do not log one line per request to "
+                                                "stderr.")] = False,
 ) -> None:
     """Serve an upload page and API: drop a run's logs, configs and launch script (or paste a W&B run URL) in the
     browser and get the report, with the Markdown one click away. API: POST /api/diagnose (multipart `files`,
     optional `wandb`), GET /reports/{id}[.md|.json], GET /healthz."""
     from diagnose.serve import ServeConfig, run
 
-    if workers < 1 or max_upload_mb <= 0 or keep_minutes <= 0 or (queue is not None and queue < 0):
-        raise _fail("--workers must be >= 1, --max-upload-mb and --keep-minutes > 0, --queue >= 0")
+    if workers < 1 or max_upload_mb <= 0 or keep_minutes <= 0 or (queue is not None and queue < 0) \
+            or body_timeout <= 0:
+        raise _fail("--workers must be >= 1, --max-upload-mb, --keep-minutes and --body-timeout > 0, --queue >= 0")
+    if token is not None and not token.strip():  # `--token ""` must not quietly turn authentication off
+        raise _fail("--token is empty: give a token, or leave the option (and DIAGNOSE_TOKEN) out for no token")
+    if token is not None and token != token.strip():
+        raise _fail("--token has spaces around it: they would have to be sent too; give the token alone")
     if host not in ("127.0.0.1", "localhost", "::1"):
         err.print(f"diagnose serve: warning: listening on {host}: anyone who can reach it can upload, and reports "
                   "may hold internal details (hostnames, paths, config)" + ("" if token else "; consider --token"))
     config = ServeConfig(max_upload_mb=max_upload_mb, keep_minutes=keep_minutes, workers=workers, queue=queue,
-                         token=token, redact_secrets=not no_redact)
+                         token=token, redact_secrets=not no_redact, body_timeout_s=body_timeout,
+                         access_log=not no_access_log)
     try:
         run(config, host, port, lambda line: err.print(line))
     except OSError as e:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,7 +32,7 @@ from parsers.errors import InputError
 
 # The page and the reports run their own inline scripts (plotly.js is inlined) and load nothing from elsewhere.
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; "
-       "font-src data:; connect-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'")
+       "font-src data:; connect-src 'self'; frame-src 'self' blob:; form-action 'self'; base-uri 'none'")
 FIELD_MAX_BYTES = 64 * 1024  # a form field (the W&B URL) is a line, not a file
 MAX_FILES = 200
 QUEUE_PER_WORKER = 4  # analyses waiting per worker before new uploads are refused with 503
@@ -46,6 +47,10 @@ class ServeConfig:
     queue: int | None = None  # analyses allowed to wait (default QUEUE_PER_WORKER x workers)
     token: str | None = None
     redact_secrets: bool = True
+    # An upload's whole body must arrive within this many seconds: a client that trickles bytes is cut off (its
+    # connection and its temporary files freed) instead of holding a queue slot.
+    body_timeout_s: float = 120.0
+    access_log: bool = True
 
 
 @dataclass
@@ -213,16 +218,24 @@ def create_app(config: ServeConfig) -> Starlette:
         return state
 
     def authorised(request: Request) -> bool:
+        """Exactly `Authorization: Bearer <token>`, compared in constant time; no query parameter, no other scheme."""
         if not config.token:
             return True
-        given = request.headers.get("authorization", "").removeprefix("Bearer ").strip() \
-            or request.query_params.get("token", "")
-        return secrets.compare_digest(given.encode(), config.token.encode())
+        expected = f"Bearer {config.token}".encode()
+        return secrets.compare_digest(request.headers.get("authorization", "").encode(), expected)
 
-    def error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-        from reports import redact
+    def error(status: int, message: str, headers: dict[str, str] | None = None, *, from_input: bool = True
+              ) -> JSONResponse:
+        """One sentence; one that quotes the client's input is redacted and made inert like any report text."""
+        from reports import inert, redact
 
-        return JSONResponse({"error": redact.text(message)}, status_code=status, headers=headers)
+        text = inert.text(redact.text(message)) if from_input else message
+        return JSONResponse({"error": text}, status_code=status, headers=headers)
+
+    def unauthorised() -> JSONResponse:
+        return error(401, "this server needs its access token: send the header `Authorization: Bearer` followed by "
+                          "the token given to `diagnose serve --token`", {"WWW-Authenticate": "Bearer"},
+                     from_input=False)
 
     async def page(request: Request) -> Response:
         from reports.html import upload_page
@@ -236,7 +249,7 @@ def create_app(config: ServeConfig) -> Starlette:
     async def diagnose_upload(request: Request) -> Response:
         s = st()
         if not authorised(request):
-            return error(401, "a token is required (Authorization: Bearer <token>)")
+            return unauthorised()
         max_bytes = int(config.max_upload_mb * 1024 * 1024)
         length = request.headers.get("content-length")
         if length and length.isdigit() and int(length) > max_bytes:
@@ -253,8 +266,14 @@ def create_app(config: ServeConfig) -> Starlette:
         sink = _MultipartSink(options[b"boundary"], upload, max_bytes)
         try:
             try:
-                async for chunk in request.stream():
-                    sink.feed(chunk)
+                async with asyncio.timeout(config.body_timeout_s):
+                    async for chunk in request.stream():
+                        sink.feed(chunk)
+            except TimeoutError:
+                return error(408, f"the upload did not arrive within {config.body_timeout_s:g} s",
+                             {"Connection": "close"}, from_input=False)
+            except MultipartParseError as e:
+                return error(400, f"not a well-formed multipart/form-data body ({e})")
             finally:
                 sink.close()
             wandb = sink.fields.get("wandb") or None
@@ -277,6 +296,8 @@ def create_app(config: ServeConfig) -> Starlette:
             shutil.rmtree(upload, ignore_errors=True)
 
     async def report(request: Request) -> Response:
+        if not authorised(request):
+            return unauthorised()
         name = request.path_params["name"]
         rid, _, suffix = name.partition(".")
         entry = st().reports.get(rid)
@@ -302,10 +323,47 @@ def create_app(config: ServeConfig) -> Starlette:
             state.pool.shutdown(wait=False, cancel_futures=True)
             shutil.rmtree(root, ignore_errors=True)
 
-    return Starlette(routes=[
+    app = Starlette(routes=[
         Route("/", page), Route("/healthz", healthz), Route("/api/diagnose", diagnose_upload, methods=["POST"]),
         Route("/reports/{name}", report),
     ], lifespan=lifespan)
+    if config.access_log:
+        app.add_middleware(_AccessLog)
+    return app
+
+
+class _AccessLog:
+    """One line per request on stderr: client, method, path (never the query string, which may carry a secret),
+    status, bytes of the answer and milliseconds. Uvicorn's own access log prints the query string; it is off."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        import sys
+
+        start = time.monotonic()
+        status, size = [0], [0]
+
+        async def sending(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            elif message["type"] == "http.response.body":
+                size[0] += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            from reports import inert
+
+            client = (scope.get("client") or ("-", 0))[0]
+            path = inert.text(scope.get("path", ""))[:200]
+            sys.stderr.write(f"{time.strftime('%Y-%m-%d %H:%M:%S')} {client} {scope.get('method', '-')} {path} "
+                             f"{status[0] or '-'} {size[0]} {1000 * (time.monotonic() - start):.0f} ms\n")
 
 
 async def _sweep(state: _State) -> None:

@@ -35,6 +35,12 @@ def _free_port() -> int:
 @contextmanager
 def server(tmp: Path, *args: str) -> Iterator[str]:
     """The server in its own process, with its temporary files under `tmp`; stopped (SIGINT, as Ctrl-C) after."""
+    with server_process(tmp, *args) as (base, _):
+        yield base
+
+
+@contextmanager
+def server_process(tmp: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = _free_port()
     env = {**os.environ, "TMPDIR": str(tmp)}
     proc = subprocess.Popen([sys.executable, "-m", "diagnose", "serve", "--port", str(port), *args], cwd=ROOT,
@@ -49,7 +55,7 @@ def server(tmp: Path, *args: str) -> Iterator[str]:
                 time.sleep(0.05)
         else:
             raise AssertionError(f"server did not start: {proc.stderr.read() if proc.stderr else ''}")
-        yield base
+        yield base, proc
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -224,3 +230,70 @@ def test_the_page_uploads_and_shows_the_report_in_chromium(tmp_path: Path) -> No
         finally:
             browser.close()
     assert errors == []
+
+
+def test_the_token_is_checked_exactly_on_uploads_and_stored_reports(tmp_path: Path) -> None:
+    token = "s3cret-token-for-tests"
+    with server_process(tmp_path, "--token", token) as (base, proc):
+        def post(headers: dict[str, str], params: dict[str, str] | None = None) -> httpx.Response:
+            return httpx.post(f"{base}/api/diagnose", headers=headers, params=params, timeout=120,
+                              files=[("files", (f.name, f.read_bytes())) for f in SEED_FILES])
+
+        for headers, params in (({}, None), ({"Authorization": token}, None), ({"Authorization": f"Bearer  {token}"}, None),
+                                ({"Authorization": f"bearer {token}"}, None),
+                                ({}, {"token": token}), ({"Authorization": f"Basic {token}"}, None)):
+            r = post(headers, params)
+            assert r.status_code == 401, (headers, params)
+            assert "[REDACTED]" not in r.json()["error"] and "Authorization: Bearer" in r.json()["error"]
+        ok = post({"Authorization": f"Bearer {token}"})
+        assert ok.status_code == 200, ok.text
+        url = ok.json()["report_url"]
+        for suffix in ("", ".md", ".json"):
+            assert httpx.get(f"{base}{url}{suffix}", timeout=30).status_code == 401
+            assert httpx.get(f"{base}{url}{suffix}", params={"token": token}, timeout=30).status_code == 401
+            r = httpx.get(f"{base}{url}{suffix}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+            assert r.status_code == 200 and len(r.text) > 100
+        assert httpx.get(f"{base}/?token=abc", timeout=10).status_code == 200  # the page itself holds no data
+    proc.wait(timeout=15)
+    log = proc.stderr.read() if proc.stderr else ""
+    # the access log: one line per request, the path without its query string, never the token
+    assert " POST /api/diagnose 401 " in log and " POST /api/diagnose 200 " in log and f" GET {url}.md 200 " in log
+    assert token not in log and "token=" not in log
+
+
+def test_an_empty_token_is_refused_at_start_up() -> None:
+    for bad in ("", "  ", " padded "):
+        proc = run_cli("serve", "--token", bad, "--port", str(_free_port()), timeout=30)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert "--token" in proc.stderr
+
+
+def test_a_trickling_body_times_out_and_a_broken_multipart_is_400(tmp_path: Path) -> None:
+    import socket as sockets
+    from urllib.parse import urlparse
+
+    with server(tmp_path, "--body-timeout", "2") as base:
+        u = urlparse(base)
+        with sockets.create_connection((u.hostname, u.port), timeout=30) as conn:
+            boundary = "b0undary"
+            conn.sendall(f"POST /api/diagnose HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary="
+                         f"{boundary}\r\nContent-Length: 100000\r\n\r\n--{boundary}\r\n".encode())
+            start = time.monotonic()
+            answer = b""
+            while b"\r\n\r\n" not in answer and time.monotonic() - start < 20:
+                try:
+                    conn.sendall(b"x")  # one byte a second: never done
+                except OSError:
+                    break
+                conn.settimeout(1)
+                try:
+                    answer += conn.recv(4096)
+                except TimeoutError:
+                    pass
+            assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+            assert time.monotonic() - start < 10
+        assert httpx.get(f"{base}/healthz", timeout=5).json()["pending"] == 0  # the slot was given back
+        garbage = httpx.post(f"{base}/api/diagnose", content=b"--b\r\nContent-Disposition: form-data; name=\"f\"; "
+                             b"filename=\"x\"\r\n\r\nabc\r\n--b-\xff\xff garbage",
+                             headers={"Content-Type": "multipart/form-data; boundary=b"}, timeout=30)
+        assert garbage.status_code == 400, garbage.text
