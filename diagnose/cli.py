@@ -120,7 +120,12 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
         progress = None
         if total >= PROGRESS_MIN_BYTES:
             logs = bar.add_task("reading logs (MB)", total=total // 1_000_000)
-            progress = lambda n: bar.advance(logs, n / 1_000_000)  # noqa: E731
+            lines_read = [0]
+
+            def progress(n: int, lines: int = 0) -> None:
+                lines_read[0] += lines
+                bar.update(logs, advance=n / 1_000_000,
+                           description=f"reading logs: {lines_read[0]:,} lines, MB")
         return parse_sources(sources, progress=progress, refresh=refresh, fetch_progress=fetched if wandb else None)
 
 
@@ -726,8 +731,23 @@ def rules(rule_id: Annotated[Optional[str], typer.Argument(help="A rule id to ex
               f"Evidence it needs\n  {r.evidence}\n\nThe fix\n  {r.fix}", markup=False)
 
 
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("diagnose")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            number = "unknown (not installed)"
+        _emit(f"diagnose {number}\n")
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    show_version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                               help="Print the version and exit.")] = False,
+) -> None:
     """Tell why a distributed training run was slow and which config change fixes it."""
 
 

@@ -102,10 +102,10 @@ def _shift(frame: pl.DataFrame, offset: int) -> pl.DataFrame:
     return frame.with_columns(pl.col("line") + pl.lit(offset, dtype=frame.schema["line"])) if offset else frame
 
 
-def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | None = None,
+def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | None = None,
                thinner: Thinner | None = None) -> LogResult:
     """Chunks are extracted WORKERS at a time and merged in order; multi-line blocks are read in order afterwards.
-    With a thinner, the per-step frames go to it (bounded memory) instead of `result.parts`."""
+    `progress(bytes, lines=n)` is called as each chunk is merged. With a thinner, the per-step frames go to it (bounded memory) instead of `result.parts`."""
     result = LogResult()
     pending: pl.DataFrame | None = None  # lines from a block header whose window ran past the chunk's end
     in_flight: deque[tuple[Future[list[_Parsed]], int]] = deque()
@@ -115,10 +115,11 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[[int], None] | N
 
     def drain_one() -> None:
         future, size = in_flight.popleft()
-        for parsed in future.result():
+        parsed_pieces = future.result()
+        for parsed in parsed_pieces:
             merge(parsed)
-        if progress:
-            progress(size)
+        if progress:  # bytes, and the lines they held (for the command line's progress display)
+            progress(size, lines=sum(p.stats.physical_lines for p in parsed_pieces))
 
     def merge(parsed: _Parsed) -> None:
         nonlocal pending

@@ -141,9 +141,10 @@ def find_runs(root: Path) -> list[Run]:
     subdirectories are shared context (configs, scripts) unless they are logs, which form a run of their own; in
     one directory, logs named with two or more job ids (`slurm-1234.out`, `slurm-1235.out`) are a run per id.
     A W&B directory of several run directories gives a run per directory. One run -> a list of one."""
-    from parsers.wandb_offline import is_legacy_run_dir
+    from parsers.wandb_offline import find_run_files, is_legacy_run_dir
 
-    if is_legacy_run_dir(root):
+    # A W&B run directory is one run: its files/ and logs/ folders are parts of it, not runs of their own.
+    if is_legacy_run_dir(root) or (root.name.startswith(("run-", "offline-run-")) and find_run_files(root)):
         return [Run(str(root), (str(root),))]
     subdirs = [d for d in sorted(root.iterdir()) if d.is_dir() and d.name not in SKIP_DIRS
                and not d.name.startswith(".") and not d.is_symlink()] if root.is_dir() else []

@@ -99,3 +99,32 @@ def test_unknowns_are_words_cpu_runs_are_cpu_runs_and_paths_are_relative(tmp_pat
     gpu = run_cli("report", str(SAMPLES / "synthetic" / "multinode_socket"), "-f", "md", "-o", "-").stdout
     assert re.search(r"\| GPUs \| \d+ \(2 nodes x \d+\) GPUs", gpu), gpu.split("### Findings")[0]
 
+
+
+def test_version() -> None:
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and re.fullmatch(r"diagnose \d+\.\d+\.\d+\n", proc.stdout), proc.stdout
+
+
+def test_a_wandb_run_folder_is_one_run() -> None:
+    """The README's own example: an offline run directory (its files/ and logs/ folders are parts of it)."""
+    run_dir = next((SAMPLES / "hf_trainer_ddp_bf16" / "wandb").glob("offline-run-*"))
+    proc = run_cli("report", str(run_dir), "--format", "json", "-o", "-")
+    assert proc.returncode == 0 and "runs found" not in proc.stderr, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert "runs" not in doc and [s["kind"] for s in doc["sources"]] == ["wandb_run"]
+    assert "median step" in doc["verdict"]  # its history gives the step clock
+
+
+def test_progress_reports_bytes_and_lines_as_chunks_are_read(tmp_path: Path, monkeypatch) -> None:
+    import parsers.lines
+    from parsers.ingest import ingest_log
+
+    log = SAMPLES / "ds_zero0" / "train.log"
+    monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 4096)
+    calls: list[tuple[int, int]] = []
+    with open(log, "rb") as fh:
+        result = ingest_log(fh, 0, progress=lambda n, lines=0: calls.append((n, lines)))
+    assert len(calls) > 3
+    assert sum(n for n, _ in calls) == log.stat().st_size
+    assert sum(lines for _, lines in calls) == result.stats.physical_lines == log.read_bytes().count(b"\n")
