@@ -297,3 +297,38 @@ def test_a_trickling_body_times_out_and_a_broken_multipart_is_400(tmp_path: Path
                              b"filename=\"x\"\r\n\r\nabc\r\n--b-\xff\xff garbage",
                              headers={"Content-Type": "multipart/form-data; boundary=b"}, timeout=30)
         assert garbage.status_code == 400, garbage.text
+
+
+def test_the_page_with_a_token_and_an_oversize_upload_in_chromium(tmp_path: Path) -> None:
+    """With --token the page sends it and shows the stored report fetched with it; an upload over the limit is
+    refused by the page before a byte is sent (the access log shows no POST)."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    token = "page-token-123"
+    with server_process(tmp_path, "--token", token, "--max-upload-mb", "0.05") as (base, proc), \
+            playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.goto(base + "/")
+            assert ".gz" in page.inner_text("main")
+            big = tmp_path / "big.log"
+            big.write_bytes((SAMPLES / "ds_zero0" / "train.log").read_bytes() * 3)  # over 0.05 MB
+            page.set_input_files("#files", [str(big)])
+            page.fill("#token", token)
+            page.click("#analyse")
+            page.wait_for_selector("#error:not([hidden])", timeout=10_000)
+            assert "over the server's 0.05 MB" in page.inner_text("#error")
+            page.set_input_files("#files", [str(SEED / "slurm-1234.out"), str(SEED / "train.sh")])
+            page.click("#analyse")
+            page.wait_for_selector("#result:not([hidden])", timeout=60_000)
+            frame = page.frame_locator("#report")
+            assert "CUDA_LAUNCH_BLOCKING" in frame.locator("#verdict").inner_text(timeout=30_000)
+            assert page.get_attribute("#download-json", "href").startswith("blob:")
+        finally:
+            browser.close()
+    proc.wait(timeout=15)
+    log = proc.stderr.read() if proc.stderr else ""
+    assert log.count("POST /api/diagnose") == 1 and " POST /api/diagnose 200 " in log
+    assert errors == []
