@@ -484,7 +484,8 @@ def _check_output(output: Optional[Path], sources: list[str], force: bool) -> No
     if output.exists() and not force:
         raise _fail(f"{output} exists; pass --force to overwrite it")
     if not output.parent.is_dir():
-        raise _fail(f"{output.parent}: no such directory (create it first)")
+        why = "is not a directory" if output.parent.exists() else "does not exist (create it first)"
+        raise _fail(f"cannot write {output}: {output.parent} {why}")
 
 
 def _write_atomic(path: Path, text: str, force: bool = True) -> None:

@@ -170,7 +170,7 @@ def test_an_output_never_replaces_an_input_nor_creates_folders(tmp_path: Path) -
         _one_line_exit_2(run_cli(*args), "is one of the inputs")
     assert log.read_bytes() == before
     missing = tmp_path / "no" / "such" / "report.md"
-    _one_line_exit_2(run_cli("report", str(log), "-o", str(missing)), "no such directory")
+    _one_line_exit_2(run_cli("report", str(log), "-o", str(missing)), "does not exist")
     assert not (tmp_path / "no").exists()
 
 
