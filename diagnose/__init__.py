@@ -9,3 +9,16 @@ __version__ = "0.1.0"
 # costs about a tenth (10.1 s) and keeps most of the saving (658 MB against 898 MB). Set before polars loads; a
 # user's own setting wins.
 os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:250,muzzy_decay_ms:0")
+
+# The Python API (diagnose/pipeline.py), loaded on first use so that `import diagnose` stays light:
+#     import diagnose
+#     a = diagnose.analyse("logs/"); a.findings; a.write("report.html")
+_API = ("analyse", "Options", "Analysis", "RunAnalysis")
+
+
+def __getattr__(name: str) -> object:
+    if name in _API:
+        from diagnose import pipeline
+
+        return getattr(pipeline, name)
+    raise AttributeError(f"module 'diagnose' has no attribute {name!r}")

@@ -8,8 +8,8 @@ import json
 import os
 import sys
 import textwrap
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -18,9 +18,11 @@ from rich.console import Console
 from parsers import InputError, RunModel, parse as parse_sources
 from parsers.schema import FRAMES as FRAME_SCHEMAS, describe
 from reports import run_json
+from reports.formats import FORMATS, by_suffix, strict_json, suffix_list
 
 if TYPE_CHECKING:
     from diagnose.compare import Side
+    from diagnose.pipeline import Analysis, Options
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 FRAME_NAMES = tuple(FRAME_SCHEMAS)
@@ -60,23 +62,6 @@ out = Console(highlight=False, soft_wrap=True)
 SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, W&B runs "
                                                       "or '-'.",
                                                  show_default=False)]
-
-
-def _finite(value: object) -> object:
-    """JSON has no NaN or Infinity: non-finite numbers become null (a metric that could not be measured)."""
-    import math
-
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def strict_json(doc: object) -> str:
-    return json.dumps(_finite(doc), indent=2, default=str, allow_nan=False) + "\n"
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
@@ -149,7 +134,7 @@ def parse(
         raise _fail("no SOURCES given; `diagnose parse --help` shows what they can be")
     if format not in ("json", "text"):
         raise _fail(f"--format must be json or text, not {format!r}")
-    if len(runs := _runs(sources)) > 1:  # parse has one run model to give: say so rather than merge silently
+    if len(runs := _runs_or_exit(sources)) > 1:  # parse has one run model to give: say so rather than merge silently
         _stderr(f"diagnose: warning: {len(runs)} runs found ({', '.join(r.name for r in runs[:4])}"
                 f"{', ...' if len(runs) > 4 else ''}); they are read as one model here, `diagnose report` reports each")
     if out_dir is not None:
@@ -175,11 +160,15 @@ def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
         model = load(sources, refresh)
     except InputError as e:
         raise _fail(str(e)) from None
+    _tell_skipped(model)
+    return model
+
+
+def _tell_skipped(model: RunModel) -> None:
     if model.skipped:  # one line for all of them; the report's sources table lists each
         listed = "; ".join(f"{s.name} ({s.why})" for s in model.skipped[:5])
         more = f"; and {len(model.skipped) - 5} more" if len(model.skipped) > 5 else ""
         _stderr(f"diagnose: skipped {len(model.skipped)} input(s): {listed}{more}")
-    return model
 
 
 def _print_text(doc: dict) -> None:
@@ -202,19 +191,15 @@ def _print_text(doc: dict) -> None:
         out.print("  env                  " + " ".join(f"{k}={v}" for k, v in f["env"].items()), markup=False)
 
 
-FORMATS = ("text", "json", "md", "html")
-SUFFIX_FORMAT = {".html": "html", ".htm": "html", ".md": "md", ".markdown": "md", ".json": "json", ".txt": "text"}
-
-
 def _output_format(output: Optional[Path], format: Optional[str]) -> str:
     """--format, else -o's suffix, else text; an -o name whose suffix names no format is a usage error (it used to
-    write HTML into `report.pdf`)."""
+    write HTML into `report.pdf`). Formats and their suffixes: reports/formats.py."""
     if format is None and output is not None:
-        fmt = SUFFIX_FORMAT.get(output.suffix.lower())
-        if fmt is None:
-            raise _fail(f"-o {output}: {'no' if not output.suffix else 'unknown'} suffix; use .html, .md, .json or "
-                        ".txt, or name the format with --format")
-        return fmt
+        chosen = by_suffix(output.suffix)
+        if chosen is None:
+            raise _fail(f"-o {output}: {'no' if not output.suffix else 'unknown'} suffix; use {suffix_list()}, "
+                        "or name the format with --format")
+        return chosen.name
     fmt = format or "text"
     if fmt not in FORMATS:
         raise _fail(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -264,51 +249,78 @@ def report(
     _check_output(output, sources, force)
     if write_config is not None and write_config.exists() and not force:
         raise _fail(f"{write_config} exists; pass --force to write into it")
-    from diagnose.engine import diagnose as run_diagnosis
-    from reports import document
-
-    runs = _runs(sources)
-    if run is not None:
-        chosen = [r for r in runs if r.name.rstrip("/").endswith(run.rstrip("/"))]
-        if len(chosen) != 1:
-            raise _fail(f"--run {run!r} matches {len(chosen)} of the runs: " + ", ".join(r.name for r in runs))
-        runs = chosen
-    if len(runs) > 1:
-        if write_config is not None:
-            raise _fail(f"--write-config needs one run; the sources hold {len(runs)}: pick one with --run")
-        _report_runs(runs, fmt, output, fail_on, refresh, gpu_memory, not no_redact, redact_hosts, force, to_stdout)
-        return
-    if run is not None:
-        sources = list(runs[0].sources)
-    model = _with_seq_len(_load_or_exit(sources, refresh), seq_len)
-    diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
-    from reports.config_patch import local_files
-
-    doc = document.build(model, diagnosis, redact_secrets=not no_redact, redact_hosts=redact_hosts,
-                         files=local_files(model))
+    options = _options(seq_len=seq_len, gpu_memory_gb=gpu_memory, redact_secrets=not no_redact,
+                       redact_hosts=redact_hosts, run=run, refresh=refresh)
+    analysis = _analyse_or_exit(sources, options)
     if write_config is not None:
-        _write_config(write_config, model, diagnosis, force)
+        if len(analysis.runs) > 1:
+            raise _fail(f"--write-config needs one run; the sources hold {len(analysis.runs)}: pick one with --run")
+        _write_config(write_config, analysis.runs[0].model, analysis.runs[0].diagnosis, force)
     if images is not None:  # first, so that the Markdown links them
-        written = _write_images(images, model, diagnosis)
         base = output.parent if output is not None else Path.cwd()
-        doc["images"] = [{"name": name, "title": title, "path": Path(os.path.relpath(path, base)).as_posix()}
-                         for name, title, path in written]
+        for i, r in enumerate(analysis.runs):
+            written = _write_images(images, r.model, r.diagnosis, prefix=f"run{i + 1}-" if len(analysis.runs) > 1
+                                    else "")
+            r.document["images"] = [{"name": name, "title": title, "path": Path(os.path.relpath(path, base)).as_posix()}
+                                    for name, title, path in written]
+    several = len(analysis.runs) > 1
     if fmt == "text" and output is None and not to_stdout:
         from reports import terminal
 
-        _writing(lambda: terminal.render(doc, out))
+        for i, r in enumerate(analysis.runs, 1):
+            if several:
+                out.rule(f"run {i} of {len(analysis.runs)}: {r.name}")
+            _writing(lambda: terminal.render(r.document, out))
     else:
-        text = render_report(fmt, doc, model, diagnosis)
+        text = analysis.render(fmt)
         if output is None:
             _emit(text)
         else:
             _write_atomic(output, text, force)
-            err.print(f"wrote {output} ({len(text.encode()) / 1e6:.1f} MB)" if len(text) > 1e6 else f"wrote {output}")
-            out.print(doc["verdict"], markup=False)  # the answer, without opening the file
+            size = f" ({len(text.encode()) / 1e6:.1f} MB)" if len(text) > 1e6 else ""
+            err.print(f"wrote {output}{size}" + (f" ({len(analysis.runs)} runs)" if several else ""))
+            if not several:
+                out.print(analysis.runs[0].document["verdict"], markup=False)  # the answer, without opening the file
     if fail_on:
         levels = ("critical",) if fail_on == "critical" else ("critical", "warning")
-        if any(f.severity in levels for f in diagnosis.findings):
+        if any(f.severity in levels for f in analysis.findings):
             raise typer.Exit(EXIT_FINDINGS)
+
+
+def _options(**given: object) -> Options:
+    from diagnose.pipeline import Options
+
+    try:
+        return Options(**given)  # type: ignore[arg-type]
+    except ValueError as e:
+        raise _fail(f"--{str(e).split()[0].replace('_gb', '').replace('_', '-')} must be positive") from None
+
+
+def _analyse_or_exit(sources: list[str], options: Options) -> Analysis:
+    """The pipeline (diagnose/pipeline.py) with the command line's reading: progress on a terminal, one stderr line
+    for the inputs each run skipped and for the runs skipped whole."""
+    from diagnose.pipeline import analyse
+
+    runs = _runs_or_exit(sources)
+    if len(runs) > 1 and options.run is None:
+        _stderr(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)")
+    try:
+        analysis = analyse(sources, options, reader=_load_telling_skipped)
+    except InputError as e:
+        if e.source == options.run:
+            raise _fail(f"--run {options.run!r} {e.why}") from None
+        raise _fail(str(e)) from None
+    if analysis.skipped:
+        _stderr(f"diagnose: skipped {len(analysis.skipped)} run(s) with nothing recognisable: "
+                + "; ".join(f"{name} ({why})" for name, why in analysis.skipped[:5])
+                + ("; ..." if len(analysis.skipped) > 5 else ""))
+    return analysis
+
+
+def _load_telling_skipped(sources: list[str], refresh: bool) -> RunModel:
+    model = load(sources, refresh)
+    _tell_skipped(model)
+    return model
 
 
 def _write_config(folder: Path, model: RunModel, diagnosis: object, force: bool) -> None:
@@ -333,106 +345,7 @@ def _write_config(folder: Path, model: RunModel, diagnosis: object, force: bool)
               + "".join(f"\n  not written: {n}" for n in patch.notes), markup=False)
 
 
-def _with_seq_len(model: RunModel, seq_len: Optional[int]) -> RunModel:
-    """--seq-len where the sources hold none (theirs wins: it is what ran)."""
-    import dataclasses
-
-    if seq_len is None or model.facts.seq_len is not None:
-        return model
-    if seq_len <= 0:
-        raise _fail("--seq-len must be positive")
-    return dataclasses.replace(model, facts=dataclasses.replace(model.facts, seq_len=seq_len))
-
-
-def _runs(sources: list[str]) -> list:
-    """The runs of a single directory source (parsers.sources.find_runs); any other SOURCES are one run."""
-    from parsers.sources import Run, find_runs
-
-    if len(sources) == 1 and Path(sources[0]).is_dir():
-        try:
-            return find_runs(Path(sources[0]))
-        except OSError as e:
-            raise _fail(f"{sources[0]}: {e.strerror or e}") from None
-    return [Run(" ".join(sources), tuple(sources))]
-
-
-def _report_runs(runs: list, fmt: str, output: Optional[Path], fail_on: Optional[str], refresh: bool,
-                 gpu_memory: Optional[float], redact_secrets: bool, redact_hosts: bool, force: bool = False,
-                 to_stdout: bool = False) -> None:
-    """Several runs in one directory: each analysed on its own, one section per run; never merged."""
-    from diagnose.engine import diagnose as run_diagnosis
-    from reports import document
-    from reports.config_patch import local_files
-
-    sys.stderr.write(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)\n")
-    done, skipped, worst = [], [], set()
-    for r in runs:
-        try:
-            model = load(list(r.sources), refresh)
-        except InputError as e:
-            skipped.append(f"{r.name} ({e.why})")
-            continue
-        diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory)
-        doc = document.build(model, diagnosis, redact_secrets=redact_secrets, redact_hosts=redact_hosts,
-                             files=local_files(model))
-        done.append((r.name, doc, model, diagnosis))
-        worst |= {f.severity for f in diagnosis.findings}
-    if skipped:
-        _stderr(f"diagnose: skipped {len(skipped)} run(s) with nothing recognisable: "
-                + "; ".join(skipped[:5]) + ("; ..." if len(skipped) > 5 else ""))
-    if not done:
-        raise _fail("no run in the directory held anything recognisable")
-    if fmt == "json":
-        text = strict_json({"schema_version": done[0][1]["schema_version"],
-                            "runs": [{"name": n, **doc} for n, doc, _, _ in done]})
-    elif fmt == "html":
-        from reports import charts, html
-
-        text = html.combine([(n, html.render(doc, charts.figures(m, d), chart_prefix=f"run{i}-"))
-                             for i, (n, doc, m, d) in enumerate(done)])
-    elif fmt == "text" and output is None and not to_stdout:
-        from reports import terminal
-
-        for i, (n, doc, _, _) in enumerate(done, 1):
-            out.rule(f"run {i} of {len(done)}: {n}")
-            _writing(lambda: terminal.render(doc, out))
-        text = None
-    else:
-        text = "\n\n".join(f"# Run {i} of {len(done)}: `{n.replace('`', '')}`\n\n" + render_report(fmt, doc, m, d)
-                            for i, (n, doc, m, d) in enumerate(done, 1))
-    if text is not None:
-        if output is None:
-            _emit(text)
-        else:
-            _write_atomic(output, text, force)
-            err.print(f"wrote {output} ({len(done)} runs)")
-    if fail_on:
-        levels = {"critical"} if fail_on == "critical" else {"critical", "warning"}
-        if worst & levels:
-            raise typer.Exit(EXIT_FINDINGS)
-
-
-def render_report(fmt: str, doc: dict, model: RunModel, diagnosis: object) -> str:
-    if fmt == "json":
-        return strict_json(doc)
-    if fmt == "md":
-        from reports import markdown
-
-        return markdown.render(doc)
-    if fmt == "html":
-        from reports import charts, html
-
-        return html.render(doc, charts.figures(model, diagnosis))  # type: ignore[arg-type]
-    from io import StringIO
-
-    from reports import terminal
-
-    buf = StringIO()
-    terminal.render(doc, Console(file=buf, width=110, no_color=True))
-    return buf.getvalue()
-
-
-def _write_images(directory: Path, model: RunModel, diagnosis: object) -> list[tuple[str, str, Path]]:
+def _write_images(directory: Path, model: RunModel, diagnosis: object, prefix: str = "") -> list[tuple[str, str, Path]]:
     """PNG charts for places that take no HTML (a GitHub comment): kaleido drives a local Chromium, one session for
     every chart (one per chart took ~3 s each). -> (name, title, path) per chart."""
     import plotly.io as pio
@@ -445,7 +358,7 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object) -> list[t
         raise _fail("--images needs kaleido: pip install 'diagnose[images]'") from None
     directory.mkdir(parents=True, exist_ok=True)
     figs = charts.figures(model, diagnosis)  # type: ignore[arg-type]
-    paths = [directory / f"{name}.png" for name, _ in figs]
+    paths = [directory / f"{prefix}{name}.png" for name, _ in figs]
     try:
         pio.write_images([f for _, f in figs], paths, width=1000,
                          height=[int(f.layout.height or 320) for _, f in figs], scale=1)
@@ -569,18 +482,7 @@ def compare(
     if fmt == "text" and output is None and not to_stdout:
         compare_doc.render_terminal(doc, out)
         return
-    if fmt == "json":
-        text = strict_json(doc)
-    elif fmt == "md":
-        text = compare_doc.render_markdown(doc)
-    elif fmt == "html":
-        text = compare_doc.render_html(doc, compare_doc.figures(cmp))
-    else:
-        from io import StringIO
-
-        buf = StringIO()
-        compare_doc.render_terminal(doc, Console(file=buf, width=110, no_color=True))
-        text = buf.getvalue()
+    text = FORMATS[fmt].compare(doc, lambda: compare_doc.figures(cmp))
     if output is None:
         _emit(text)
     else:
@@ -589,16 +491,24 @@ def compare(
 
 
 def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float]) -> Side:
-    """Read and diagnose one side of a comparison; keep what the comparison needs, not the frames."""
+    """Read and diagnose one side of a comparison through the pipeline; keep what the comparison needs, not the
+    frames."""
     from diagnose.compare import Side
-    from diagnose.engine import diagnose as run_diagnosis
 
-    if len(runs := _runs(files)) > 1:
+    if len(runs := _runs_or_exit(files)) > 1:
         raise _fail(f"the {label} {files[0]} holds {len(runs)} runs ({', '.join(r.name for r in runs[:4])}); "
                     "name one run's directory or files")
-    model = _load_or_exit(files, refresh)
-    diagnosis = run_diagnosis(model, gpu_memory_gb=gpu_memory, all_clocks=True)
-    return Side(" ".join(files), model.facts, diagnosis, tuple(s.name for s in model.sources))
+    one = _analyse_or_exit(files, _options(gpu_memory_gb=gpu_memory, refresh=refresh, all_clocks=True)).runs[0]
+    return Side(" ".join(files), one.model.facts, one.diagnosis, tuple(s.name for s in one.model.sources))
+
+
+def _runs_or_exit(sources: list[str]) -> list:
+    from diagnose.pipeline import runs_of
+
+    try:
+        return runs_of(sources)
+    except OSError as e:
+        raise _fail(f"{sources[0]}: {e.strerror or e}") from None
 
 
 @app.command()

@@ -183,31 +183,29 @@ def wandb_field(text: str) -> object:
 
 def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_secrets: bool,
             workdir: Path) -> dict[str, Any]:
-    """The report for one upload, as `diagnose report` makes it: written as HTML, Markdown and JSON into `out`."""
-    from diagnose.cli import render_report
-    from diagnose.engine import diagnose
-    from parsers import run_model
+    """The report for one upload, through the same pipeline as `diagnose report`: written in every format the
+    registry holds (reports/formats.py) into `out`, with the recommended config patch."""
+    from diagnose.pipeline import Options
+    from diagnose.pipeline import analyse as run_pipeline
     from parsers.sources import Input
-    from reports import document
+    from reports import config_patch, redact
+    from reports.formats import FORMATS
 
     inputs = [Input(name, path, True) for name, path in files]
     if wandb:
         inputs.append(Input(wandb, None, True, wandb_field(wandb)))
-    model = run_model.build(inputs)
-    d = diagnose(model)
     uploaded = {name: path for name, path in files}  # only what the client sent is read, never a path it named
-    doc = document.build(model, d, redact_secrets=redact_secrets, files=uploaded)
+    analysis = run_pipeline([], Options(redact_secrets=redact_secrets), inputs=inputs, files=uploaded)
+    one = analysis.runs[0]
     out.mkdir(parents=True)
-    for fmt, name in (("json", "report.json"), ("md", "report.md"), ("html", "report.html")):
-        (out / name).write_text(render_report(fmt, doc, model, d))
+    for fmt in FORMATS.values():
+        (out / f"report{fmt.suffixes[0]}").write_text(analysis.render(fmt.name))
     # The uploaded configs with the recommended changes, as a patch (`diagnose report --write-config` on the
     # command line); redacted like every output of the server.
-    from reports import config_patch, redact
-
-    patch = config_patch.build(model, d.recommendation.changes, uploaded)
+    patch = config_patch.build(one.model, one.diagnosis.recommendation.changes, uploaded)
     if patch.patch:
         (out / "recommended.patch").write_text(redact.text(patch.patch) if redact_secrets else patch.patch)
-    return {**doc, "has_patch": bool(patch.patch)}
+    return {**one.document, "has_patch": bool(patch.patch)}
 
 
 def create_app(config: ServeConfig) -> Starlette:
@@ -301,9 +299,11 @@ def create_app(config: ServeConfig) -> Starlette:
         name = request.path_params["name"]
         rid, _, suffix = name.partition(".")
         entry = st().reports.get(rid)
-        kind = {"": ("report.html", "text/html; charset=utf-8"), "md": ("report.md", "text/markdown; charset=utf-8"),
-                "json": ("report.json", "application/json"),
-                "patch": ("recommended.patch", "text/x-diff; charset=utf-8")}.get(suffix)
+        from reports.formats import FORMATS
+
+        downloads = {f.suffixes[0][1:]: (f"report{f.suffixes[0]}", f.media_type) for f in FORMATS.values()}
+        kind = {**downloads, "": downloads["html"], "patch": ("recommended.patch", "text/x-diff; charset=utf-8")
+                }.get(suffix)
         if entry is None or kind is None or not (entry.directory / kind[0]).is_file():
             return error(404, "no such report (reports are kept for a limited time)")
         return FileResponse(entry.directory / kind[0], media_type=kind[1],

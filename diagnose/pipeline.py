@@ -1,0 +1,172 @@
+"""One front door: sources -> runs -> run model -> diagnosis -> report document, for the CLI, the server, `compare` and
+the Python API alike (they are thin shells over `analyse`).
+
+    import diagnose
+    a = diagnose.analyse("logs/")              # a file, a directory, a W&B run, or a list of them
+    a.findings                                 # the findings, most important first
+    a.write("report.html")                     # the format from the suffix (reports/formats.py)
+
+A single directory that holds several runs gives one RunAnalysis per run, never merged; the options apply to each
+the same way.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from diagnose.engine import Diagnosis
+from diagnose.engine import diagnose as run_diagnosis
+from diagnose.findings import Finding
+from parsers.errors import InputError
+from parsers.run_model import RunModel
+from parsers.sources import Input, Run, find_runs
+from reports import document as documents
+from reports.formats import FORMATS, Rendered, by_suffix
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to analyse: the same for one run or several."""
+
+    seq_len: int | None = None  # tokens per sample, where the sources do not say (theirs wins: it is what ran)
+    gpu_memory_gb: float | None = None  # GB per GPU for the planner, where the logs do not name the GPU
+    redact_secrets: bool = True
+    redact_hosts: bool = False
+    run: str | None = None  # of a directory's several runs, only the one whose name ends with this
+    refresh: bool = False  # refetch W&B runs instead of using the cache
+    all_clocks: bool = False  # every step clock the run has (compare picks a common one)
+
+    def __post_init__(self) -> None:
+        if self.seq_len is not None and self.seq_len <= 0:
+            raise ValueError("seq_len must be positive")
+        if self.gpu_memory_gb is not None and self.gpu_memory_gb <= 0:
+            raise ValueError("gpu_memory_gb must be positive")
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    name: str
+    model: RunModel
+    diagnosis: Diagnosis
+    document: dict[str, Any]
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(self.diagnosis.findings)
+
+    def rendered(self) -> Rendered:
+        from reports import charts
+
+        return Rendered(self.name, self.document, lambda: charts.figures(self.model, self.diagnosis))
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What `analyse` found: one RunAnalysis per run (several only for a directory of runs), and the runs skipped
+    because nothing in them was recognisable (name and why)."""
+
+    runs: tuple[RunAnalysis, ...]
+    skipped: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(f for r in self.runs for f in r.findings)
+
+    @property
+    def verdict(self) -> str:
+        return "\n".join(r.diagnosis.verdict for r in self.runs)
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The JSON contract: one run's document, or `{"schema_version", "runs": [...]}` for several."""
+        if len(self.runs) == 1:
+            return self.runs[0].document
+        return {"schema_version": self.runs[0].document["schema_version"],
+                "runs": [{"name": r.name, **r.document} for r in self.runs]}
+
+    def render(self, fmt: str = "md") -> str:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown format {fmt!r}: one of {', '.join(FORMATS)}")
+        f = FORMATS[fmt]
+        return f.report(self.runs[0].rendered()) if len(self.runs) == 1 else f.runs([r.rendered() for r in self.runs])
+
+    def write(self, path: str | os.PathLike[str], fmt: str | None = None) -> Path:
+        """The report into `path`, in `fmt` or the format its suffix names."""
+        path = Path(path)
+        chosen = FORMATS.get(fmt) if fmt else by_suffix(path.suffix)
+        if chosen is None:
+            raise ValueError(f"{path}: name a format (fmt=...) or use a suffix a format has")
+        path.write_text(self.render(chosen.name), encoding="utf-8")
+        return path
+
+
+Reader = Callable[[list[str], bool], RunModel]  # (sources, refresh) -> run model
+
+
+def _read(sources: list[str], refresh: bool) -> RunModel:
+    from parsers import parse
+
+    return parse(sources, refresh=refresh)
+
+
+def runs_of(sources: Sequence[str]) -> list[Run]:
+    """The runs a single directory holds (parsers.sources.find_runs); any other sources are one run."""
+    sources = [str(s) for s in sources]
+    if len(sources) == 1 and Path(sources[0]).is_dir():
+        return find_runs(Path(sources[0]))
+    return [Run(" ".join(sources), tuple(sources))]
+
+
+def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: Options | None = None, *,
+            reader: Reader | None = None, inputs: Sequence[Input] | None = None,
+            files: dict[str, Path] | None = None) -> Analysis:
+    """Read, diagnose and document SOURCES. `reader` replaces how sources are read (the CLI's progress display);
+    `inputs` are already-resolved inputs (the server's uploads, read as one run); `files` are the run's config
+    files by name when they are not where the sources name them (uploads), for the recommended diffs.
+
+    Raises InputError when nothing is readable (in every run of a directory)."""
+    options = options or Options()
+    if inputs is not None:
+        from parsers import run_model
+
+        model = run_model.build(list(inputs))
+        return Analysis((_one("upload", model, options, files),))
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    names = [str(s) for s in sources]
+    runs = runs_of(names)
+    if options.run is not None:
+        chosen = [r for r in runs if r.name.rstrip("/").endswith(options.run.rstrip("/"))]
+        if len(chosen) != 1:
+            raise InputError(options.run, f"matches {len(chosen)} of the runs: " + ", ".join(r.name for r in runs))
+        runs = chosen
+    read = reader or _read
+    if len(runs) == 1:
+        model = read(list(runs[0].sources) if options.run is not None else names, options.refresh)
+        return Analysis((_one(runs[0].name, model, options, files),))
+    done, skipped = [], []
+    for r in runs:
+        try:
+            model = read(list(r.sources), options.refresh)
+        except InputError as e:
+            skipped.append((r.name, e.why))
+            continue
+        done.append(_one(r.name, model, options, files))
+    if not done:
+        raise InputError(names[0], "no run in the directory held anything recognisable")
+    return Analysis(tuple(done), tuple(skipped))
+
+
+def _one(name: str, model: RunModel, options: Options, files: dict[str, Path] | None) -> RunAnalysis:
+    from reports.config_patch import local_files
+
+    if options.seq_len is not None and model.facts.seq_len is None:
+        model = dataclasses.replace(model, facts=dataclasses.replace(model.facts, seq_len=options.seq_len))
+    diagnosis = run_diagnosis(model, gpu_memory_gb=options.gpu_memory_gb, all_clocks=options.all_clocks)
+    doc = documents.build(model, diagnosis, redact_secrets=options.redact_secrets,
+                          redact_hosts=options.redact_hosts, files=files if files is not None else local_files(model))
+    return RunAnalysis(name, model, diagnosis, doc)
