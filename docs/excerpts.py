@@ -1,7 +1,8 @@
 """Regenerate the README's excerpts from the current code, so they cannot drift from what the tool prints.
 
 Each block between a `<!-- excerpt: NAME -->` line and the next `<!-- /excerpt -->` line is replaced by NAME's
-output: `diagnose ARGS` (run from the repository root) or `pairs-table` (the verdict of each recorded compare pair).
+output: `diagnose ARGS` (run from the repository root), `pairs-table` (the verdict of each recorded compare pair),
+`rules-table` (the rule registry) or `formats-table` (the format registry).
 
     python docs/excerpts.py           # rewrite README.md in place
     python docs/excerpts.py --check   # exit 1 and name the blocks that differ (tests/test_readme.py runs this)
@@ -38,9 +39,33 @@ def pairs_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def rules_table() -> str:
+    """The rule registry (diagnose/rules), as `diagnose rules ID` explains each."""
+    sys.path.insert(0, str(ROOT))
+    from diagnose.rules import load_all
+
+    rows = ["| rule | finding | what it detects |", "|---|---|---|"]
+    rows += [f"| `{r.id}` | {r.title} | {r.detects.replace('|', '/')} |" for r in load_all().values()]
+    return "\n".join(rows) + "\n"
+
+
+def formats_table() -> str:
+    """The format registry (reports/formats.py): what --format and -o's suffix take."""
+    sys.path.insert(0, str(ROOT))
+    from reports.formats import FORMATS
+
+    rows = ["| `--format` | `-o` suffixes | what |", "|---|---|---|"]
+    rows += [f"| `{f.name}` | {', '.join(f'`{s}`' for s in f.suffixes)} | {f.description} |" for f in FORMATS.values()]
+    return "\n".join(rows) + "\n"
+
+
 def render(name: str) -> str:
     if name == "pairs-table":
         return pairs_table()
+    if name == "rules-table":
+        return rules_table()
+    if name == "formats-table":
+        return formats_table()
     if not name.startswith("diagnose "):
         raise SystemExit(f"unknown excerpt {name!r}")
     text = diagnose(shlex.split(name)[1:])
