@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from diagnose.engine import Diagnosis, nccl_transport
+from diagnose.engine import Diagnosis
 from diagnose.findings import Finding
 from diagnose.metrics import CLOCK_ORDER, Metrics
 from parsers.credentials import is_secret_name
@@ -189,7 +189,7 @@ def compare(baseline: Side, candidate: Side) -> Comparison:
 
 def _value(facts: RunFacts, key: str) -> Any:
     if key == "nccl_transport":
-        return nccl_transport(facts)
+        return facts.nccl_transport
     value = getattr(facts, key)
     if value is None and key.startswith("offload_") and facts.zero_stage is not None:
         return "none"  # the ZeRO config is known and names no offload device

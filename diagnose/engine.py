@@ -40,14 +40,13 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
     f = model.facts
     mem = gpu_memory_gb or f.gpu_memory_gb or hardware.memory_gb(f.gpu_name)
     known = mem is not None
-    cpu_run = f.backend == "gloo" or f.accelerator == "cpu"
-    if not f.model_params or not f.world_size or (not known and cpu_run):
+    if not f.model_params or not f.world_size or (not known and f.cpu_run):
         return None
     dp = f.data_parallel or f.world_size
     peak = metrics.peak_mem_gb if metrics is not None else None
     if peak is None and metrics is not None and known and "mem_max" in metrics.utilization:
         peak = metrics.utilization["mem_max"] / 100.0 * mem  # W&B's allocated % of the card
-    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
+    offloaded = f.offloaded
     current = (f.zero_stage, offloaded) if f.zero_stage is not None else None
     card, fraction = mem or ASSUMED_GPU_GB, MEASURED_FRACTION
     if not known:
@@ -89,18 +88,6 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
                      next_steps(findings, metrics, model), tuple(faults))
-
-
-def nccl_transport(f: RunFacts) -> str | None:
-    """How NCCL crossed nodes: "ib" (InfiniBand / RoCE) or "socket" (TCP), from its INFO lines; None if unknown."""
-    n = f.nccl
-    if n.network and n.network.upper().startswith("IB"):
-        return "ib"
-    if n.network == "Socket" or n.ib_device_found is False or "NET/Socket" in n.transports:
-        return "socket"
-    if any(k.startswith("NET/IB") for k in n.transports):
-        return "ib"
-    return None
 
 
 def memory_tight(m: Metrics, p: Plan | None) -> bool:

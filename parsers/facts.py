@@ -63,8 +63,31 @@ _TOPOLOGY_KEYS = {"NUM_NODES": "nodes", "NNODES": "nodes", "N_NODES": "nodes", "
 _LARGEST_WINS = ("world_size", "nodes", "gpus_per_node")
 
 
+# What the running job printed: every line kind of the facts frame (parsers/kinds.py, by name) and these, which the
+# readers below emit. Every origin has a tier here; one that does not is a reader that forgot to register, and
+# tests/test_reading.py fails on it (tier_of gives it the least trusted tier meanwhile, never the most).
+JOB_ORIGINS = frozenset({
+    "ds_config_dump", "ds_config_world_size", "ds_dist_world_size", "ds_dp_world_size", "ds_world_info", "ds_nnodes",
+    "ds_backend", "ds_accelerator", "ds_stage3_init", "ds_mpi_world", "ds_mpi_local", "ds_optimizer", "ds_version",
+    "ds_report_version", "cpu_adam", "flops_profiler_enabled", "flops_profile", "gpu_name", "hf_block_value",
+    "horovod_nccl", "megatron_arg", "megatron_dp", "megatron_tp", "megatron_pp", "megatron_world",
+    "model_params_script", "nccl", "nccl_hosts", "nccl_version", "torch_barrier", "wandb_config", "wandb_version",
+    "world_size_print",
+})
+
+
+def _origin_tiers() -> dict[str, str]:
+    from parsers.kinds import KINDS
+
+    job = {k.name: "job" for k in KINDS if k.frame == "facts"} | {o: "job" for o in JOB_ORIGINS}
+    return job | _ORIGIN_TIERS
+
+
+ORIGIN_TIERS = _origin_tiers()
+
+
 def tier_of(origin: str) -> str:
-    return _ORIGIN_TIERS.get(origin, "job")
+    return ORIGIN_TIERS.get(origin, TIERS[-1])
 
 
 @dataclass(frozen=True)
@@ -139,6 +162,30 @@ class RunFacts:
     # values outside their physical range, set aside rather than trusted: (fact, the claim, why)
     set_aside: tuple[tuple[str, Evidence, str], ...] = ()
     claims: dict[str, list[Evidence]] = field(default_factory=dict)  # topology facts: every value seen
+
+    # Derived facts, decided here once; rules, the planner, reports and compare ask these instead of re-deriving.
+    @property
+    def cpu_run(self) -> bool:
+        """Runs on the CPU: DeepSpeed's CPU accelerator, or gloo with no GPU named (gloo beside a named GPU is a GPU
+        run whose collectives go through gloo, e.g. Horovod built without NCCL)."""
+        return self.accelerator == "cpu" or (self.backend == "gloo" and not self.gpu_name)
+
+    @property
+    def offloaded(self) -> bool:
+        """Optimizer states or parameters offloaded (to the CPU or NVMe)."""
+        return self.offload_optimizer not in (None, "none") or self.offload_param not in (None, "none")
+
+    @property
+    def nccl_transport(self) -> str | None:
+        """How NCCL crossed nodes: "ib" (InfiniBand / RoCE) or "socket" (TCP), from its INFO lines; None if unknown."""
+        n = self.nccl
+        if n.network and n.network.upper().startswith("IB"):
+            return "ib"
+        if n.network == "Socket" or n.ib_device_found is False or "NET/Socket" in n.transports:
+            return "socket"
+        if any(k.startswith("NET/IB") for k in n.transports):
+            return "ib"
+        return None
 
 
 @dataclass

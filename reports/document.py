@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.doc_links import docs_for
-from diagnose.engine import Diagnosis, nccl_transport
+from diagnose.engine import Diagnosis
 from diagnose.findings import Change, Finding
 from parsers.facts import RunFacts
 from parsers.run_model import RunModel
@@ -186,7 +186,7 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dic
         "gpu_name": f.gpu_name, "model_params": f.model_params, "zero_stage": f.zero_stage,
         "offload_optimizer": f.offload_optimizer, "offload_param": f.offload_param,
         "micro_batch_per_gpu": f.micro_batch_per_gpu, "grad_accum_steps": f.grad_accum_steps,
-        "precision": f.precision, "nccl_transport": nccl_transport(f),
+        "precision": f.precision, "nccl_transport": f.nccl_transport,
         "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
         "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
         # the training loop whose syntax the fixes use (diagnose/frameworks.py)
@@ -266,7 +266,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         # frame -> N: a long log's other ranks were sampled 1 in N (parsers/thinning.py); {} when all rows were read
         "sampled": dict(model.thinned),
     }
-    doc.update(display(doc))
+    doc.update(display(doc, cpu=f.cpu_run))
     return r(doc)  # the one pass: every string of the document, whatever field it sits in
 
 
@@ -274,8 +274,8 @@ def _num(v: float | None, fmt: str, unit: str = "") -> str | None:
     return None if v is None else f"{v:{fmt}}{unit}"
 
 
-def display(doc: dict[str, Any]) -> dict[str, Any]:
-    """Preformatted values for the templates (templates never compute)."""
+def display(doc: dict[str, Any], *, cpu: bool) -> dict[str, Any]:
+    """Preformatted values for the templates (templates never compute). `cpu`: the run's RunFacts.cpu_run."""
     run, m = doc["run"], doc["metrics"]
     st = m["steps"] or {}
     util = m["utilization"]
@@ -284,11 +284,11 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
         ("samples/s", _num(m["samples_per_sec"], ".3g")), ("tokens/s", _num(m["tokens_per_sec"], ",.0f")),
         ("MFU", _num(None if m["mfu"] is None else m["mfu"] * 100, ".0f", "%")),
         ("GPU utilization", _num(util.get("util_mean"), ".0f", "%")), ("GPU memory", _num(util.get("mem_mean"), ".0f", "%")),
-        ("processes" if cpu_run(run) else "GPUs", None if run["world_size"] is None else _count(run)),
+        ("processes" if cpu else "GPUs", None if run["world_size"] is None else _count(run)),
         ("ZeRO stage", None if run["zero_stage"] is None else str(run["zero_stage"])), ("precision", run["precision"]),
     ]
     out: dict[str, Any] = {"tiles": [{"label": k, "value": v} for k, v in tiles if v is not None],
-                           "run_rows": run_rows(run)}
+                           "run_rows": run_rows(run, cpu=cpu)}
     plan = doc["plan"]
     if plan:
         out["plan_caption"] = (f"{plan['params'] / 1e9:.2f}B parameters on {plan['gpus']} GPUs of "
@@ -339,20 +339,14 @@ def _sampled(sampled: dict[str, int]) -> str | None:
 UNKNOWN = "not in the logs"
 
 
-def cpu_run(run: dict[str, Any]) -> bool:
-    """A run on the CPU (gloo, DeepSpeed's CPU accelerator) is named as one: processes, not GPUs."""
-    return run["backend"] == "gloo" and not run["gpu_name"]
-
-
 def _count(run: dict[str, Any]) -> str:
     n, nodes, per = run["world_size"], run["nodes"], run["gpus_per_node"]
     layout = f" ({nodes} nodes x {per})" if nodes and per and nodes > 1 else ""
     return f"{n}{layout}"
 
 
-def run_rows(run: dict[str, Any]) -> list[tuple[str, str]]:
-    """The run table's rows in words: an unknown is said as such, never `?`."""
-    cpu = cpu_run(run)
+def run_rows(run: dict[str, Any], *, cpu: bool) -> list[tuple[str, str]]:
+    """The run table's rows in words: an unknown is said as such, never `?`. `cpu`: the run's RunFacts.cpu_run."""
     if run["world_size"] is None:
         workers = UNKNOWN
     elif cpu:

@@ -275,3 +275,29 @@ def test_gpu_only_advice_is_not_raised_for_a_cpu_run() -> None:
     clb = next(f for f in d.findings if f.id == "cuda-launch-blocking")
     assert clb.severity == "info" and not clb.explains_slowdown and "CPU" in clb.title
     assert not any("nsys" in s for s in d.next_steps)
+
+
+def test_every_origin_a_reader_emits_has_a_tier() -> None:
+    """A claim's origin decides its precedence (parsers/facts.py). One that is not registered would be a reader that
+    forgot to say how far it is trusted: it gets the least trusted tier, and this test names it. Run over every
+    sample and, where present, every real corpus case."""
+    from parsers.facts import ORIGIN_TIERS, TIERS, tier_of
+
+    assert tier_of("a-reader-that-forgot") == TIERS[-1]
+    dirs = [p for p in SAMPLES.rglob("*") if p.is_dir() and any(f.is_file() for f in p.iterdir())
+            and "wandb" not in p.parts]
+    if (CORPUS / "real").is_dir():
+        dirs += [p for p in (CORPUS / "real").iterdir() if p.is_dir()]
+    seen: dict[str, str] = {}
+    for d in dirs:
+        try:
+            m = parse([str(d)])
+        except Exception:  # noqa: BLE001 - unreadable cases are the refusal tests' business
+            continue
+        for claims in m.facts.claims.values():
+            for ev in claims:
+                seen.setdefault(ev.origin, str(d))
+        for ev in m.facts.evidence.values():
+            seen.setdefault(ev.origin, str(d))
+    assert len(seen) > 20
+    assert {o: where for o, where in seen.items() if o not in ORIGIN_TIERS} == {}

@@ -40,7 +40,7 @@ class Ctx:
     @property
     def gpu_run(self) -> bool:
         """False for CPU runs (gloo, DeepSpeed's CPU accelerator): GPU-only advice does not apply to them."""
-        return not (self.facts.backend == "gloo" or self.facts.accelerator == "cpu")
+        return not self.facts.cpu_run
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ def _option_name(name: str) -> str:
           "activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload.")
 def zero_stage_too_high(ctx: Ctx) -> Finding | None:
     f, plan = ctx.facts, ctx.plan
-    offloaded = f.offload_optimizer not in (None, "none") or f.offload_param not in (None, "none")
+    offloaded = f.offloaded
     if (f.data_parallel or f.world_size) == 1 and (f.zero_stage or 0) >= 1 and not offloaded:
         return _zero_on_one_gpu(ctx)
     if plan is None or f.zero_stage is None or plan.recommended == "none":
