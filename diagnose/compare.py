@@ -40,24 +40,6 @@ COMPONENT_FACTS: dict[str, tuple[str, ...]] = {
 }
 COMPONENT_NAMES = {"fwd": "forward", "bwd": "backward", "allreduce": "gradient all-reduce",
                    "optimizer": "optimizer step", "pipeline_p2p": "pipeline send/recv"}
-# Findings and the facts whose change brings them about (a rule that fires in the candidate only, next to a change
-# of one of these, is that change's consequence).
-FINDING_FACTS: dict[str, tuple[str, ...]] = {
-    "offload-bottleneck": ("offload_optimizer", "offload_param"),
-    "zero-stage-too-high": ("zero_stage",),
-    "nccl-socket-transport": ("nccl_transport", "env.NCCL_IB_DISABLE", "nodes"),
-    "p2p-disabled": ("env.NCCL_P2P_DISABLE",),
-    "cuda-launch-blocking": ("env.CUDA_LAUNCH_BLOCKING",),
-    "debug-switches": ("env.TORCH_DISTRIBUTED_DEBUG", "env.NCCL_DEBUG", "env.TORCH_SHOW_CPP_STACKTRACES"),
-    "comm-bound": ("nodes", "world_size", "nccl_transport", "zero_stage", "overlap_comm"),
-    "overlap-comm-off": ("overlap_comm",),
-    "grad-accum-zero-traffic": ("grad_accum_steps", "zero_stage"),
-    "no-mixed-precision": ("precision",),
-    "activation-checkpointing-unneeded": ("gradient_checkpointing",),
-    "small-micro-batch": ("micro_batch_per_gpu",),
-    "world-size-mismatch": ("world_size", "nodes"),
-    "pipeline-bubble": ("pipeline_parallel", "grad_accum_steps"),
-}
 # Run facts compared field by field (the names the JSON `run` object uses); nccl_transport is derived.
 COMPARED_FACTS = ("world_size", "nodes", "gpus_per_node", "tensor_parallel", "pipeline_parallel", "data_parallel",
                   "gpu_name", "launcher", "backend", "accelerator", "zero_stage", "offload_optimizer", "offload_param",
@@ -381,7 +363,7 @@ def explain(cmp: Comparison) -> tuple[Explanation, ...]:
     for f in findings:
         if not f.explains_slowdown or f.severity == "info":
             continue
-        keys = tuple(k for k in FINDING_FACTS.get(f.id, ()) if k in changed)
+        keys = tuple(k for k in _drivers(f.id) if k in changed)
         verb = "appeared" if f in cmp.new_findings else "went away"
         why = ", ".join(change_text(changed[k]) for k in keys)
         e = Explanation(f"{f.title} ({f.id}) {verb}" + (f" with {why}" if why else ""), keys, f.id)
@@ -484,3 +466,11 @@ def verdict(cmp: Comparison) -> str:
     else:
         text += "; the logs show no change that explains it."
     return text
+
+
+def _drivers(rule_id: str) -> tuple[str, ...]:
+    """The facts whose change brings a rule's finding about: declared with the rule (diagnose/rules)."""
+    from diagnose.rules import load_all
+
+    found = load_all().get(rule_id)
+    return found.drivers if found is not None else ()

@@ -1,7 +1,7 @@
 """Run model -> diagnosis: metrics, planner, every rule, ranked findings, the verdict and the next measurement."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from diagnose import hardware
 from diagnose.findings import Finding, rank_key
@@ -79,7 +79,7 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
         if only is not None and r.id not in only:
             continue
         try:
-            if (f := r.check(ctx)) is not None:
+            if (f := r.check(replace(ctx, rule=r))) is not None:
                 findings.append(f)
         except Exception as e:  # noqa: BLE001 - a rule that raises is named in the report; the others still run
             faults.append(fault(f"rule {r.id}", e))

@@ -33,7 +33,7 @@ class Fix:
     expected_effect: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Finding:
     id: str
     title: str

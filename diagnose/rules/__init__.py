@@ -20,6 +20,12 @@ class Ctx:
     facts: RunFacts
     metrics: Metrics
     plan: Plan | None
+    rule: Rule | None = None  # the rule being run (engine.diagnose sets it): findings take its id and title
+
+    def finding(self, **fields: Any) -> Finding:
+        """A finding of the running rule: its id, and its title unless the finding words it otherwise."""
+        assert self.rule is not None, "a finding is made while a rule runs"
+        return Finding(id=self.rule.id, **{"title": self.rule.title, **fields})
 
     def env(self, name: str) -> str | None:
         ev = self.facts.env.get(name)
@@ -43,24 +49,32 @@ class Ctx:
         return not self.facts.cpu_run
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Rule:
+    """A rule, self-contained: its id and title, its docs in the fixed shape (`diagnose rules ID`), the facts whose
+    change brings it about (compare's attribution: a finding that appears next to a change of one of these is that
+    change's consequence; () when no config fact does), and the sample scenario it fires on (tests/test_rules.py)."""
+
     id: str
     title: str
     detects: str
     why: str
     evidence: str
     fix: str
+    drivers: tuple[str, ...]
+    scenario: str
     check: Callable[[Ctx], Finding | None]
 
 
 REGISTRY: dict[str, Rule] = {}
 
 
-def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str) -> Callable[[Any], Any]:
+def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str, drivers: tuple[str, ...],
+         scenario: str) -> Callable[[Any], Any]:
     def register(fn: Callable[[Ctx], Finding | None]) -> Callable[[Ctx], Finding | None]:
         assert id not in REGISTRY, id
-        REGISTRY[id] = Rule(id, title, detects, why, evidence, fix, fn)
+        REGISTRY[id] = Rule(id=id, title=title, detects=detects, why=why, evidence=evidence, fix=fix,
+                            drivers=drivers, scenario=scenario, check=fn)
         return fn
     return register
 

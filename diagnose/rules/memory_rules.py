@@ -15,7 +15,8 @@ FLUSH_CRITICAL_WARNINGS = 3  # the warning repeating across steps means it happe
       evidence="The warning lines (rank 0 prints one per step with new flushes); the step times around them.",
       fix="Lower train_micro_batch_size_per_gpu (raise gradient_accumulation_steps), enable activation "
           "checkpointing, shrink stage3_max_live_parameters / stage3_prefetch_bucket_size, set "
-          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.")
+          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.",
+      drivers=(), scenario="synthetic/allocator_flush")
 def allocator_cache_flush(ctx: Ctx) -> Finding | None:
     ev = ctx.model.frames["events"].filter(pl.col("kind") == "allocator_flush")
     if ev.height == 0:
@@ -36,10 +37,14 @@ def allocator_cache_flush(ctx: Ctx) -> Finding | None:
                                  f.micro_batch_per_gpu // 2))
         changes.insert(1, Change("ds_config", "gradient_accumulation_steps", f.grad_accum_steps,
                                  (f.grad_accum_steps or 1) * 2))
-    return Finding("allocator-cache-flush", "PyTorch allocator cache flushes under memory pressure",
-                   "critical" if ev.height >= FLUSH_CRITICAL_WARNINGS else "warning", "high", True,
-                   f"{m.allocator_flushes} allocator cache flushes in {ev.height} steps: the GPUs run at the edge of "
-                   "their memory and synchronise to free it.", tuple(evidence),
-                   Fix("Reduce memory pressure (same global batch).", tuple(changes),
-                       "No flushes; step time back to the pre-flush level."),
-                   {"flushes": m.allocator_flushes, "warnings": ev.height})
+    return ctx.finding(
+        severity="critical" if ev.height >= FLUSH_CRITICAL_WARNINGS else "warning",
+        confidence="high",
+        explains_slowdown=True,
+        summary=f"{m.allocator_flushes} allocator cache flushes in {ev.height} steps: the GPUs run at the edge of "
+                "their memory and synchronise to free it.",
+        evidence=tuple(evidence),
+        fix=Fix("Reduce memory pressure (same global batch).", tuple(changes),
+                "No flushes; step time back to the pre-flush level."),
+        data={"flushes": m.allocator_flushes, "warnings": ev.height},
+    )

@@ -29,7 +29,8 @@ def _nccl_lines(ctx: Ctx, pattern: str, limit: int = 3) -> list[Evidence]:
       evidence="NCCL_DEBUG=INFO output (the `Using network` verdict, IB device lines, channel transports) or the "
                "environment. Single-node runs are exempt: sockets are not used inside a node.",
       fix="NCCL_IB_DISABLE=0, the right NCCL_IB_HCA / NCCL_SOCKET_IFNAME, the EFA/IB plugin where the cluster "
-          "needs one; verify with nccl-tests all_reduce_perf.")
+          "needs one; verify with nccl-tests all_reduce_perf.",
+      drivers=("nccl_transport", "env.NCCL_IB_DISABLE", "nodes"), scenario="synthetic/multinode_socket")
 def nccl_socket_transport(ctx: Ctx) -> Finding | None:
     f, n = ctx.facts, ctx.facts.nccl
     nodes = max(f.nodes or 0, n.n_nodes or 0) or None
@@ -50,28 +51,36 @@ def nccl_socket_transport(ctx: Ctx) -> Finding | None:
     if ctx.env("NCCL_SOCKET_IFNAME"):
         evidence.append(ctx.env_evidence("NCCL_SOCKET_IFNAME"))
     # No IB device found: which HCA to name is the cluster's to say (ibstat); the fix text says so, no made-up value.
-    return Finding("nccl-socket-transport", "NCCL runs over TCP sockets between nodes", "critical",
-                   "high" if n.network or ib_off else "medium", True,
-                   f"This {str(nodes) + '-node ' if nodes else ''}run moves its collectives over TCP sockets "
-                   f"({'IB disabled by NCCL_IB_DISABLE=1' if ib_off else 'no usable IB/RoCE device'}): inter-node "
-                   "bandwidth is a small fraction of what the fabric offers.",
-                   tuple(evidence),
-                   Fix("Put NCCL on the InfiniBand/RoCE fabric and check it with nccl-tests.", tuple(changes),
-                       "Inter-node collectives at fabric speed; multi-node steps often 3-10x faster."))
+    return ctx.finding(
+        title="NCCL runs over TCP sockets between nodes",
+        severity="critical",
+        confidence="high" if n.network or ib_off else "medium",
+        explains_slowdown=True,
+        summary=f"This {str(nodes) + '-node ' if nodes else ''}run moves its collectives over TCP sockets "
+                f"({'IB disabled by NCCL_IB_DISABLE=1' if ib_off else 'no usable IB/RoCE device'}): inter-node "
+                "bandwidth is a small fraction of what the fabric offers.",
+        evidence=tuple(evidence),
+        fix=Fix("Put NCCL on the InfiniBand/RoCE fabric and check it with nccl-tests.", tuple(changes),
+                "Inter-node collectives at fabric speed; multi-node steps often 3-10x faster."),
+    )
 
 
 def _socket_if_multinode(ctx: Ctx) -> Finding:
     """NCCL fell back to sockets, and the logs do not say whether the run spans nodes."""
     evidence = _nccl_lines(ctx, SOCKET_LINES)
-    return Finding(id="nccl-socket-transport", title="NCCL found no InfiniBand/RoCE device and uses TCP sockets",
-                   severity="warning", confidence="medium", explains_slowdown=True,
-                   summary="NCCL found no usable IB/RoCE device and chose TCP sockets. If this run spans nodes, every "
-                           "inter-node collective runs at a small fraction of the fabric's bandwidth; inside one node "
-                           "it does not matter.",
-                   evidence=tuple(evidence),
-                   fix=Fix("If the nodes have IB/RoCE, make the device visible to NCCL (containers: /dev/infiniband "
-                           "and IPC_LOCK) and check it with nccl-tests all_reduce_perf.", (),
-                           "Inter-node collectives at fabric speed."))
+    return ctx.finding(
+        title="NCCL found no InfiniBand/RoCE device and uses TCP sockets",
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary="NCCL found no usable IB/RoCE device and chose TCP sockets. If this run spans nodes, every "
+                "inter-node collective runs at a small fraction of the fabric's bandwidth; inside one node "
+                "it does not matter.",
+        evidence=tuple(evidence),
+        fix=Fix("If the nodes have IB/RoCE, make the device visible to NCCL (containers: /dev/infiniband "
+                "and IPC_LOCK) and check it with nccl-tests all_reduce_perf.", (),
+                "Inter-node collectives at fabric speed."),
+    )
 
 
 @rule("gloo-collectives", "GPU gradients are all-reduced through Gloo, not NCCL",
@@ -81,20 +90,24 @@ def _socket_if_multinode(ctx: Ctx) -> Finding:
           "a second GPU joins, and more with every node.",
       evidence="Horovod's build table; the launch command and device lines for a GPU job.",
       fix="Rebuild Horovod with NCCL (HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod) and check "
-          "`horovodrun --check-build` shows `[X] NCCL`.")
+          "`horovodrun --check-build` shows `[X] NCCL`.",
+      drivers=(), scenario="synthetic/gloo_horovod")
 def gloo_collectives(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if f.horovod_nccl is not False or (f.world_size is not None and f.world_size < 2):
         return None
     ev = [e for e in (ctx.fact_evidence("horovod_nccl", "Horovod NCCL tensor operations"),) if e]
-    return Finding(id="gloo-collectives", title="GPU gradients are all-reduced through Gloo, not NCCL",
-                   severity="critical", confidence="high", explains_slowdown=True,
-                   summary="Horovod was built without NCCL, so every gradient all-reduce goes through Gloo: GPU "
-                           "tensors are copied to host memory and reduced over TCP.",
-                   evidence=tuple(ev),
-                   fix=Fix("Rebuild Horovod with NCCL: HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir "
-                           "horovod; `horovodrun --check-build` then shows [X] NCCL.", (),
-                           "Collectives on NCCL: per-GPU throughput close to the single-GPU figure inside a node."))
+    return ctx.finding(
+        severity="critical",
+        confidence="high",
+        explains_slowdown=True,
+        summary="Horovod was built without NCCL, so every gradient all-reduce goes through Gloo: GPU "
+                "tensors are copied to host memory and reduced over TCP.",
+        evidence=tuple(ev),
+        fix=Fix("Rebuild Horovod with NCCL: HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir "
+                "horovod; `horovodrun --check-build` then shows [X] NCCL.", (),
+                "Collectives on NCCL: per-GPU throughput close to the single-GPU figure inside a node."),
+    )
 
 
 @rule("p2p-disabled", "GPU peer-to-peer disabled inside a node",
@@ -103,7 +116,8 @@ def gloo_collectives(ctx: Ctx) -> Finding | None:
           "several times less bandwidth for every collective.",
       evidence="The variable in the environment or NCCL's `set by environment` echo; `via SHM` channel lines.",
       fix="Unset NCCL_P2P_DISABLE on NVLink machines (it is a workaround for some consumer GPUs); set "
-          "NCCL_P2P_LEVEL instead of disabling P2P when a specific path is broken.")
+          "NCCL_P2P_LEVEL instead of disabling P2P when a specific path is broken.",
+      drivers=("env.NCCL_P2P_DISABLE",), scenario="synthetic/p2p_disabled")
 def p2p_disabled(ctx: Ctx) -> Finding | None:
     value = ctx.env("NCCL_P2P_DISABLE")
     t = ctx.facts.nccl.transports
@@ -129,10 +143,14 @@ def p2p_disabled(ctx: Ctx) -> Finding | None:
                   "(consumer cards such as the RTX 4090 have P2P off in the driver; check `nvidia-smi topo -p2p r`). "
                   "GPUs with NVLink or P2P-capable PCIe switches avoid the host copy.", (),
                   "Intra-node bandwidth of P2P where the hardware allows it.")
-    return Finding("p2p-disabled", "GPU peer-to-peer disabled inside a node", "warning",
-                   "high" if disabled else "medium", True,
-                   "Intra-node collectives go through host shared memory instead of GPU peer-to-peer paths.",
-                   tuple(evidence), fix)
+    return ctx.finding(
+        severity="warning",
+        confidence="high" if disabled else "medium",
+        explains_slowdown=True,
+        summary="Intra-node collectives go through host shared memory instead of GPU peer-to-peer paths.",
+        evidence=tuple(evidence),
+        fix=fix,
+    )
 
 
 @rule("comm-bound", "Gradient communication dominates the step",
@@ -141,7 +159,8 @@ def p2p_disabled(ctx: Ctx) -> Finding | None:
       evidence="DeepSpeed `time (ms) | fwd | bwd | bwd_inner | bwd_allreduce | step` lines; the comms logger's "
                "bus bandwidth when enabled.",
       fix="Larger micro-batch (more compute per byte), overlap_comm, a lower ZeRO stage, gradient accumulation with "
-          "ZeRO-1/DDP, or a faster interconnect.")
+          "ZeRO-1/DDP, or a faster interconnect.",
+      drivers=("nodes", "world_size", "nccl_transport", "zero_stage", "overlap_comm"), scenario="synthetic/comm_bound")
 def comm_bound(ctx: Ctx) -> Finding | None:
     br = ctx.metrics.breakdown
     if br is None or not ctx.gpu_run:
@@ -164,18 +183,25 @@ def comm_bound(ctx: Ctx) -> Finding | None:
         changes.append(Change("ds_config", "train_micro_batch_size_per_gpu", ctx.facts.micro_batch_per_gpu,
                               ctx.facts.micro_batch_per_gpu * 2))
     what = "Gradient all-reduce and pipeline send/recv take" if p2p else "Gradient all-reduce takes"
-    return Finding("comm-bound", "Communication dominates the step", "warning", "medium", True,
-                   f"{what} {share:.0%} of the timed step; the GPUs wait on communication.",
-                   tuple(ev), Fix("More compute per byte communicated, and overlap what remains.", tuple(changes),
-                                  "Step time approaches compute time as communication is hidden or shrunk."),
-                   {"allreduce_share": share})
+    return ctx.finding(
+        title="Communication dominates the step",
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"{what} {share:.0%} of the timed step; the GPUs wait on communication.",
+        evidence=tuple(ev),
+        fix=Fix("More compute per byte communicated, and overlap what remains.", tuple(changes),
+                "Step time approaches compute time as communication is hidden or shrunk."),
+        data={"allreduce_share": share},
+    )
 
 
 @rule("overlap-comm-off", "ZeRO communication does not overlap backward compute",
       detects="ZeRO stage 1-3 with zero_optimization.overlap_comm false (DeepSpeed's default outside stage 3).",
       why="Gradient reduction then starts only after backward finishes, adding its full time to every step.",
       evidence="The engine's printed zero_config or the DeepSpeed JSON.",
-      fix='"zero_optimization": {"overlap_comm": true, "contiguous_gradients": true}')
+      fix='"zero_optimization": {"overlap_comm": true, "contiguous_gradients": true}',
+      drivers=("overlap_comm",), scenario="ds_zero2_ga4_overlap_off")
 def overlap_comm_off(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if f.zero_stage is None or f.zero_stage < 1 or f.overlap_comm is not False:
@@ -186,15 +212,19 @@ def overlap_comm_off(ctx: Ctx) -> Finding | None:
     ev = [e for e in (ctx.fact_evidence("overlap_comm", "zero_optimization.overlap_comm"),) if e]
     if share is not None:
         ev.append(Evidence(f"bwd_allreduce is {share:.0%} of the timed step", kind="metric"))
-    return Finding("overlap-comm-off", "ZeRO communication does not overlap backward compute",
-                   "warning" if explains else "info", "medium", explains,
-                   f"ZeRO-{f.zero_stage} runs with overlap_comm=false: gradient reduction is serialised after "
-                   "backward instead of overlapping it.", tuple(ev),
-                   Fix("Turn on overlap_comm (and contiguous_gradients).",
-                       (Change("ds_config", "zero_optimization.overlap_comm", False, True),
-                        Change("ds_config", "zero_optimization.contiguous_gradients", f.contiguous_gradients, True)),
-                       "Reduction hides under backward compute; saves up to the allreduce share of the step."),
-                   {"allreduce_share": share})
+    return ctx.finding(
+        severity="warning" if explains else "info",
+        confidence="medium",
+        explains_slowdown=explains,
+        summary=f"ZeRO-{f.zero_stage} runs with overlap_comm=false: gradient reduction is serialised after "
+                "backward instead of overlapping it.",
+        evidence=tuple(ev),
+        fix=Fix("Turn on overlap_comm (and contiguous_gradients).",
+                (Change("ds_config", "zero_optimization.overlap_comm", False, True),
+                 Change("ds_config", "zero_optimization.contiguous_gradients", f.contiguous_gradients, True)),
+                "Reduction hides under backward compute; saves up to the allreduce share of the step."),
+        data={"allreduce_share": share},
+    )
 
 
 @rule("grad-accum-zero-traffic", "Gradient accumulation multiplies ZeRO-2/3 traffic",
@@ -204,7 +234,8 @@ def overlap_comm_off(ctx: Ctx) -> Finding | None:
           "optimizer step.",
       evidence="The engine config (gradient_accumulation_steps, zero_optimization_stage); bwd_allreduce_microstep "
                "timers in every micro-step.",
-      fix="ZeRO-1 (or plain DDP) when memory allows; otherwise fewer, larger micro-steps.")
+      fix="ZeRO-1 (or plain DDP) when memory allows; otherwise fewer, larger micro-steps.",
+      drivers=("grad_accum_steps", "zero_stage"), scenario="ds_zero2_ga4_overlap_off")
 def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if not f.grad_accum_steps or f.grad_accum_steps <= 1 or (f.zero_stage or 0) < 2:
@@ -229,12 +260,16 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
                           max(1, f.grad_accum_steps // 2)),
                    Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu,
                           (f.micro_batch_per_gpu or 1) * 2)]
-    return Finding("grad-accum-zero-traffic", "Gradient accumulation multiplies ZeRO-2/3 traffic",
-                   "warning", "high", explains,
-                   f"ZeRO-{f.zero_stage} with {f.grad_accum_steps} accumulation steps communicates in every "
-                   f"micro-step: {f.grad_accum_steps}x the gradient traffic of ZeRO-1/DDP per optimizer step.",
-                   tuple(ev), Fix(_accum_fix(target, fits_zero1, plan), tuple(changes),
-                                  f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step."))
+    return ctx.finding(
+        severity="warning",
+        confidence="high",
+        explains_slowdown=explains,
+        summary=f"ZeRO-{f.zero_stage} with {f.grad_accum_steps} accumulation steps communicates in every "
+                f"micro-step: {f.grad_accum_steps}x the gradient traffic of ZeRO-1/DDP per optimizer step.",
+        evidence=tuple(ev),
+        fix=Fix(_accum_fix(target, fits_zero1, plan), tuple(changes),
+                f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step."),
+    )
 
 
 def _accum_fix(target: int, fits_zero1: bool, plan: object) -> str:
@@ -256,24 +291,31 @@ def _accum_fix(target: int, fits_zero1: bool, plan: object) -> str:
       evidence="wall_clock_breakdown timers from every rank (rank prefixes), per-GPU W&B system metrics, or the "
                "comms logger's `Breakdown with straggler effect` table (comms_logger + log_summary(show_straggler)).",
       fix="Find the slow node (pairwise all_reduce tests, nvidia-smi clocks/temps/power), exclude or repair it; "
-          "keep GPUs homogeneous.")
+          "keep GPUs homogeneous.",
+      drivers=(), scenario="synthetic/straggler")
 def straggler(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and (m.node_imbalance or 0) >= STRAGGLER_FACTOR:
         slow = max(m.node_step_p50, key=m.node_step_p50.get)  # type: ignore[arg-type]
         med = sorted(m.node_step_p50.values())[len(m.node_step_p50) // 2]
-        return Finding("straggler", f"Node {slow} is {m.node_imbalance:.1f}x slower than the median node", "warning",
-                       "medium", True, f"Ranks on {slow} take {m.node_step_p50[slow] * 1000:.0f} ms per timed step "
-                       f"against a median node's {med * 1000:.0f} ms; every collective waits for them.",
-                       (Evidence(", ".join(f"{n}: {v * 1000:.0f} ms" for n, v in sorted(m.node_step_p50.items())),
-                                 kind="metric"),),
-                       Fix(f"Check {slow} (clocks, temperature, power cap, NIC) and exclude or fix it.", (),
-                           "Every node at the median node's pace."), {"node": slow, "ratio": m.node_imbalance})
+        return ctx.finding(
+            title=f"Node {slow} is {m.node_imbalance:.1f}x slower than the median node",
+            severity="warning",
+            confidence="medium",
+            explains_slowdown=True,
+            summary=f"Ranks on {slow} take {m.node_step_p50[slow] * 1000:.0f} ms per timed step "
+    f"against a median node's {med * 1000:.0f} ms; every collective waits for them.",
+            evidence=(Evidence(", ".join(f"{n}: {v * 1000:.0f} ms" for n, v in sorted(m.node_step_p50.items())),
+                               kind="metric"),),
+            fix=Fix(f"Check {slow} (clocks, temperature, power cap, NIC) and exclude or fix it.", (),
+                    "Every node at the median node's pace."),
+            data={"node": slow, "ratio": m.node_imbalance},
+        )
     if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and len(m.util_per_gpu) >= 2:
-        return _straggler_gpu(m)
+        return _straggler_gpu(ctx, m)
     if m.imbalance is None or m.imbalance < STRAGGLER_FACTOR:
         return _straggler_comms(ctx)
-    return _straggler_rank(m)
+    return _straggler_rank(ctx, m)
 
 
 def _straggler_comms(ctx: Ctx) -> Finding | None:
@@ -286,35 +328,45 @@ def _straggler_comms(ctx: Ctx) -> Finding | None:
     worst = rows.row(0, named=True)
     caveat = (" (this DeepSpeed's logger records running totals, so the table's milliseconds are overstated; the "
               "ratio is about right)" if m.comm_running_totals else "")
-    return Finding("straggler", f"Collectives wait for a late rank: {m.comm_straggler_ratio:.1f}x the fastest "
-                   "rank's time", "warning", "medium", True,
-                   f"In the comms logger's straggler breakdown, collectives on the printing rank take "
-                   f"{m.comm_straggler_ratio:.1f}x as long as on the fastest rank, most of the wait in {worst['op']} "
-                   f"({worst['msg_size']}, {worst['count']} calls){caveat}. Some rank reaches each collective late.",
-                   (Evidence(f"Breakdown with straggler effect: {worst['op']} {worst['msg_size']} total comm lat "
-                             f"{worst['total_latency_ms']:.2f} ms, total straggler "
-                             f"{worst['total_straggler_ms']:.2f} ms",
-                             ctx.model.source_name(worst["source"]), worst["line"]),),
-                   Fix("Find the late rank: enable wall_clock_breakdown on every rank (or per-GPU W&B metrics) and "
-                       "compare; then check that node's clocks, temperature, power cap, data loading and NIC.", (),
-                       "Collectives at the fastest rank's pace."), {"ratio": m.comm_straggler_ratio})
+    return ctx.finding(
+        title=f"Collectives wait for a late rank: {m.comm_straggler_ratio:.1f}x the fastest "
+ "rank's time",
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"In the comms logger's straggler breakdown, collectives on the printing rank take "
+                f"{m.comm_straggler_ratio:.1f}x as long as on the fastest rank, most of the wait in {worst['op']} "
+                f"({worst['msg_size']}, {worst['count']} calls){caveat}. Some rank reaches each collective late.",
+        evidence=(Evidence(f"Breakdown with straggler effect: {worst['op']} {worst['msg_size']} total comm lat "
+                           f"{worst['total_latency_ms']:.2f} ms, total straggler "
+                           f"{worst['total_straggler_ms']:.2f} ms",
+                           ctx.model.source_name(worst["source"]), worst["line"]),),
+        fix=Fix("Find the late rank: enable wall_clock_breakdown on every rank (or per-GPU W&B metrics) and "
+                "compare; then check that node's clocks, temperature, power cap, data loading and NIC.", (),
+                "Collectives at the fastest rank's pace."),
+        data={"ratio": m.comm_straggler_ratio},
+    )
 
 
-def _straggler_rank(m: Metrics) -> Finding:
+def _straggler_rank(ctx: Ctx, m: Metrics) -> Finding:
     slow_rank = max(m.rank_step_p50, key=m.rank_step_p50.get)  # type: ignore[arg-type]
     med = sorted(m.rank_step_p50.values())[len(m.rank_step_p50) // 2]
-    return Finding("straggler", f"Rank {slow_rank} is {m.imbalance:.1f}x slower than the median rank", "warning",
-                   "medium", True,
-                   f"Rank {slow_rank} takes {m.rank_step_p50[slow_rank] * 1000:.0f} ms per step against a median "
-                   f"of {med * 1000:.0f} ms; every collective waits for it.",
-                   (Evidence(", ".join(f"rank {r}: {v * 1000:.0f} ms" for r, v in sorted(m.rank_step_p50.items())),
-                             kind="metric"),),
-                   Fix(f"Inspect the node running rank {slow_rank} (clocks, temperature, power cap, PCIe/NIC) and "
-                       "exclude it or fix it.", (), "Everyone runs at the median rank's pace."),
-                   {"rank": slow_rank, "ratio": m.imbalance})
+    return ctx.finding(
+        title=f"Rank {slow_rank} is {m.imbalance:.1f}x slower than the median rank",
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"Rank {slow_rank} takes {m.rank_step_p50[slow_rank] * 1000:.0f} ms per step against a median "
+                f"of {med * 1000:.0f} ms; every collective waits for it.",
+        evidence=(Evidence(", ".join(f"rank {r}: {v * 1000:.0f} ms" for r, v in sorted(m.rank_step_p50.items())),
+                           kind="metric"),),
+        fix=Fix(f"Inspect the node running rank {slow_rank} (clocks, temperature, power cap, PCIe/NIC) and "
+                "exclude it or fix it.", (), "Everyone runs at the median rank's pace."),
+        data={"rank": slow_rank, "ratio": m.imbalance},
+    )
 
 
-def _straggler_gpu(m: object) -> Finding | None:
+def _straggler_gpu(ctx: Ctx, m: object) -> Finding | None:
     """W&B per-GPU utilization: the GPU that waits least is the one everyone else waits for (P-one-gpu-different)."""
     util = m.util_per_gpu  # type: ignore[attr-defined]
     ordered = sorted(util.values())
@@ -322,12 +374,18 @@ def _straggler_gpu(m: object) -> Finding | None:
     odd = max(util, key=lambda g: abs(util[g] - med))
     if med <= 0 or abs(util[odd] - med) / med < STRAGGLER_FACTOR - 1:
         return None
-    return Finding("straggler", f"GPU {odd} behaves differently from the others", "warning", "medium", True,
-                   f"GPU {odd} averages {util[odd]:.0f}% utilization against a median of {med:.0f}%: one device (or "
-                   "its link) paces the collectives.",
-                   (Evidence(", ".join(f"GPU {g}: {v:.0f}%" for g, v in sorted(util.items())), kind="metric"),),
-                   Fix(f"Check GPU {odd}'s clocks, temperature and power cap; swap or exclude it.", (),
-                       "Every GPU at the median's pace."), {"gpu": odd})
+    return ctx.finding(
+        title=f"GPU {odd} behaves differently from the others",
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"GPU {odd} averages {util[odd]:.0f}% utilization against a median of {med:.0f}%: one device (or "
+                "its link) paces the collectives.",
+        evidence=(Evidence(", ".join(f"GPU {g}: {v:.0f}%" for g, v in sorted(util.items())), kind="metric"),),
+        fix=Fix(f"Check GPU {odd}'s clocks, temperature and power cap; swap or exclude it.", (),
+                "Every GPU at the median's pace."),
+        data={"gpu": odd},
+    )
 
 
 @rule("world-size-mismatch", "What ran disagrees with what was launched or allocated",
@@ -340,7 +398,8 @@ def _straggler_gpu(m: object) -> Finding | None:
                "and MPI world sizes, NCCL's world communicator) against the launcher's flags, the accelerate "
                "YAML and #SBATCH directives.",
       fix="Make num_machines / num_processes / --num_nodes / --nproc_per_node / the hostfile agree with the "
-          "allocation.")
+          "allocation.",
+      drivers=("world_size", "nodes"), scenario="synthetic/world_size_mismatch")
 def world_size_mismatch(ctx: Ctx) -> Finding | None:
     claims = ctx.facts.claims
     for fact in ("world_size", "nodes"):
@@ -368,15 +427,18 @@ def world_size_mismatch(ctx: Ctx) -> Finding | None:
         name = fact.replace("_", " ")
         unit = "nodes" if fact == "nodes" else "processes"
         how = "allocated" if against[0] is allocated else "launched"
-        return Finding("world-size-mismatch",
-                       f"The job ran with {ran.value} {unit} where {against[0].value} were {how}",
-                       "critical", "high", True,
-                       f"The {name} the running job printed ({ran.value}) differs from "
-                       + " and ".join(f"what the {_where(ev)} says ({ev.value})" for ev in against)
-                       + ". Part of the allocation may be idle, or nodes may be training independent copies.",
-                       evidence,
-                       Fix("Make the launcher config match the allocation.", tuple(changes),
-                           "All allocated GPUs in one job."))
+        return ctx.finding(
+            title=f"The job ran with {ran.value} {unit} where {against[0].value} were {how}",
+            severity="critical",
+            confidence="high",
+            explains_slowdown=True,
+            summary=f"The {name} the running job printed ({ran.value}) differs from "
+                    + " and ".join(f"what the {_where(ev)} says ({ev.value})" for ev in against)
+                    + ". Part of the allocation may be idle, or nodes may be training independent copies.",
+            evidence=evidence,
+            fix=Fix("Make the launcher config match the allocation.", tuple(changes),
+                    "All allocated GPUs in one job."),
+        )
     return None
 
 

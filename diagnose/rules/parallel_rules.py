@@ -22,7 +22,8 @@ def bubble_fraction(stages: int, micro_batches: int) -> float:
       evidence="The parallel layout (Megatron's `using world size ... pipeline-model-parallel size`), micro and "
                "global batch (arguments or launch flags).",
       fix="More micro-batches per step (a larger global batch, or a smaller micro-batch at the same global batch), "
-          "the interleaved schedule (--num-layers-per-virtual-pipeline-stage), or fewer pipeline stages.")
+          "the interleaved schedule (--num-layers-per-virtual-pipeline-stage), or fewer pipeline stages.",
+      drivers=("pipeline_parallel", "grad_accum_steps"), scenario="synthetic/pipeline_bubble")
 def pipeline_bubble(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     p = f.pipeline_parallel or 1
@@ -44,13 +45,16 @@ def pipeline_bubble(ctx: Ctx) -> Finding | None:
     if br is not None and br.shares.get("pipeline_p2p"):
         evidence.append(Evidence(f"pipeline send/recv waits: {br.shares['pipeline_p2p']:.0%} of the timed step",
                                  kind="metric"))
-    return Finding(id="pipeline-bubble", title="Pipeline stages sit idle: too few micro-batches per global batch",
-                   severity="warning", confidence="high", explains_slowdown=True,
-                   summary=f"{p} pipeline stages process only {m} micro-batch(es) per step, so about {bubble:.0%} of "
-                           "every step is pipeline fill and drain with most stages idle.",
-                   evidence=tuple(evidence),
-                   fix=Fix(f"Feed the pipeline at least {target_m} micro-batches per step (4 per stage): a global "
-                           f"batch of {new_global} at micro-batch {f.micro_batch_per_gpu}, or fewer stages.",
-                           (Change("trainer_args", "global-batch-size", f.train_batch_size, new_global),),
-                           f"Bubble from {bubble:.0%} to {bubble_fraction(p, target_m):.0%} of the step."),
-                   data={"bubble_fraction": bubble, "stages": p, "micro_batches": m})
+    return ctx.finding(
+        severity="warning",
+        confidence="high",
+        explains_slowdown=True,
+        summary=f"{p} pipeline stages process only {m} micro-batch(es) per step, so about {bubble:.0%} of "
+                "every step is pipeline fill and drain with most stages idle.",
+        evidence=tuple(evidence),
+        fix=Fix(f"Feed the pipeline at least {target_m} micro-batches per step (4 per stage): a global "
+                f"batch of {new_global} at micro-batch {f.micro_batch_per_gpu}, or fewer stages.",
+                (Change("trainer_args", "global-batch-size", f.train_batch_size, new_global),),
+                f"Bubble from {bubble:.0%} to {bubble_fraction(p, target_m):.0%} of the step."),
+        data={"bubble_fraction": bubble, "stages": p, "micro_batches": m},
+    )

@@ -27,7 +27,8 @@ LOSS_SCALE_FLOOR = 4.0  # 2^2: 14 halvings below DeepSpeed's 2^16 start; DeepSpe
           "utilization shows a sawtooth.",
       evidence="DeepSpeed step-line timestamps against wall_clock_breakdown timers; DataLoader warnings; the "
                "Trainer's dataloader_num_workers.",
-      fix="dataloader_num_workers 4-8 per GPU, pin_memory, persistent workers, pre-tokenised / packed data.")
+      fix="dataloader_num_workers 4-8 per GPU, pin_memory, persistent workers, pre-tokenised / packed data.",
+      drivers=(), scenario="synthetic/input_bound")
 def input_bound(ctx: Ctx) -> Finding | None:
     m, f = ctx.metrics, ctx.facts
     evidence: list[Evidence] = []
@@ -65,27 +66,33 @@ def input_bound(ctx: Ctx) -> Finding | None:
     data_signal = (m.data_wait_share is not None or warn.height > 0 or f.dataloader_num_workers is not None
                    or f.framework in ("hf_trainer", "megatron"))
     if measured and not data_signal:
-        return _host_side_gap(gap, printed_gap, tuple(evidence), other)
+        return _host_side_gap(ctx, gap, printed_gap, tuple(evidence), other)
     strong = (measured and not other) or (m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE)
-    return Finding("input-bound", "The input pipeline starves the GPUs", "warning" if strong else "info",
-                   "high" if strong else "low", strong,
-                   (_input_summary(gap, printed_gap, m.data_wait_share) if strong else
-                    "The data pipeline may not keep up (see evidence)."), tuple(evidence),
-                   Fix("Load data in parallel worker processes.",
-                       (Change("trainer_args", "dataloader_num_workers", f.dataloader_num_workers, 4),
-                        Change("trainer_args", "dataloader_pin_memory", None, True)),
-                       "Data ready before each step; step time approaches the engine's compute time."),
-                   {"wall_over_compute": gap})
+    return ctx.finding(
+        severity="warning" if strong else "info",
+        confidence="high" if strong else "low",
+        explains_slowdown=strong,
+        summary=_input_summary(gap, printed_gap, m.data_wait_share) if strong else
+                "The data pipeline may not keep up (see evidence).",
+        evidence=tuple(evidence),
+        fix=Fix("Load data in parallel worker processes.",
+                (Change("trainer_args", "dataloader_num_workers", f.dataloader_num_workers, 4),
+                 Change("trainer_args", "dataloader_pin_memory", None, True)),
+                "Data ready before each step; step time approaches the engine's compute time."),
+        data={"wall_over_compute": gap},
+    )
 
 
-def _host_side_gap(gap: float | None, printed_gap: float | None, evidence: tuple[Evidence, ...],
+def _host_side_gap(ctx: Ctx, gap: float | None, printed_gap: float | None, evidence: tuple[Evidence, ...],
                    other: bool) -> Finding:
     """The step cadence well above the timed compute, with nothing in the logs that shows a data loader: time spent
     on the host outside the timed step, and the measurement that would split it."""
     ratio = gap if gap is not None and gap >= INPUT_GAP_FACTOR else printed_gap
-    return Finding(
-        id="input-bound", title="Steps spend time on the host outside the timed step", severity="warning",
-        confidence="low", explains_slowdown=not other,
+    return ctx.finding(
+        title="Steps spend time on the host outside the timed step",
+        severity="warning",
+        confidence="low",
+        explains_slowdown=not other,
         summary=f"Each step takes {ratio:.1f}x its timed compute end to end. The logs show no data loader (no "
                 "data-wait timer, loader warning or loader setting), so what fills the difference (loading or "
                 "making batches, host-side Python, logging, synchronisation) is not known from them.",
@@ -94,7 +101,8 @@ def _host_side_gap(gap: float | None, printed_gap: float | None, evidence: tuple
                 "timer (or `torch.profiler.record_function(\"data\")`) and compare it with the step time; if it is "
                 "loading, use DataLoader worker processes.", (),
                 "Knowing which host-side work fills the gap."),
-        data={"wall_over_compute": ratio})
+        data={"wall_over_compute": ratio},
+    )
 
 
 def _input_summary(gap: float | None, printed_gap: float | None, data_share: float | None) -> str:
@@ -111,7 +119,8 @@ def _input_summary(gap: float | None, printed_gap: float | None, data_share: flo
       why="Saving a checkpoint (ZeRO-3 gathering 16-bit weights to rank 0) or evaluating pauses training on every "
           "GPU; wandb.watch and frequent logging add host syncs.",
       evidence="Step times from the logs, checkpoint/eval lines with their steps, W&B utilization gaps.",
-      fix="Save and evaluate less often, save sharded ZeRO checkpoints (no 16-bit gather), WANDB_WATCH=false.")
+      fix="Save and evaluate less often, save sharded ZeRO checkpoints (no 16-bit gather), WANDB_WATCH=false.",
+      drivers=(), scenario="ds_zero3_ckpt")
 def periodic_stalls(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     if m.stalls_in_idle:
@@ -139,12 +148,18 @@ def periodic_stalls(ctx: Ctx) -> Finding | None:
     ev += [Evidence(f"{k} at step {s}" + (f", next step {t:.2f} s" if t else ""), kind="metric")
            for k, s, t in m.stall_events[:4]]
     changes = _less_often(ctx, kinds)
-    return Finding("periodic-stalls", f"Training stalls at each {what}", "warning" if explains else "info",
-                   "high" if aligned else "medium", explains,
-                   f"Steps stall periodically{' at ' + what if kinds else ''}"
-                   + (f", adding {share:.0%} to the run's time." if share is not None else "."), tuple(ev),
-                   Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
-                       "The stall time, spread over fewer events."), {"stall_share": share})
+    return ctx.finding(
+        title=f"Training stalls at each {what}",
+        severity="warning" if explains else "info",
+        confidence="high" if aligned else "medium",
+        explains_slowdown=explains,
+        summary=f"Steps stall periodically{' at ' + what if kinds else ''}"
+                + (f", adding {share:.0%} to the run's time." if share is not None else "."),
+        evidence=tuple(ev),
+        fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
+                "The stall time, spread over fewer events."),
+        data={"stall_share": share},
+    )
 
 
 LESS_OFTEN = 4  # save / evaluate 4x less often: the stall time falls to a quarter
@@ -178,11 +193,17 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
             + (f" (steps {', '.join(map(str, steps[:6]))})" if steps else ""))
     changes = _less_often(ctx, kinds)
     explains = share is None or share >= STALL_SHARE
-    return Finding("periodic-stalls", f"GPUs sit idle at {what}", "warning" if explains else "info", "high", explains,
-                   text[0].upper() + text[1:] + (f": {share:.0%} of the run." if share is not None else "."),
-                   (Evidence(text + " (W&B system metrics against log timestamps)", kind="metric"),),
-                   Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
-                       "The idle minutes, spread over fewer events."), {"stall_share": share, "idle_s": idle})
+    return ctx.finding(
+        title=f"GPUs sit idle at {what}",
+        severity="warning" if explains else "info",
+        confidence="high",
+        explains_slowdown=explains,
+        summary=text[0].upper() + text[1:] + (f": {share:.0%} of the run." if share is not None else "."),
+        evidence=(Evidence(text + " (W&B system metrics against log timestamps)", kind="metric"),),
+        fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
+                "The idle minutes, spread over fewer events."),
+        data={"stall_share": share, "idle_s": idle},
+    )
 
 
 @rule("progressive-slowdown", "Steps get slower as training goes on",
@@ -193,7 +214,8 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
           "caching fragmentation, a filling disk, or thermal throttling.",
       evidence="Step times over the run from any clock (DeepSpeed, HF, tqdm, W&B).",
       fix="WANDB_WATCH=false, free per-step references (loss.item() not loss), PYTORCH_CUDA_ALLOC_CONF="
-          "expandable_segments:True; watch GPU clocks and temperature.")
+          "expandable_segments:True; watch GPU clocks and temperature.",
+      drivers=(), scenario="synthetic/progressive_slowdown")
 def progressive_slowdown(ctx: Ctx) -> Finding | None:
     s = ctx.metrics.steps
     if s is None or s.first_quarter_p50_s is None or s.last_quarter_p50_s is None:
@@ -206,13 +228,18 @@ def progressive_slowdown(ctx: Ctx) -> Finding | None:
         return None
     changes = [Change("env", "WANDB_WATCH", ctx.env("WANDB_WATCH"), "false")] if ctx.env("WANDB_WATCH") not in (
         None, "false") else []
-    return Finding("progressive-slowdown", "Steps get slower as training goes on", "warning", "medium", True,
-                   f"Median step time grew from {s.first_quarter_p50_s:.2f} s (first quarter) to "
-                   f"{s.last_quarter_p50_s:.2f} s (last quarter): {ratio:.1f}x.",
-                   (Evidence(f"first-quarter median {s.first_quarter_p50_s:.3f} s, last-quarter median "
-                             f"{s.last_quarter_p50_s:.3f} s over {s.n} steps ({s.source})", kind="metric"),),
-                   Fix("Look for what accumulates per step.", tuple(changes),
-                       "Flat step time over the run."), {"ratio": ratio})
+    return ctx.finding(
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"Median step time grew from {s.first_quarter_p50_s:.2f} s (first quarter) to "
+                f"{s.last_quarter_p50_s:.2f} s (last quarter): {ratio:.1f}x.",
+        evidence=(Evidence(f"first-quarter median {s.first_quarter_p50_s:.3f} s, last-quarter median "
+                           f"{s.last_quarter_p50_s:.3f} s over {s.n} steps ({s.source})", kind="metric"),),
+        fix=Fix("Look for what accumulates per step.", tuple(changes),
+                "Flat step time over the run."),
+        data={"ratio": ratio},
+    )
 
 
 SHORT_RUN_MAX = 8  # fewer samples than this: too few for quarters, read as a sequence
@@ -234,15 +261,18 @@ def _short_run_slowdown(ctx: Ctx) -> Finding | None:
     if ratio < SHORT_TREND_FACTOR:
         return None
     seq = ", ".join(f"{v:.2f}" for v in series)
-    return Finding(id="progressive-slowdown", title="Steps get slower as training goes on", severity="warning",
-                   confidence="medium", explains_slowdown=True,
-                   summary=f"Every {what} the log shows is longer than the one before: {seq} s, {ratio:.1f}x over "
-                           f"{len(series)} samples.",
-                   evidence=(Evidence(f"{what}s in order: {seq} s", kind="metric"),),
-                   fix=Fix("Look for what accumulates per step (gradients or tensors kept across steps, growing "
-                           "inputs, wandb.watch, fragmentation); watch GPU clocks and temperature.", (),
-                           "Flat step time over the run."),
-                   data={"ratio": ratio})
+    return ctx.finding(
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"Every {what} the log shows is longer than the one before: {seq} s, {ratio:.1f}x over "
+                f"{len(series)} samples.",
+        evidence=(Evidence(f"{what}s in order: {seq} s", kind="metric"),),
+        fix=Fix("Look for what accumulates per step (gradients or tensors kept across steps, growing "
+                "inputs, wandb.watch, fragmentation); watch GPU clocks and temperature.", (),
+                "Flat step time over the run."),
+        data={"ratio": ratio},
+    )
 
 
 @rule("no-mixed-precision", "Training in fp32 on GPUs with bf16/fp16 tensor cores",
@@ -250,7 +280,8 @@ def _short_run_slowdown(ctx: Ctx) -> Finding | None:
       why="fp32 matmuls run at a fraction of tensor-core throughput (A100: 19.5 vs 312 TFLOP/s) and double "
           "memory traffic.",
       evidence="DeepSpeed config / engine dump (bf16, fp16 sections), accelerate YAML or state, Trainer flags.",
-      fix='"bf16": {"enabled": true} (A100/H100), fp16 with dynamic loss scaling on V100.')
+      fix='"bf16": {"enabled": true} (A100/H100), fp16 with dynamic loss scaling on V100.',
+      drivers=("precision",), scenario="hf_trainer_fp32_gradckpt")
 def no_mixed_precision(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if f.precision != "fp32":
@@ -275,11 +306,17 @@ def no_mixed_precision(ctx: Ctx) -> Finding | None:
                f"; compute is only {share:.0%} of the step here, so precision is not what slows it." if share is not None
                else "; with no timers and no parameter count in the logs, whether it matters is not measured "
                     "(wall_clock_breakdown would show the compute share).")
-    return Finding("no-mixed-precision", "Training in fp32", "warning" if gpu else "info", "high", gpu,
-                   "The run trains in fp32" + ("; tensor cores run bf16/fp16 several times faster." if gpu else
-                                               why_not),
-                   tuple(ev), Fix("Train in bf16.", tuple(changes), "Up to 2-8x faster matmuls on A100/H100.")
-                   if ctx.gpu_run else None)  # tensor-core advice has no place in a CPU run's recommended config
+    return ctx.finding(
+        title="Training in fp32",
+        severity="warning" if gpu else "info",
+        confidence="high",
+        explains_slowdown=gpu,
+        summary="The run trains in fp32" + ("; tensor cores run bf16/fp16 several times faster." if gpu else
+                                            why_not),
+        evidence=tuple(ev),
+        fix=Fix("Train in bf16.", tuple(changes), "Up to 2-8x faster matmuls on A100/H100.")
+ if ctx.gpu_run else None,
+    )  # tensor-core advice has no place in a CPU run's recommended config
 
 
 @rule("fp16-overflow-skips", "fp16 overflows keep skipping optimizer steps",
@@ -291,7 +328,8 @@ def no_mixed_precision(ctx: Ctx) -> Finding | None:
           "its level, and 1-2% skipped later on is normal.",
       evidence="`step=N, skipped=K` lines, Megatron iteration lines, OVERFLOW / loss-scale lines with the scale.",
       fix="bf16 instead of fp16 where the GPU supports it; otherwise lower the learning rate, clip gradients, "
-          "raise fp16.loss_scale_window / hysteresis.")
+          "raise fp16.loss_scale_window / hysteresis.",
+      drivers=(), scenario="synthetic/fp16_overflow")
 def fp16_overflow_skips(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     frac = m.skipped_fraction
@@ -308,14 +346,17 @@ def fp16_overflow_skips(ctx: Ctx) -> Finding | None:
     what = (f"{frac:.0%} of optimizer steps were skipped for fp16 overflow" if frac is not None and frac >= SKIP_FRACTION
             else "fp16 overflows keep recurring")
     changes = (Change("ds_config", "fp16.enabled", True, False), Change("ds_config", "bf16.enabled", None, True))
-    return Finding(id="fp16-overflow-skips", title="fp16 overflows keep skipping optimizer steps",
-                   severity="critical" if floor else "warning", confidence="high", explains_slowdown=True,
-                   summary=what + (f" and the loss scale fell to {m.loss_scale_min:g}: the model is barely "
-                                   "training." if floor else "."),
-                   evidence=tuple(ev),
-                   fix=Fix("Switch to bf16 (A100/H100); on fp16-only GPUs lower the learning rate and clip gradients.",
-                           changes, "Every step updates the weights."),
-                   data={"skipped_fraction": frac, "loss_scale_min": m.loss_scale_min})
+    return ctx.finding(
+        severity="critical" if floor else "warning",
+        confidence="high",
+        explains_slowdown=True,
+        summary=what + (f" and the loss scale fell to {m.loss_scale_min:g}: the model is barely "
+                        "training." if floor else "."),
+        evidence=tuple(ev),
+        fix=Fix("Switch to bf16 (A100/H100); on fp16-only GPUs lower the learning rate and clip gradients.",
+                changes, "Every step updates the weights."),
+        data={"skipped_fraction": frac, "loss_scale_min": m.loss_scale_min},
+    )
 
 
 # RLHF: generation past half of the end-to-end step. With DeepSpeed-Chat's hybrid engine this is the expected shape
@@ -331,7 +372,8 @@ GENERATION_SHARE = 0.5
           "weights, no inference kernels) generation is many times slower than the training that follows.",
       evidence="The step lines' generation and training times; the launch command's --enable_hybrid_engine.",
       fix="--enable_hybrid_engine (inference kernels and one weight layout for generation), with "
-          "--inference_tp_size and --tp_gather_partition_size for large actors; shorter --max_answer_seq_len.")
+          "--inference_tp_size and --tp_gather_partition_size for large actors; shorter --max_answer_seq_len.",
+      drivers=(), scenario="synthetic/rlhf_generation")
 def rlhf_generation_bound(ctx: Ctx) -> Finding | None:
     share = ctx.metrics.generation_share
     if share is None or share < GENERATION_SHARE:
@@ -340,21 +382,27 @@ def rlhf_generation_bound(ctx: Ctx) -> Finding | None:
     ev = [Evidence(f"generation is {share:.0%} of the end-to-end RLHF step (median)", kind="metric")]
     if hybrid:
         ev += [e for e in (ctx.fact_evidence("hybrid_engine", "--enable_hybrid_engine"),) if e]
-        return Finding(id="rlhf-generation-bound", title="RLHF steps are dominated by generation",
-                       severity="info", confidence="medium", explains_slowdown=False,
-                       summary=f"Generation takes {share:.0%} of each RLHF step with the hybrid engine on: the usual "
-                               "shape of PPO training, not a fault.",
-                       evidence=tuple(ev),
-                       fix=Fix("If the step must get faster: shorter answers (--max_answer_seq_len) or tensor "
-                               "parallelism for generation (--inference_tp_size).", (),
-                               "Shorter generation time per step."),
-                       data={"generation_share": share})
-    return Finding(id="rlhf-generation-bound", title="RLHF steps are dominated by generation",
-                   severity="warning", confidence="medium" if hybrid is None else "high", explains_slowdown=True,
-                   summary=f"Generation takes {share:.0%} of each RLHF step, and nothing shows the hybrid engine "
-                           "on: the actor generates through the training engine.",
-                   evidence=tuple(ev),
-                   fix=Fix("Enable DeepSpeed-Chat's hybrid engine for generation.",
-                           (Change("trainer_args", "enable_hybrid_engine", hybrid, True),),
-                           "Generation several times faster; the step approaches its training time."),
-                   data={"generation_share": share})
+        return ctx.finding(
+            severity="info",
+            confidence="medium",
+            explains_slowdown=False,
+            summary=f"Generation takes {share:.0%} of each RLHF step with the hybrid engine on: the usual "
+                    "shape of PPO training, not a fault.",
+            evidence=tuple(ev),
+            fix=Fix("If the step must get faster: shorter answers (--max_answer_seq_len) or tensor "
+                    "parallelism for generation (--inference_tp_size).", (),
+                    "Shorter generation time per step."),
+            data={"generation_share": share},
+        )
+    return ctx.finding(
+        severity="warning",
+        confidence="medium" if hybrid is None else "high",
+        explains_slowdown=True,
+        summary=f"Generation takes {share:.0%} of each RLHF step, and nothing shows the hybrid engine "
+                "on: the actor generates through the training engine.",
+        evidence=tuple(ev),
+        fix=Fix("Enable DeepSpeed-Chat's hybrid engine for generation.",
+                (Change("trainer_args", "enable_hybrid_engine", hybrid, True),),
+                "Generation several times faster; the step approaches its training time."),
+        data={"generation_share": share},
+    )

@@ -44,7 +44,8 @@ def _option_name(name: str) -> str:
           "it frees is unused.",
       evidence="Parameter count (logs, config or W&B), GPU count and memory, the configured stage.",
       fix="The stage the planner recommends, in the maintainers' order: no ZeRO -> gradient accumulation / "
-          "activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload.")
+          "activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload.",
+      drivers=("zero_stage",), scenario="synthetic/seed_zero3_launch_blocking")
 def zero_stage_too_high(ctx: Ctx) -> Finding | None:
     f, plan = ctx.facts, ctx.plan
     offloaded = f.offloaded
@@ -102,21 +103,23 @@ def zero_stage_too_high(ctx: Ctx) -> Finding | None:
                    "buys memory the run does not need at the price of more traffic (no peak memory in the logs: "
                    "activations are estimated).")
         confidence = "medium"
-    return Finding(id="zero-stage-too-high",
-                   title=f"{name[0].upper()}{name[1:]}{with_mb} fits: the configured {_option_name(current.name)} "
-                         "only adds communication",
-                   severity="warning" if plan.gpu_memory_known else "info", confidence=confidence,
-                   explains_slowdown=False,
-                   summary=summary + " Config to improve; on its own it does not explain a large slowdown.",
-                   evidence=tuple(ev),
-                   fix=Fix(f"Use {name}{with_mb}" + ("" if plan.gpu_memory_known or plan.memory_basis == "measured"
-                                                      else f" if the GPUs have at least "
-                                                      f"{max(1.0, rec.model_states_gb / USABLE_FRACTION):.0f} GB")
-                           + ".",
-                           tuple(changes), f"Per-GPU traffic from {current.comm_gb_per_step or 0:.1f} to "
-                                           f"{rec.comm_gb_per_step or 0:.1f} GB per optimizer step."),
-                   data={"recommended_stage": rec.stage, "recommended": plan.recommended,
-                         "memory_basis": plan.memory_basis, "gpu_memory_known": plan.gpu_memory_known})
+    return ctx.finding(
+        title=f"{name[0].upper()}{name[1:]}{with_mb} fits: the configured {_option_name(current.name)} "
+              "only adds communication",
+        severity="warning" if plan.gpu_memory_known else "info",
+        confidence=confidence,
+        explains_slowdown=False,
+        summary=summary + " Config to improve; on its own it does not explain a large slowdown.",
+        evidence=tuple(ev),
+        fix=Fix(f"Use {name}{with_mb}" + ("" if plan.gpu_memory_known or plan.memory_basis == "measured"
+                                           else f" if the GPUs have at least "
+                                           f"{max(1.0, rec.model_states_gb / USABLE_FRACTION):.0f} GB")
+                + ".",
+                tuple(changes), f"Per-GPU traffic from {current.comm_gb_per_step or 0:.1f} to "
+                                f"{rec.comm_gb_per_step or 0:.1f} GB per optimizer step."),
+        data={"recommended_stage": rec.stage, "recommended": plan.recommended,
+              "memory_basis": plan.memory_basis, "gpu_memory_known": plan.gpu_memory_known},
+    )
 
 
 def _zero_on_one_gpu(ctx: Ctx) -> Finding:
@@ -124,16 +127,20 @@ def _zero_on_one_gpu(ctx: Ctx) -> Finding:
     f = ctx.facts
     ev = [e for e in (ctx.fact_evidence("zero_stage", "zero_optimization.stage"),
                       ctx.fact_evidence("world_size", "world size")) if e]
-    return Finding(id="zero-stage-too-high", title=f"ZeRO-{f.zero_stage} on a single GPU partitions nothing",
-                   severity="warning", confidence="high", explains_slowdown=False,
-                   summary=f"ZeRO-{f.zero_stage} divides model states over the data-parallel GPUs; with one GPU it "
-                           "saves no memory and still pays its bookkeeping (and, at stage 3, the parameter "
-                           "fetches). Config to improve; on its own it does not explain a large slowdown.",
-                   evidence=tuple(ev),
-                   fix=Fix("Use no ZeRO on one GPU (or offload, if the states do not fit).",
-                           (Change("ds_config", "zero_optimization.stage", f.zero_stage, 0),),
-                           "No partitioning overhead."),
-                   data={"recommended_stage": 0})
+    return ctx.finding(
+        title=f"ZeRO-{f.zero_stage} on a single GPU partitions nothing",
+        severity="warning",
+        confidence="high",
+        explains_slowdown=False,
+        summary=f"ZeRO-{f.zero_stage} divides model states over the data-parallel GPUs; with one GPU it "
+                "saves no memory and still pays its bookkeeping (and, at stage 3, the parameter "
+                "fetches). Config to improve; on its own it does not explain a large slowdown.",
+        evidence=tuple(ev),
+        fix=Fix("Use no ZeRO on one GPU (or offload, if the states do not fit).",
+                (Change("ds_config", "zero_optimization.stage", f.zero_stage, 0),),
+                "No partitioning overhead."),
+        data={"recommended_stage": 0},
+    )
 
 
 @rule("offload-bottleneck", "CPU/NVMe offload makes the optimizer step the bottleneck",
@@ -144,7 +151,8 @@ def _zero_on_one_gpu(ctx: Ctx) -> Finding:
       evidence="The DeepSpeed config or engine dump (offload device), `Adam Optimizer #0 is created with AVX...` "
                "lines, `step` timers against fwd+bwd.",
       fix="Drop the offload when the planner says the states fit on the GPUs; otherwise pin memory, make sure "
-          "DeepSpeedCPUAdam is used, and amortise the step with more gradient accumulation.")
+          "DeepSpeedCPUAdam is used, and amortise the step with more gradient accumulation.",
+      drivers=("offload_optimizer", "offload_param"), scenario="ds_zero3_offload")
 def offload_bottleneck(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     device = f.offload_optimizer if f.offload_optimizer not in (None, "none") else f.offload_param
@@ -179,11 +187,16 @@ def offload_bottleneck(ctx: Ctx) -> Finding | None:
         advice = "Pin the offload buffers and amortise the step over more accumulation."
     tail = (f" and its step takes {share:.0%} of the timed step" if share is not None else
             "; the logs have no timers, so its cost is not measured (add \"wall_clock_breakdown\": true)")
-    return Finding("offload-bottleneck", f"Optimizer state offloaded to {device}", "warning",
-                   "high" if share is not None else "medium", explains,
-                   f"The optimizer runs offloaded to {device}" + tail + ".",
-                   tuple(ev), Fix(advice, changes, "The optimizer step back to GPU speed (tens of ms)."),
-                   {"optimizer_share": share})
+    return ctx.finding(
+        title=f"Optimizer state offloaded to {device}",
+        severity="warning",
+        confidence="high" if share is not None else "medium",
+        explains_slowdown=explains,
+        summary=f"The optimizer runs offloaded to {device}" + tail + ".",
+        evidence=tuple(ev),
+        fix=Fix(advice, changes, "The optimizer step back to GPU speed (tens of ms)."),
+        data={"optimizer_share": share},
+    )
 
 
 @rule("slow-optimizer-step", "The optimizer step takes a large share of each step",
@@ -193,7 +206,8 @@ def offload_bottleneck(ctx: Ctx) -> Finding | None:
           "fp32 master copies on a slow path, or gradient clipping/norm syncs.",
       evidence="wall_clock_breakdown timers (and optimizer_* sub-timers for ZeRO-1/2).",
       fix="Use a fused optimizer (DeepSpeed FusedAdam, `optim=adamw_torch_fused`), check clipping, and for ZeRO "
-          "check optimizer_allgather against optimizer_step.")
+          "check optimizer_allgather against optimizer_step.",
+      drivers=(), scenario="synthetic/slow_optimizer_step")
 def slow_optimizer_step(ctx: Ctx) -> Finding | None:
     br, f = ctx.metrics.breakdown, ctx.facts
     if br is None or f.offload_optimizer not in (None, "none"):
@@ -203,12 +217,17 @@ def slow_optimizer_step(ctx: Ctx) -> Finding | None:
     share = (br.step_ms - (br.optimizer_allgather_ms or 0.0)) / br.total_ms
     if share < OPTIMIZER_STEP_SHARE:
         return None
-    return Finding("slow-optimizer-step", "The optimizer step takes a large share of each step", "warning", "medium",
-                   ctx.gpu_run, f"The optimizer step takes {share:.0%} of the timed step ({br.step_ms:.1f} ms).",
-                   (Evidence(f"step {br.step_ms:.1f} ms vs fwd {br.fwd_ms:.1f} ms + bwd "
-                             f"{(br.bwd_inner_ms or 0) + (br.bwd_allreduce_ms or 0):.1f} ms (medians)", kind="metric"),),
-                   Fix("Use a fused optimizer.", (Change("trainer_args", "optim", f.optimizer, "adamw_torch_fused"),),
-                       "Optimizer step down to a few percent of the step."), {"optimizer_share": share})
+    return ctx.finding(
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=ctx.gpu_run,
+        summary=f"The optimizer step takes {share:.0%} of the timed step ({br.step_ms:.1f} ms).",
+        evidence=(Evidence(f"step {br.step_ms:.1f} ms vs fwd {br.fwd_ms:.1f} ms + bwd "
+                           f"{(br.bwd_inner_ms or 0) + (br.bwd_allreduce_ms or 0):.1f} ms (medians)", kind="metric"),),
+        fix=Fix("Use a fused optimizer.", (Change("trainer_args", "optim", f.optimizer, "adamw_torch_fused"),),
+                "Optimizer step down to a few percent of the step."),
+        data={"optimizer_share": share},
+    )
 
 
 @rule("activation-checkpointing-unneeded", "Activation checkpointing is on although memory allows without it",
@@ -216,7 +235,8 @@ def slow_optimizer_step(ctx: Ctx) -> Finding | None:
               "estimate (or the measured memory) leaves room for full activations.",
       why="Checkpointing recomputes the forward pass during backward: about a third more compute per step.",
       evidence="Trainer arguments / launch script / DeepSpeed config; model shape for the activation estimate.",
-      fix="Turn it off, or use the freed memory for a larger micro-batch; keep it if memory is the constraint.")
+      fix="Turn it off, or use the freed memory for a larger micro-batch; keep it if memory is the constraint.",
+      drivers=("gradient_checkpointing",), scenario="hf_trainer_fp32_gradckpt")
 def activation_checkpointing_unneeded(ctx: Ctx) -> Finding | None:
     f, plan = ctx.facts, ctx.plan
     if not f.gradient_checkpointing:
@@ -228,14 +248,19 @@ def activation_checkpointing_unneeded(ctx: Ctx) -> Finding | None:
     if fits is False:
         return None
     ev = [e for e in (ctx.fact_evidence("gradient_checkpointing", "gradient_checkpointing"),) if e]
-    return Finding("activation-checkpointing-unneeded", "Activation checkpointing is on", "info",
-                   "medium" if fits else "low", False,
-                   "Activation checkpointing recomputes the forward pass in backward (~33% more compute)"
-                   + ("; the memory estimate says the activations fit without it." if fits else
-                      "; check whether memory really needs it."),
-                   tuple(ev), Fix("Disable gradient checkpointing if memory allows.",
-                                  (Change("trainer_args", "gradient_checkpointing", True, False),),
-                                  "About 25% shorter steps when memory allows."))
+    return ctx.finding(
+        title="Activation checkpointing is on",
+        severity="info",
+        confidence="medium" if fits else "low",
+        explains_slowdown=False,
+        summary="Activation checkpointing recomputes the forward pass in backward (~33% more compute)"
+                + ("; the memory estimate says the activations fit without it." if fits else
+                   "; check whether memory really needs it."),
+        evidence=tuple(ev),
+        fix=Fix("Disable gradient checkpointing if memory allows.",
+                (Change("trainer_args", "gradient_checkpointing", True, False),),
+                "About 25% shorter steps when memory allows."),
+    )
 
 
 @rule("small-micro-batch", "Too little work per GPU per step",
@@ -244,7 +269,8 @@ def activation_checkpointing_unneeded(ctx: Ctx) -> Finding | None:
       why="Small kernels leave the GPU launch- and communication-bound: utilization looks busy-but-slow and MFU "
           "stays low while memory has headroom.",
       evidence="train_micro_batch_size_per_gpu (config, HF block, launch flags), sequence length, parameters.",
-      fix="Raise the micro-batch and lower gradient accumulation to keep the global batch; pack sequences.")
+      fix="Raise the micro-batch and lower gradient accumulation to keep the global batch; pack sequences.",
+      drivers=("micro_batch_per_gpu",), scenario="synthetic/small_micro_batch")
 def small_micro_batch(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if not f.micro_batch_per_gpu:
@@ -263,13 +289,18 @@ def small_micro_batch(ctx: Ctx) -> Finding | None:
     changes = [Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu, new_mb)]
     if ga > 1:
         changes.append(Change("ds_config", "gradient_accumulation_steps", ga, max(1, ga // 2)))
-    return Finding("small-micro-batch", "Too little work per GPU per step", "warning", "medium", False,
-                   f"Micro-batch {f.micro_batch_per_gpu}" + (f" x {f.seq_len} tokens = {tokens} tokens" if f.seq_len
-                                                             else "") + " per GPU is small for a "
-                   f"{f.model_params / 1e9:.1f}B model.", tuple(e for e in (
-                       ctx.fact_evidence("micro_batch_per_gpu", "train_micro_batch_size_per_gpu"),) if e),
-                   Fix("Double the micro-batch and halve gradient accumulation (same global batch).", tuple(changes),
-                       "Larger kernels and half the per-sample communication."))
+    return ctx.finding(
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=False,
+        summary=f"Micro-batch {f.micro_batch_per_gpu}" + (f" x {f.seq_len} tokens = {tokens} tokens" if f.seq_len
+                                                          else "") + " per GPU is small for a "
+                f"{f.model_params / 1e9:.1f}B model.",
+        evidence=tuple(e for e in (
+ctx.fact_evidence("micro_batch_per_gpu", "train_micro_batch_size_per_gpu"),) if e),
+        fix=Fix("Double the micro-batch and halve gradient accumulation (same global batch).", tuple(changes),
+                "Larger kernels and half the per-sample communication."),
+    )
 
 
 def _fixed_costs_dominate(ctx: Ctx, tokens: int, fixed: float) -> Finding:
@@ -283,13 +314,16 @@ def _fixed_costs_dominate(ctx: Ctx, tokens: int, fixed: float) -> Finding:
     new_mb = f.micro_batch_per_gpu * 4 if f.micro_batch_per_gpu else None
     changes = (Change("ds_config", "train_micro_batch_size_per_gpu", f.micro_batch_per_gpu, new_mb),) \
         if f.zero_stage is not None else (Change("trainer_args", "micro-batch-size", f.micro_batch_per_gpu, new_mb),)
-    return Finding(id="small-micro-batch", title="Too little work per GPU per step", severity="warning",
-                   confidence="medium", explains_slowdown=True,
-                   summary=f"Each GPU computes only {size} per micro-step, while the per-step costs that do not "
-                           f"shrink with the batch (optimizer step, gradient all-reduce) take {fixed:.0%} of the "
-                           "step.",
-                   evidence=tuple(ev),
-                   fix=Fix("Give each GPU more work per step: a larger micro-batch (memory permitting) with fewer "
-                           "accumulation steps or a larger global batch.", changes,
-                           "The fixed per-step costs spread over more samples."),
-                   data={"fixed_cost_share": fixed, "tokens_per_gpu": tokens})
+    return ctx.finding(
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"Each GPU computes only {size} per micro-step, while the per-step costs that do not "
+                f"shrink with the batch (optimizer step, gradient all-reduce) take {fixed:.0%} of the "
+                "step.",
+        evidence=tuple(ev),
+        fix=Fix("Give each GPU more work per step: a larger micro-batch (memory permitting) with fewer "
+                "accumulation steps or a larger global batch.", changes,
+                "The fixed per-step costs spread over more samples."),
+        data={"fixed_cost_share": fixed, "tokens_per_gpu": tokens},
+    )
