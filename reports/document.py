@@ -186,7 +186,7 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dic
         "gpu_name": f.gpu_name, "model_params": f.model_params, "zero_stage": f.zero_stage,
         "offload_optimizer": f.offload_optimizer, "offload_param": f.offload_param,
         "micro_batch_per_gpu": f.micro_batch_per_gpu, "grad_accum_steps": f.grad_accum_steps,
-        "precision": f.precision, "nccl_transport": f.nccl_transport,
+        "precision": f.precision, "nccl_transport": f.nccl_transport, "cpu_run": f.cpu_run,
         "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
         "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
         # the training loop whose syntax the fixes use (diagnose/frameworks.py)
@@ -266,7 +266,6 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         # frame -> N: a long log's other ranks were sampled 1 in N (parsers/thinning.py); {} when all rows were read
         "sampled": dict(model.thinned),
     }
-    doc.update(display(doc, cpu=f.cpu_run))
     return r(doc)  # the one pass: every string of the document, whatever field it sits in
 
 
@@ -274,9 +273,16 @@ def _num(v: float | None, fmt: str, unit: str = "") -> str | None:
     return None if v is None else f"{v:{fmt}}{unit}"
 
 
-def display(doc: dict[str, Any], *, cpu: bool) -> dict[str, Any]:
-    """Preformatted values for the templates (templates never compute). `cpu`: the run's RunFacts.cpu_run."""
+def with_display(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document and the rows a renderer shows (tiles, the run table, the facts and plan tables): derived at
+    render time, so the JSON contract carries data only."""
+    return {**doc, **display(doc)}
+
+
+def display(doc: dict[str, Any]) -> dict[str, Any]:
+    """Preformatted values for the templates (templates never compute), from the document's data alone."""
     run, m = doc["run"], doc["metrics"]
+    cpu = bool(run.get("cpu_run"))
     st = m["steps"] or {}
     util = m["utilization"]
     tiles = [

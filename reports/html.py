@@ -31,6 +31,10 @@ def _script_safe(js: str) -> str:
 
 def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: str = "",
            template: str = "report.html.j2") -> str:
+    if template == "report.html.j2":  # a comparison arrives with its own display rows (compare_doc)
+        from reports.document import with_display
+
+        doc = with_display(doc)
     charts = []
     for name, fig in figures:
         html = fig.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG,

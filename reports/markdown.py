@@ -10,6 +10,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
+from reports.document import with_display
+
 GITHUB_LIMIT = 65_536
 
 
@@ -63,6 +65,7 @@ ENV = _ENV  # shared with the compare report (reports/compare_doc.py)
 
 def render(doc: dict[str, Any]) -> str:
     """Render; when too long for GitHub, drop the least important parts first and say so."""
+    doc = with_display(doc)
     levels = [
         {},
         {"max_evidence": 3},

@@ -8,10 +8,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from reports.document import with_display
+
 STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def render(doc: dict[str, Any], console: Console) -> None:
+    doc = with_display(doc)
     explaining = any(f["explains_slowdown"] for f in doc["findings"])
     console.print(Panel(Text(doc["verdict"]), title="diagnose", border_style="red" if explaining else "green"),
                   soft_wrap=False)
