@@ -4,7 +4,6 @@ Exit codes (stable): 0 done; 1 findings at or above --fail-on; 2 bad input or us
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import textwrap
@@ -102,16 +101,15 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
             stages[what] = (task, of)
             bar.update(task, completed=done, total=of)
 
-        progress = None
-        if total >= PROGRESS_MIN_BYTES:
-            logs = bar.add_task("reading logs (MB)", total=total // 1_000_000)
-            lines_read = [0]
+        lines_read = [0]
+        logs = bar.add_task("reading logs (MB)", total=total // 1_000_000) if total >= PROGRESS_MIN_BYTES else None
 
-            def progress(n: int, lines: int = 0) -> None:
-                lines_read[0] += lines
-                bar.update(logs, advance=n / 1_000_000,
-                           description=f"reading logs: {lines_read[0]:,} lines, MB")
-        return parse_sources(sources, progress=progress, refresh=refresh, fetch_progress=fetched if wandb else None)
+        def progress(n: int, lines: int = 0) -> None:
+            lines_read[0] += lines
+            bar.update(logs, advance=n / 1_000_000,  # type: ignore[arg-type]
+                       description=f"reading logs: {lines_read[0]:,} lines, MB")
+        return parse_sources(sources, progress=progress if logs is not None else None, refresh=refresh,
+                             fetch_progress=fetched if wandb else None)
 
 
 @app.command()

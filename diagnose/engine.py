@@ -10,7 +10,7 @@ from diagnose.planner import MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
 from diagnose.rules import Ctx, load_all
 from parsers.errors import fault
-from parsers.facts import GPU_MEMORY_RANGE_GB, RunFacts
+from parsers.facts import GPU_MEMORY_RANGE_GB
 from parsers.run_model import RunModel
 
 LOW_UTIL = 60.0  # % NVML utilization below which a run is "low utilization" (causes.md §0.3 P-flat-mid band)

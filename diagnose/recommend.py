@@ -10,7 +10,6 @@ micro-batch.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +83,7 @@ def _unsafe(ch: Change, facts: RunFacts, memory_tight: bool) -> str | None:
         return "no value computed from the run"
     if ch.target == "env" and ch.after is None and ch.key not in facts.env:
         return "not set in this run"
-    known, current = effective(facts, ch.target, ch.key)
+    known, current = facts.effective(ch.target, ch.key)
     if known and _norm(current) == _norm(ch.after):
         return "the run already has it"
     if memory_tight and ch.key in _MICRO_BATCH_KEYS and isinstance(ch.after, (int, float)) \
@@ -96,77 +95,8 @@ def _unsafe(ch: Change, facts: RunFacts, memory_tight: bool) -> str | None:
 def _with_before(ch: Change, facts: RunFacts) -> Change:
     if ch.before is not None:
         return ch
-    known, current = effective(facts, ch.target, ch.key)
+    known, current = facts.effective(ch.target, ch.key)
     return dataclasses.replace(ch, before=current) if known else ch
-
-
-# DeepSpeed config keys whose effective value is a run fact (what the engine printed beats the JSON).
-_DS_FACTS = {
-    "zero_optimization.stage": "zero_stage", "train_micro_batch_size_per_gpu": "micro_batch_per_gpu",
-    "gradient_accumulation_steps": "grad_accum_steps", "train_batch_size": "train_batch_size",
-    "zero_optimization.overlap_comm": "overlap_comm", "zero_optimization.contiguous_gradients": "contiguous_gradients",
-    "zero_optimization.offload_optimizer.device": "offload_optimizer",
-    "zero_optimization.offload_param.device": "offload_param",
-}
-_TRAINER_FACTS = {"dataloader_num_workers": "dataloader_num_workers", "gradient_checkpointing": "gradient_checkpointing",
-                  "per_device_train_batch_size": "micro_batch_per_gpu", "micro-batch-size": "micro_batch_per_gpu",
-                  "global-batch-size": "train_batch_size"}
-
-
-def effective(facts: RunFacts, target: str, key: str) -> tuple[bool, Any]:
-    """-> (known, value) of a config key as this run had it."""
-    if target == "env":
-        ev = facts.env.get(key)
-        return (ev is not None, ev.value if ev is not None else None)
-    if target == "accelerate":
-        if key == "mixed_precision" and facts.precision:
-            return True, {"fp32": "no"}.get(facts.precision, facts.precision)
-        return (key in facts.accelerate, facts.accelerate.get(key))
-    if target == "trainer_args":
-        if key in facts.script_args:
-            return True, facts.script_args[key]
-        fact = _TRAINER_FACTS.get(key)
-        value = getattr(facts, fact) if fact else None
-        return (value is not None, value)
-    if target == "ds_config":
-        if key in ("bf16.enabled", "fp16.enabled") and facts.precision:
-            return True, facts.precision == key.split(".")[0]
-        fact = _DS_FACTS.get(key)
-        if fact and getattr(facts, fact) is not None:
-            value = getattr(facts, fact)
-            return True, "none" if fact.startswith("offload") and value in (None, "none") else value
-        found, value = _dig(facts.ds_config, key)
-        if found:
-            return True, value
-        return _engine_value(facts.ds_engine, key)
-    return False, None
-
-
-def _dig(cfg: dict[str, Any], key: str) -> tuple[bool, Any]:
-    node: Any = cfg
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
-def _engine_value(engine: dict[str, Any], key: str) -> tuple[bool, Any]:
-    """The engine's printed config: flat keys, and ZeRO's settings as one repr string (`zero_config ...
-    offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig(device='cpu', ..., pin_memory=True, ...)`)."""
-    parts = key.split(".")
-    if len(parts) == 1 and key in engine:
-        return True, engine[key]
-    if parts[0] != "zero_optimization" or "zero_config" not in engine:
-        return False, None
-    text = str(engine["zero_config"])
-    if len(parts) == 3:
-        m = re.search(re.escape(parts[1]) + r"=\w+\((.*?)\)", text)
-        if not m:
-            return False, None
-        text = m.group(1)
-    m = re.search(r"(?:^|[\s(,])" + re.escape(parts[-1]) + r"=([^,\s)]+)", text)
-    return (True, m.group(1).strip("'\"")) if m else (False, None)
 
 
 def _norm(value: Any) -> str | None:

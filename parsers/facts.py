@@ -90,6 +90,29 @@ def tier_of(origin: str) -> str:
     return ORIGIN_TIERS.get(origin, TIERS[-1])
 
 
+# DeepSpeed JSON keys that are run facts: (fact, how the value is read). The one table the readers (a DeepSpeed JSON's
+# claims), the recommender and the rules (a key's effective value: RunFacts.effective) share.
+DS_CONFIG_FACTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "train_micro_batch_size_per_gpu": ("micro_batch_per_gpu", lambda v: _int(v)),
+    "gradient_accumulation_steps": ("grad_accum_steps", lambda v: _int(v)),
+    "train_batch_size": ("train_batch_size", lambda v: _int(v)),
+    "steps_per_print": ("steps_per_print", lambda v: _float(v)),
+    "wall_clock_breakdown": ("wall_clock_breakdown", lambda v: _bool(v)),
+    "zero_optimization.stage": ("zero_stage", lambda v: _int(v)),
+    "zero_optimization.overlap_comm": ("overlap_comm", lambda v: _bool(v)),
+    "zero_optimization.contiguous_gradients": ("contiguous_gradients", lambda v: _bool(v)),
+    "zero_optimization.reduce_bucket_size": ("reduce_bucket_size", lambda v: _float(v)),
+    "zero_optimization.allgather_bucket_size": ("allgather_bucket_size", lambda v: _float(v)),
+    "zero_optimization.stage3_prefetch_bucket_size": ("prefetch_bucket_size", lambda v: _float(v)),
+    "zero_optimization.offload_optimizer.device": ("offload_optimizer", lambda v: None if v is None else str(v)),
+    "zero_optimization.offload_param.device": ("offload_param", lambda v: None if v is None else str(v)),
+}
+# Training-loop arguments that are run facts (HF Trainer's and Megatron's names).
+TRAINER_ARG_FACTS = {"dataloader_num_workers": "dataloader_num_workers", "gradient_checkpointing": "gradient_checkpointing",
+                     "per_device_train_batch_size": "micro_batch_per_gpu", "micro-batch-size": "micro_batch_per_gpu",
+                     "global-batch-size": "train_batch_size"}
+
+
 @dataclass(frozen=True)
 class NcclFacts:
     version: str | None = None
@@ -174,6 +197,35 @@ class RunFacts:
     def offloaded(self) -> bool:
         """Optimizer states or parameters offloaded (to the CPU or NVMe)."""
         return self.offload_optimizer not in (None, "none") or self.offload_param not in (None, "none")
+
+    def effective(self, target: str, key: str) -> tuple[bool, Any]:
+        """-> (known, value) of a config key as this run had it: a run fact where the key is one (what the engine
+        printed beats the JSON), else the DeepSpeed JSON, else the engine's printed config."""
+        if target == "env":
+            ev = self.env.get(key)
+            return (ev is not None, ev.value if ev is not None else None)
+        if target == "accelerate":
+            if key == "mixed_precision" and self.precision:
+                return True, {"fp32": "no"}.get(self.precision, self.precision)
+            return (key in self.accelerate, self.accelerate.get(key))
+        if target == "trainer_args":
+            if key in self.script_args:
+                return True, self.script_args[key]
+            fact = TRAINER_ARG_FACTS.get(key)
+            value = getattr(self, fact) if fact else None
+            return (value is not None, value)
+        if target == "ds_config":
+            if key in ("bf16.enabled", "fp16.enabled") and self.precision:
+                return True, self.precision == key.split(".")[0]
+            fact = DS_CONFIG_FACTS.get(key, (None, None))[0]
+            if fact and getattr(self, fact) is not None:
+                value = getattr(self, fact)
+                return True, "none" if fact.startswith("offload") and value in (None, "none") else value
+            found, value = dig(self.ds_config, key)
+            if found:
+                return True, value
+            return _engine_value(self.ds_engine, key)
+        return False, None
 
     @property
     def nccl_transport(self) -> str | None:
@@ -428,17 +480,13 @@ def _engine_claims(c: _Claims, eng: dict[str, Any], src: int, line: int | None) 
 
 def _ds_json_claims(c: _Claims, cfg: dict[str, Any], origin: str, src: int) -> None:
     zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
-    c.add("zero_stage", _int(zero.get("stage", 0 if "zero_optimization" in cfg else None)), origin, src)
-    c.add("micro_batch_per_gpu", _int(cfg.get("train_micro_batch_size_per_gpu")), origin, src)
-    c.add("grad_accum_steps", _int(cfg.get("gradient_accumulation_steps")), origin, src)
-    c.add("train_batch_size", _int(cfg.get("train_batch_size")), origin, src)
-    c.add("steps_per_print", _float(cfg.get("steps_per_print")), origin, src)
-    c.add("wall_clock_breakdown", _bool(cfg.get("wall_clock_breakdown")), origin, src)
-    for fact, key in (("overlap_comm", "overlap_comm"), ("contiguous_gradients", "contiguous_gradients")):
-        c.add(fact, _bool(zero.get(key)), origin, src)
-    for fact, key in (("reduce_bucket_size", "reduce_bucket_size"), ("allgather_bucket_size", "allgather_bucket_size"),
-                      ("prefetch_bucket_size", "stage3_prefetch_bucket_size")):
-        c.add(fact, _float(zero.get(key)), origin, src)
+    for key, (fact, read) in DS_CONFIG_FACTS.items():
+        if key.endswith(".device"):  # offload sections: below, "none" when the section names no device
+            continue
+        found, value = dig(cfg, key)
+        if key == "zero_optimization.stage" and not found and "zero_optimization" in cfg:
+            found, value = True, 0  # a zero_optimization section without a stage is stage 0
+        c.add(fact, read(value) if found else None, origin, src)
     for fact in ("offload_optimizer", "offload_param"):
         section = zero.get(fact)
         if isinstance(section, dict):
@@ -891,3 +939,30 @@ def _scaled(text: str | None) -> int | None:
         return None
     mult = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "B": 1e9, "T": 1e12}[m.group(2)]
     return int(float(m.group(1)) * mult)
+
+
+def dig(cfg: dict[str, Any], key: str) -> tuple[bool, Any]:
+    node: Any = cfg
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _engine_value(engine: dict[str, Any], key: str) -> tuple[bool, Any]:
+    """The engine's printed config: flat keys, and ZeRO's settings as one repr string (`zero_config ...
+    offload_optimizer=DeepSpeedZeroOffloadOptimizerConfig(device='cpu', ..., pin_memory=True, ...)`)."""
+    parts = key.split(".")
+    if len(parts) == 1 and key in engine:
+        return True, engine[key]
+    if parts[0] != "zero_optimization" or "zero_config" not in engine:
+        return False, None
+    text = str(engine["zero_config"])
+    if len(parts) == 3:
+        m = re.search(re.escape(parts[1]) + r"=\w+\((.*?)\)", text)
+        if not m:
+            return False, None
+        text = m.group(1)
+    m = re.search(r"(?:^|[\s(,])" + re.escape(parts[-1]) + r"=([^,\s)]+)", text)
+    return (True, m.group(1).strip("'\"")) if m else (False, None)

@@ -56,7 +56,6 @@ def _cases() -> list[tuple[str, list[str], dict]]:
 @pytest.mark.parametrize("case", _cases(), ids=[c[0] for c in _cases()])
 def test_no_report_holds_a_no_op_or_conflicting_change(case: tuple[str, list[str], dict]) -> None:
     from diagnose.engine import diagnose
-    from diagnose.recommend import effective
     from parsers import parse
 
     model = parse(case[1])
@@ -66,7 +65,7 @@ def test_no_report_holds_a_no_op_or_conflicting_change(case: tuple[str, list[str
     for f in d.findings:
         for c in (f.fix.changes if f.fix else ()):
             assert merged[(c.target, c.key)] == c.after, (f.id, c)  # no finding contradicts the merged config
-            known, current = effective(model.facts, c.target, c.key)
+            known, current = model.facts.effective(c.target, c.key)
             assert not (known and str(current).lower() == str(c.after).lower()), (f.id, c)  # not a no-op
             assert not (isinstance(c.after, str) and c.after.startswith("<")), (f.id, c)  # no placeholder
             assert not (c.target == "env" and c.after is None and c.key not in model.facts.env), (f.id, c)

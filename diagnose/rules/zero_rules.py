@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from diagnose.planner import USABLE_FRACTION
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
+from parsers.facts import RunFacts
 
 OPTIMIZER_STEP_SHARE = 0.4  # optimizer step > 40% of the timed step: far above the few % of a fused GPU AdamW
 #                             (DeepSpeed #6834: offload step ~10 s vs 0.2 s fwd+bwd)
@@ -19,11 +20,9 @@ def _stage_name(stage: int) -> str:
     return "no ZeRO (plain data parallel)" if stage == 0 else f"ZeRO-{stage}"
 
 
-def _setting(f: object, key: str) -> object | None:
+def _setting(f: RunFacts, key: str) -> object | None:
     """The run's effective DeepSpeed setting (engine dump, JSON), truthy-normalised; None when unknown."""
-    from diagnose.recommend import effective
-
-    known, value = effective(f, "ds_config", key)  # type: ignore[arg-type]
+    known, value = f.effective("ds_config", key)
     if not known:
         return None
     return str(value).strip("'\"").lower() in ("true", "1") if not isinstance(value, bool) else value
