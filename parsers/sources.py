@@ -112,8 +112,24 @@ def _walk(root: Path) -> Iterator[Path]:
             if suffix in LOG_SUFFIXES or re.search(r"\.(?:out|log|err)\.\d+$", name):
                 if not p.is_file() and not p.is_dir() and p.exists():
                     yield p  # a FIFO, socket or device: listed as skipped when read, never opened here
-                elif p.is_file() and os.access(p, os.R_OK) and not is_binary(head_bytes(p)):
+                elif p.is_file() and os.access(p, os.R_OK) and not is_binary(head := head_bytes(p)) \
+                        and not is_own_report(head):
                     yield p
+
+
+# What `diagnose report` and `compare` write, in each format: a report saved into the folder it reports on
+# (`diagnose report logs/ -o logs/report.md`) is output, not a log, and is not read back on the next run (its quoted
+# evidence lines would count twice). Named on the command line, it is read like any file.
+_OWN_REPORT = re.compile(rb"\A\s*(?:## diagnose: (?:training-run report|comparing two training runs)\n"
+                         rb"|# Run 1 of \d+: .*\n\n## diagnose: training-run report"
+                         rb"|<!DOCTYPE html>\s*<html[^>]*>\s*<head>\s*<meta charset=\"utf-8\">\s*"
+                         rb"<meta name=\"generator\" content=\"diagnose\">"
+                         rb"|\{\s*\"schema_version\": \d+,\s*\"(?:verdict|runs|kind)\""
+                         rb"|\xe2\x95\xad(?:\xe2\x94\x80)+ diagnose \xe2\x94\x80)")
+
+
+def is_own_report(head: bytes) -> bool:
+    return _OWN_REPORT.match(head) is not None
 
 
 _JOB_ID = re.compile(r"(?:slurm|job)[-_.]?(\d{3,})|[-_.](\d{5,})\.(?:out|err|log)$", re.I)

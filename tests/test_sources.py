@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import http.server
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,3 +105,23 @@ def test_inputs_are_never_modified(tmp_path: Path) -> None:
     before = p.stat().st_mtime_ns, p.read_bytes()
     assert run_cli("parse", str(p), "--out", str(tmp_path / "out")).returncode == 0
     assert (p.stat().st_mtime_ns, p.read_bytes()) == before
+
+
+def test_a_report_saved_into_its_run_folder_is_not_read_back(tmp_path: Path) -> None:
+    """`diagnose report logs/ -o logs/report.md`, run twice: the second run reads the logs, not the first report
+    (its quoted evidence lines would count twice), in every format; `--force` may replace it. Named on the command
+    line, a report is read like any file."""
+    from conftest import SAMPLES, run_cli
+    from parsers.sources import _walk
+
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLES / "ds_zero0", run)
+    first = run_cli("report", str(run), "--format", "json", "-o", "-")
+    for suffix in ("md", "html", "json", "txt"):
+        assert run_cli("report", str(run), "-o", str(run / f"report.{suffix}")).returncode == 0
+    assert run_cli("compare", str(run), str(SAMPLES / "ds_zero2_bf16"), "-o", str(run / "cmp.md")).returncode in (0, 1)
+    assert sorted(p.name for p in _walk(run)) == ["ds_config.json", "launch.sh", "train.log"]
+    again = run_cli("report", str(run), "-o", str(run / "report.md"), "--force")
+    assert again.returncode == 0, again.stderr
+    second = run_cli("report", str(run), "--format", "json", "-o", "-")
+    assert json.loads(second.stdout)["sources"] == json.loads(first.stdout)["sources"]
