@@ -285,25 +285,33 @@ def report(
             raise typer.Exit(EXIT_FINDINGS)
 
 
+_OPTION_FLAGS = {"seq_len": "--seq-len", "gpu_memory_gb": "--gpu-memory"}  # pipeline option -> the flag that sets it
+
+
 def _options(**given: object) -> Options:
     from diagnose.pipeline import Options
 
     try:
         return Options(**given)  # type: ignore[arg-type]
-    except ValueError as e:
-        raise _fail(f"--{str(e).split()[0].replace('_gb', '').replace('_', '-')} must be positive") from None
+    except ValueError as e:  # "seq_len must be positive": said with the flag's name
+        field, _, why = str(e).partition(" ")
+        raise _fail(f"{_OPTION_FLAGS.get(field, field)} {why}") from None
 
 
-def _analyse_or_exit(sources: list[str], options: Options) -> Analysis:
+def _analyse_or_exit(sources: list[str], options: Options, on_runs: Callable[[list], None] | None = None
+                     ) -> Analysis:
     """The pipeline (diagnose/pipeline.py) with the command line's reading: progress on a terminal, one stderr line
-    for the inputs each run skipped and for the runs skipped whole."""
+    for the runs a directory holds, the inputs each run skipped and the runs skipped whole."""
     from diagnose.pipeline import analyse
 
-    runs = _runs_or_exit(sources)
-    if len(runs) > 1 and options.run is None:
-        _stderr(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)")
+    def found(runs: list) -> None:
+        if len(runs) > 1 and options.run is None:
+            _stderr(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)")
+
     try:
-        analysis = analyse(sources, options, reader=_load_telling_skipped)
+        analysis = analyse(sources, options, reader=_load_telling_skipped, on_runs=on_runs or found)
+    except OSError as e:  # the directory could not be walked
+        raise _fail(f"{sources[0]}: {e.strerror or e}") from None
     except InputError as e:
         if e.source == options.run:
             raise _fail(f"--run {options.run!r} {e.why}") from None
@@ -493,10 +501,13 @@ def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[floa
     frames."""
     from diagnose.compare import Side
 
-    if len(runs := _runs_or_exit(files)) > 1:
-        raise _fail(f"the {label} {files[0]} holds {len(runs)} runs ({', '.join(r.name for r in runs[:4])}); "
-                    "name one run's directory or files")
-    one = _analyse_or_exit(files, _options(gpu_memory_gb=gpu_memory, refresh=refresh, all_clocks=True)).runs[0]
+    def one_run(runs: list) -> None:
+        if len(runs) > 1:
+            raise _fail(f"the {label} {files[0]} holds {len(runs)} runs ({', '.join(r.name for r in runs[:4])}); "
+                        "name one run's directory or files")
+
+    options = _options(gpu_memory_gb=gpu_memory, refresh=refresh, all_clocks=True)
+    one = _analyse_or_exit(files, options, on_runs=one_run).runs[0]
     return Side(" ".join(files), one.model.facts, one.diagnosis, tuple(s.name for s in one.model.sources))
 
 

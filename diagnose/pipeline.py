@@ -123,10 +123,11 @@ def runs_of(sources: Sequence[str]) -> list[Run]:
 
 def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: Options | None = None, *,
             reader: Reader | None = None, inputs: Sequence[Input] | None = None,
-            files: dict[str, Path] | None = None) -> Analysis:
+            files: dict[str, Path] | None = None, on_runs: Callable[[list[Run]], None] | None = None) -> Analysis:
     """Read, diagnose and document SOURCES. `reader` replaces how sources are read (the CLI's progress display);
     `inputs` are already-resolved inputs (the server's uploads, read as one run); `files` are the run's config
-    files by name when they are not where the sources name them (uploads), for the recommended diffs.
+    files by name when they are not where the sources name them (uploads), for the recommended diffs; `on_runs`
+    hears the runs the sources hold before any is read (the CLI says how many, compare refuses several).
 
     Raises InputError when nothing is readable (in every run of a directory)."""
     options = options or Options()
@@ -139,6 +140,8 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
         sources = [sources]
     names = [str(s) for s in sources]
     runs = runs_of(names)
+    if on_runs is not None:
+        on_runs(runs)
     if options.run is not None:
         chosen = [r for r in runs if r.name.rstrip("/").endswith(options.run.rstrip("/"))]
         if len(chosen) != 1:

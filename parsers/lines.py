@@ -197,18 +197,16 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
     the block before ended in: ingest.py's offset then gives it that line's number). Lines longer than MAX_LINE_BYTES
     are cut there and counted."""
     first = 0 if continues else 1
-    # Where redraws outnumber lines (a file of tqdm redraws), they become rows of their own as the block is split,
-    # not one giant row to split afterwards (30 MB of redraws held 450 MB that way): each `\r` is marked and broken,
-    # and the marked rows keep the physical line number they share. A log with a few bars among its lines takes the
-    # cheaper path below, which splits only the rows that hold a `\r`.
     frame = _read_rows(data, stats, MAX_CHUNK_ROWS + 1)
     if frame.height > MAX_CHUNK_ROWS:
         raise Dense(MAX_CHUNK_ROWS)
-    # A long average row with a `\r` in the block (memchr-fast, unlike counting) is a file of redraws.
+    # A block of long rows holding a `\r` (a file of tqdm redraws; `in` is memchr-fast, counting is not) is read again
+    # with each redraw as a row of its own, not one giant row to split afterwards (30 MB of redraws held 450 MB that
+    # way): each `\r` is marked and broken, and the marked rows keep the physical line number they share. A log with
+    # a few bars among its lines takes the cheaper path below, which splits only the rows that hold a `\r`.
     redraws = continues or (frame.height > 0 and len(data) // frame.height > _REDRAW_ROW_BYTES and b"\r" in data)
-    if redraws:
-        stats.invalid_utf8 = 0  # counted again on the redone read
-        frame = _read_rows(data.replace(b"\r\n", b"\n").replace(b"\r", _REDRAW + b"\n"), stats)
+    if redraws:  # the same bytes: their damage was counted on the first read
+        frame = _read_rows(data.replace(b"\r\n", b"\n").replace(b"\r", _REDRAW + b"\n"), ChunkStats())
         marked = pl.col("text").str.ends_with(_REDRAW.decode())
         frame = (frame.with_columns(marked.alias("_redraw"))
                  .with_columns((first + (~pl.col("_redraw")).cum_sum().shift(1, fill_value=0)).alias("line"),

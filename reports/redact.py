@@ -145,12 +145,13 @@ def _random_token(m: re.Match[str]) -> str:
     """A candidate masked whole, or, when it is a path (slashes without base64's `+` or `=` padding), segment by
     segment: `/cache/<sha256>/model` keeps its words."""
     token = m.group(0)
+    whole = looks_random(token.replace("/", ""))
     if "/" in token and "+" not in token and not token.endswith("="):
         segments = token.split("/")
         named = any(3 <= len(seg) <= 15 and seg.isalpha() for seg in segments)  # `lib`, `issues`, `NVIDIA`
-        if named or not looks_random(token.replace("/", "")):
+        if named or not whole:
             return "/".join(MASK if len(seg) >= 16 and looks_random(seg) else seg for seg in segments)
-    return MASK if looks_random(token.replace("/", "")) else token
+    return MASK if whole else token
 
 
 @functools.lru_cache(maxsize=None)
