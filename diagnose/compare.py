@@ -19,8 +19,8 @@ from typing import Any
 from diagnose.engine import Diagnosis
 from diagnose.findings import Finding
 from diagnose.metrics import CLOCK_ORDER, Metrics
-from parsers.credentials import is_secret_name
-from parsers.facts import Evidence, RunFacts
+from diagnose.parsers.credentials import is_secret_name
+from diagnose.parsers.facts import DS_CONFIG_FACTS, DS_PRECISION_SECTIONS, Evidence, RunFacts
 
 SAME_WITHIN = 0.05  # a throughput or step-time ratio within 5% of 1 is no change (run-to-run noise on one machine)
 SHARE_MOVE = 0.10  # a breakdown share that moved by 10 points of the step is a change worth explaining
@@ -47,13 +47,10 @@ COMPARED_FACTS = ("world_size", "nodes", "gpus_per_node", "tensor_parallel", "pi
                   "optimizer", "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size",
                   "prefetch_bucket_size", "gradient_checkpointing", "dataloader_num_workers", "seq_len",
                   "hidden_size", "num_layers", "num_heads", "hybrid_engine")
-# Facts that describe the same change as another one shown (the config key behind zero_stage, say) are not repeated.
-SHADOWED_CONFIG = {"zero_optimization.stage", "zero_optimization.offload_optimizer.device",
-                   "zero_optimization.offload_param.device", "train_micro_batch_size_per_gpu",
-                   "gradient_accumulation_steps", "train_batch_size", "zero_optimization.overlap_comm",
-                   "zero_optimization.contiguous_gradients", "zero_optimization.reduce_bucket_size",
-                   "zero_optimization.allgather_bucket_size", "zero_optimization.stage3_prefetch_bucket_size",
-                   "bf16.enabled", "fp16.enabled"}
+# A DeepSpeed key that is a compared fact (the key behind zero_stage, say) is shown once, as that fact: taken from the
+# readers' one key table.
+SHADOWED_CONFIG = frozenset({key for key, (fact, _) in DS_CONFIG_FACTS.items() if fact in COMPARED_FACTS}
+                            | {f"{section}.enabled" for section in DS_PRECISION_SECTIONS})
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ from typing import Any
 
 import polars as pl
 
-from parsers.blocks import Blocks
-from parsers.errors import fault
-from parsers.launch_script import LaunchScript, parse_script
+from diagnose.parsers.blocks import Blocks
+from diagnose.parsers.errors import fault
+from diagnose.parsers.launch_script import LaunchScript, parse_script
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ JOB_ORIGINS = frozenset({
 
 
 def _origin_tiers() -> dict[str, str]:
-    from parsers.kinds import KINDS
+    from diagnose.parsers.kinds import KINDS
 
     job = {k.name: "job" for k in KINDS if k.frame == "facts"} | {o: "job" for o in JOB_ORIGINS}
     return job | _ORIGIN_TIERS
@@ -107,6 +107,8 @@ DS_CONFIG_FACTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "zero_optimization.offload_optimizer.device": ("offload_optimizer", lambda v: None if v is None else str(v)),
     "zero_optimization.offload_param.device": ("offload_param", lambda v: None if v is None else str(v)),
 }
+# DeepSpeed JSON sections whose `enabled` names the precision fact.
+DS_PRECISION_SECTIONS = ("bf16", "fp16")
 # Training-loop arguments that are run facts (HF Trainer's and Megatron's names).
 TRAINER_ARG_FACTS = {"dataloader_num_workers": "dataloader_num_workers", "gradient_checkpointing": "gradient_checkpointing",
                      "per_device_train_batch_size": "micro_batch_per_gpu", "micro-batch-size": "micro_batch_per_gpu",
@@ -491,8 +493,8 @@ def _ds_json_claims(c: _Claims, cfg: dict[str, Any], origin: str, src: int) -> N
         section = zero.get(fact)
         if isinstance(section, dict):
             c.add(fact, str(section.get("device", "none")), origin, src)
-    for key, prec in (("bf16", "bf16"), ("fp16", "fp16")):
-        section = cfg.get(key)
+    for prec in DS_PRECISION_SECTIONS:
+        section = cfg.get(prec)
         if isinstance(section, dict) and _bool(section.get("enabled")):
             c.add("precision", prec, origin, src)
     if isinstance(cfg.get("comms_logger"), dict):
