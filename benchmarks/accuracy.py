@@ -82,7 +82,7 @@ def cases(which: str) -> list[tuple[str, list[str], dict]]:
 
 def evaluate(name: str, sources: list[str], label: dict) -> CaseResult:
     from diagnose.engine import diagnose
-    from parsers import InputError, parse
+    from diagnose.parsers import InputError, parse
 
     want = label.get("facts") or {}
     expected = [COVERED.get(e, e) for e in label.get("expected", [])]

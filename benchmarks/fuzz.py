@@ -125,8 +125,8 @@ RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
 def run_case(seed: int, tmp: Path) -> str:
     """One seeded case -> "report" or "input_error"; raises on anything else (the bug the fuzz looks for)."""
     from diagnose.engine import diagnose
-    from parsers import InputError, parse
-    from reports import document, html, markdown, terminal
+    from diagnose.parsers import InputError, parse
+    from diagnose.reports import document, html, markdown, terminal
     from rich.console import Console
 
     rng = random.Random(seed)

@@ -60,7 +60,7 @@ class Verdict:
 def is_log(path: Path) -> bool:
     """A case's log files, as the tool itself reads them (a config or launch script is not printed through a
     launcher's prefixes or pasted as an issue's log, whatever its name)."""
-    from parsers import InputError, parse
+    from diagnose.parsers import InputError, parse
 
     if path.suffix.lower() in CONFIG_SUFFIXES | SCRIPT_SUFFIXES:
         return False
@@ -200,7 +200,7 @@ def _stage(sources: list[str], dest: Path) -> Path:
 
 def verdict(folder: Path, label: dict) -> Verdict:
     from diagnose.engine import diagnose
-    from parsers import InputError, parse
+    from diagnose.parsers import InputError, parse
 
     want = label.get("facts") or {}
     try:

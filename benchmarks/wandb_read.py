@@ -62,7 +62,7 @@ READ = """
 import sys, time
 sys.path.insert(0, "{root}")
 from pathlib import Path
-from parsers import wandb_offline
+from diagnose.parsers import wandb_offline
 t0 = time.perf_counter()
 run = wandb_offline.read(Path("{path}"))
 print(time.perf_counter() - t0, run.history.height)
@@ -70,7 +70,7 @@ print(time.perf_counter() - t0, run.history.height)
 PARSE = """
 import sys, time
 sys.path.insert(0, "{root}")
-from parsers import parse
+from diagnose.parsers import parse
 t0 = time.perf_counter()
 model = parse(["{path}"])
 print(time.perf_counter() - t0, model.frames["steps"].height)

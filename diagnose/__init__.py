@@ -1,7 +1,11 @@
-"""Run model -> findings: derived metrics, rules, the ZeRO planner; `diagnose.cli` is the composition root."""
+"""The one import package (issue 22): `diagnose.parsers` (sources -> the run model), the analysis modules here (run
+model -> findings: metrics, rules, the ZeRO planner), `diagnose.reports` (rendering), and on top the pipeline that
+the CLI (`diagnose.cli`), the server (`diagnose.serve`) and the Python API share. The distribution is
+`diagnose-training`; in the repository parsers/ and reports/ keep their place beside this folder (see pyproject.toml).
+"""
 import os
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the one place: pyproject.toml reads it (tool.hatch.version)
 
 # Polars allocates through its own jemalloc, which by default keeps freed pages for 10 s: on a long log the chunks
 # already parsed stay resident and peak RSS grows with the log (`report` on 8 GiB, 16 ranks: 1.19 GB). Returning

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.console import Console
 
-from parsers import InputError, RunModel, parse as parse_sources
-from parsers.schema import FRAMES as FRAME_SCHEMAS, describe
-from reports import run_json
-from reports.formats import FORMATS, by_suffix, strict_json, suffix_list
+from diagnose.parsers import InputError, RunModel, parse as parse_sources
+from diagnose.parsers.schema import FRAMES as FRAME_SCHEMAS, describe
+from diagnose.reports import run_json
+from diagnose.reports.formats import FORMATS, by_suffix, strict_json, suffix_list
 
 if TYPE_CHECKING:
     from diagnose.compare import Side
@@ -70,7 +70,7 @@ def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
 
 def _stderr(line: str) -> None:
     """One line to stderr, redacted and inert (a file name's escape sequences are shown, not obeyed)."""
-    from reports import inert, redact
+    from diagnose.reports import inert, redact
 
     sys.stderr.write(inert.text(redact.text(line).replace("\n", " ")) + "\n")
 
@@ -81,7 +81,7 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
     total = sum(Path(s).stat().st_size for s in sources if Path(s).is_file())
     if not err.is_terminal:
         return parse_sources(sources, refresh=refresh)
-    from parsers.wandb_api import parse_ref
+    from diagnose.parsers.wandb_api import parse_ref
 
     wandb = any(parse_ref(s) for s in sources)
     if not wandb and total < PROGRESS_MIN_BYTES:
@@ -263,7 +263,7 @@ def report(
                                     for name, title, path in written]
     several = len(analysis.runs) > 1
     if fmt == "text" and output is None and not to_stdout:
-        from reports import terminal
+        from diagnose.reports import terminal
 
         for i, r in enumerate(analysis.runs, 1):
             if several:
@@ -331,7 +331,7 @@ def _load_telling_skipped(sources: list[str], refresh: bool) -> RunModel:
 
 def _write_config(folder: Path, model: RunModel, diagnosis: object, force: bool) -> None:
     """The corrected config files and recommended.patch into FOLDER (reports/config_patch.py)."""
-    from reports import config_patch
+    from diagnose.reports import config_patch
 
     patch = config_patch.build(model, diagnosis.recommendation.changes,  # type: ignore[attr-defined]
                                config_patch.local_files(model))
@@ -356,7 +356,7 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object, prefix: s
     every chart (one per chart took ~3 s each). -> (name, title, path) per chart."""
     import plotly.io as pio
 
-    from reports import charts
+    from diagnose.reports import charts
 
     try:
         import kaleido  # noqa: F401
@@ -377,7 +377,7 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object, prefix: s
 def _check_out_dir(folder: Path, sources: list[str], force: bool) -> None:
     """`parse --out DIR` follows -o's rules: a folder (not a file), whose parent exists, holding no earlier parse
     unless --force, and never an input's folder when that would replace an input."""
-    from parsers.sources import input_files
+    from diagnose.parsers.sources import input_files
 
     if folder.exists() and not folder.is_dir():
         raise _fail(f"--out {folder}: a file, not a folder")
@@ -396,7 +396,7 @@ def _check_output(output: Optional[Path], sources: list[str], force: bool) -> No
     needs --force, and its folder must exist (a typo is not a new directory tree)."""
     if output is None:
         return
-    from parsers.sources import input_files
+    from diagnose.parsers.sources import input_files
 
     if os.path.realpath(output) in input_files(sources):
         raise _fail(f"{output} is one of the inputs; write the output elsewhere")
@@ -477,7 +477,7 @@ def compare(
     fmt = _output_format(output, format)
     _check_output(output, [*sides[0], *sides[1]], force)
     from diagnose.compare import compare as run_compare
-    from reports import compare_doc
+    from diagnose.reports import compare_doc
 
     # One side at a time: the first run's frames are let go before the second is read (a side keeps its facts,
     # metrics and findings).
@@ -653,13 +653,9 @@ def rules(rule_id: Annotated[Optional[str], typer.Argument(help="A rule id to ex
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import PackageNotFoundError, version
+        from diagnose import __version__
 
-        try:
-            number = version("diagnose")
-        except PackageNotFoundError:  # run from a checkout that was never installed
-            number = "unknown (not installed)"
-        _emit(f"diagnose {number}\n")
+        _emit(f"diagnose {__version__}\n")
         raise typer.Exit(EXIT_OK)
 
 

@@ -9,9 +9,9 @@ from diagnose.metrics import Metrics, compute
 from diagnose.planner import MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
 from diagnose.rules import Ctx, load_all
-from parsers.errors import fault
-from parsers.facts import GPU_MEMORY_RANGE_GB
-from parsers.run_model import RunModel
+from diagnose.parsers.errors import fault
+from diagnose.parsers.facts import GPU_MEMORY_RANGE_GB
+from diagnose.parsers.run_model import RunModel
 
 LOW_UTIL = 60.0  # % NVML utilization below which a run is "low utilization" (causes.md §0.3 P-flat-mid band)
 HIGH_MEM = 85.0  # % memory allocated above which memory is "high"

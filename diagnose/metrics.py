@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from diagnose import hardware
-from parsers.run_model import RunModel
+from diagnose.parsers.run_model import RunModel
 
 WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); the first steps build caches
 SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-time analysis uses the same cut)

@@ -21,11 +21,11 @@ from typing import Any
 from diagnose.engine import Diagnosis
 from diagnose.engine import diagnose as run_diagnosis
 from diagnose.findings import Finding
-from parsers.errors import InputError
-from parsers.run_model import RunModel
-from parsers.sources import Input, Run, find_runs
-from reports import document as documents
-from reports.formats import FORMATS, Rendered, by_suffix
+from diagnose.parsers.errors import InputError
+from diagnose.parsers.run_model import RunModel
+from diagnose.parsers.sources import Input, Run, find_runs
+from diagnose.reports import document as documents
+from diagnose.reports.formats import FORMATS, Rendered, by_suffix
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class RunAnalysis:
         return tuple(self.diagnosis.findings)
 
     def rendered(self) -> Rendered:
-        from reports import charts
+        from diagnose.reports import charts
 
         return Rendered(self.name, self.document, lambda: charts.figures(self.model, self.diagnosis))
 
@@ -108,7 +108,7 @@ Reader = Callable[[list[str], bool], RunModel]  # (sources, refresh) -> run mode
 
 
 def _read(sources: list[str], refresh: bool) -> RunModel:
-    from parsers import parse
+    from diagnose.parsers import parse
 
     return parse(sources, refresh=refresh)
 
@@ -132,7 +132,7 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     Raises InputError when nothing is readable (in every run of a directory)."""
     options = options or Options()
     if inputs is not None:
-        from parsers import run_model
+        from diagnose.parsers import run_model
 
         model = run_model.build(list(inputs))
         return Analysis((_one("upload", model, options, files),))
@@ -165,7 +165,7 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
 
 
 def _one(name: str, model: RunModel, options: Options, files: dict[str, Path] | None) -> RunAnalysis:
-    from reports.config_patch import local_files
+    from diagnose.reports.config_patch import local_files
 
     if options.seq_len is not None and model.facts.seq_len is None:
         model = dataclasses.replace(model, facts=dataclasses.replace(model.facts, seq_len=options.seq_len))

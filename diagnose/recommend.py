@@ -15,7 +15,7 @@ from typing import Any
 
 from diagnose.findings import Change, Finding
 from diagnose.frameworks import translate
-from parsers.facts import RunFacts
+from diagnose.parsers.facts import RunFacts
 
 MEMORY_TIGHT = 0.85  # above 85% of the GPU a larger micro-batch risks OOM (issue 11; the allocator needs headroom)
 _MICRO_BATCH_KEYS = {"train_micro_batch_size_per_gpu", "per_device_train_batch_size", "micro-batch-size"}

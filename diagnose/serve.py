@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from parsers.errors import InputError
+from diagnose.parsers.errors import InputError
 
 # The page and the reports run their own inline scripts (plotly.js is inlined) and load nothing from elsewhere.
 CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; "
@@ -160,7 +160,7 @@ def wandb_field(text: str) -> object:
     import os
     from urllib.parse import urlparse
 
-    from parsers.wandb_api import _PATH, PUBLIC_HOSTS, WandbRef, parse_ref
+    from diagnose.parsers.wandb_api import _PATH, PUBLIC_HOSTS, WandbRef, parse_ref
 
     text = text.strip()
     if text.startswith(("http://", "https://")):
@@ -187,9 +187,9 @@ def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_
     registry holds (reports/formats.py) into `out`, with the recommended config patch."""
     from diagnose.pipeline import Options
     from diagnose.pipeline import analyse as run_pipeline
-    from parsers.sources import Input
-    from reports import config_patch, redact
-    from reports.formats import FORMATS
+    from diagnose.parsers.sources import Input
+    from diagnose.reports import config_patch, redact
+    from diagnose.reports.formats import FORMATS
 
     inputs = [Input(name, path, True) for name, path in files]
     if wandb:
@@ -225,7 +225,7 @@ def create_app(config: ServeConfig) -> Starlette:
     def error(status: int, message: str, headers: dict[str, str] | None = None, *, from_input: bool = True
               ) -> JSONResponse:
         """One sentence; one that quotes the client's input is redacted and made inert like any report text."""
-        from reports import inert, redact
+        from diagnose.reports import inert, redact
 
         text = inert.text(redact.text(message)) if from_input else message
         return JSONResponse({"error": text}, status_code=status, headers=headers)
@@ -236,7 +236,7 @@ def create_app(config: ServeConfig) -> Starlette:
                      from_input=False)
 
     async def page(request: Request) -> Response:
-        from reports.html import upload_page
+        from diagnose.reports.html import upload_page
 
         return HTMLResponse(upload_page(token_required=bool(config.token),
                                         max_upload_mb=config.max_upload_mb), headers={"Content-Security-Policy": CSP})
@@ -299,7 +299,7 @@ def create_app(config: ServeConfig) -> Starlette:
         name = request.path_params["name"]
         rid, _, suffix = name.partition(".")
         entry = st().reports.get(rid)
-        from reports.formats import FORMATS
+        from diagnose.reports.formats import FORMATS
 
         downloads = {f.suffixes[0][1:]: (f"report{f.suffixes[0]}", f.media_type) for f in FORMATS.values()}
         kind = {**downloads, "": downloads["html"], "patch": ("recommended.patch", "text/x-diff; charset=utf-8")
@@ -358,7 +358,7 @@ class _AccessLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            from reports import inert
+            from diagnose.reports import inert
 
             client = (scope.get("client") or ("-", 0))[0]
             path = inert.text(scope.get("path", ""))[:200]

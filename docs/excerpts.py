@@ -52,7 +52,7 @@ def rules_table() -> str:
 def formats_table() -> str:
     """The format registry (reports/formats.py): what --format and -o's suffix take."""
     sys.path.insert(0, str(ROOT))
-    from reports.formats import FORMATS
+    from diagnose.reports.formats import FORMATS
 
     rows = ["| `--format` | `-o` suffixes | what |", "|---|---|---|"]
     rows += [f"| `{f.name}` | {', '.join(f'`{s}`' for s in f.suffixes)} | {f.description} |" for f in FORMATS.values()]

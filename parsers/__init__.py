@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from parsers.errors import InputError
-from parsers.run_model import RunModel, build
-from parsers.sources import resolve, temp_dir
+from diagnose.parsers.errors import InputError
+from diagnose.parsers.run_model import RunModel, build
+from diagnose.parsers.sources import resolve, temp_dir
 
 __all__ = ["InputError", "RunModel", "parse"]
 

@@ -9,7 +9,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from parsers.prefixes import OUTER_PREFIX
+from diagnose.parsers.prefixes import OUTER_PREFIX
 
 WINDOW = 2000  # lines after a header that may belong to its block (the ZeRO-3 comms table is the longest seen)
 _PREFIX = re.compile(OUTER_PREFIX)

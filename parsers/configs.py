@@ -8,8 +8,8 @@ from typing import Any
 import polars as pl
 import yaml
 
-from parsers import jsonc
-from parsers.errors import Refused
+from diagnose.parsers import jsonc
+from diagnose.parsers.errors import Refused
 
 DS_KEYS = {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps",
            "fp16", "bf16", "optimizer", "scheduler", "wall_clock_breakdown", "steps_per_print", "comms_logger",

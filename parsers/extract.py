@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import polars as pl
 
-from parsers.errors import fault
-from parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
-from parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
+from diagnose.parsers.errors import fault
+from diagnose.parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
+from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 
 _META = set("\\.+*?()|[]{}^$#&-~")
 

@@ -11,13 +11,13 @@ from typing import BinaryIO
 
 import polars as pl
 
-from parsers.blocks import WINDOW, Blocks, parse_block
-from parsers.extract import HEADER_RE as _HEADER_RE
-from parsers.extract import extract_chunk
-from parsers.kinds import BLOCK_HEADERS
-from parsers.lines import Chunk, ChunkStats, Dense, iter_chunks, lines_frame
-from parsers.schema import FRAMES, conform
-from parsers.thinning import THINNED_FRAMES, Summary, Thinner, prepare
+from diagnose.parsers.blocks import WINDOW, Blocks, parse_block
+from diagnose.parsers.extract import HEADER_RE as _HEADER_RE
+from diagnose.parsers.extract import extract_chunk
+from diagnose.parsers.kinds import BLOCK_HEADERS
+from diagnose.parsers.lines import Chunk, ChunkStats, Dense, iter_chunks, lines_frame
+from diagnose.parsers.schema import FRAMES, conform
+from diagnose.parsers.thinning import THINNED_FRAMES, Summary, Thinner, prepare
 
 
 @dataclass

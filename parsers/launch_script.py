@@ -9,7 +9,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from parsers.prefixes import LAUNCH_PREFIX
+from diagnose.parsers.prefixes import LAUNCH_PREFIX
 
 MAX_COMMAND_CHARS = 64 * 1024  # shlex's tokenizer is quadratic in a token's length: 2 MB took 150 s
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

@@ -11,16 +11,16 @@ from typing import Any
 
 import polars as pl
 
-from parsers import configs, launch_script, wandb_offline
-from parsers.blocks import Blocks
-from parsers.errors import InputError, Refused
-from parsers.extract import max_ranks, ranks_fact_rows
-from parsers.facts import FactInputs, RunFacts, assemble
-from parsers.ingest import LogResult, ingest_batch, ingest_log
-from parsers.lines import MAX_LINE_BYTES, plain_text
-from parsers.schema import FRAMES, conform
-from parsers.sources import Input, gzip_truncated, head_bytes, is_binary, open_input, read_text
-from parsers.thinning import THINNED_FRAMES, Thinner
+from diagnose.parsers import configs, launch_script, wandb_offline
+from diagnose.parsers.blocks import Blocks
+from diagnose.parsers.errors import InputError, Refused
+from diagnose.parsers.extract import max_ranks, ranks_fact_rows
+from diagnose.parsers.facts import FactInputs, RunFacts, assemble
+from diagnose.parsers.ingest import LogResult, ingest_batch, ingest_log
+from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
+from diagnose.parsers.schema import FRAMES, conform
+from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, open_input, read_text
+from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
 
 CONFIG_MAX_BYTES = 4 * 1024 * 1024  # configs and launch scripts are small; anything bigger is read as a log
 # Frames whose rows a rule reads; `facts`, `env` and `nccl` feed RunFacts and stay for evidence.
@@ -129,7 +129,7 @@ def _read_guarded(inp: Input, acc: _Acc, progress: Callable[[int], None] | None,
             run = wandb_offline.read_legacy(inp.path)
             _add_wandb_run(inp.name, run, _next_id(acc, progress), acc, progress, 0)
         elif inp.wandb is not None:
-            from parsers import wandb_api
+            from diagnose.parsers import wandb_api
 
             run = wandb_api.fetch(inp.wandb, refresh=refresh, progress=fetch_progress)  # type: ignore[arg-type]
             _add_wandb_run(inp.name, run, _next_id(acc, progress), acc, progress, 0)

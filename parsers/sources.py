@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from parsers.errors import InputError
+from diagnose.parsers.errors import InputError
 
 MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024  # a raw log attachment larger than this is not a paste; ask for the file
 DOWNLOAD_TIMEOUT_S = 20.0
@@ -42,7 +42,7 @@ class Input:
 
 
 def resolve(sources: list[str], tmpdir: Path) -> list[Input]:
-    from parsers.wandb_api import parse_ref
+    from diagnose.parsers.wandb_api import parse_ref
 
     inputs: list[Input] = []
     for src in sources:
@@ -66,7 +66,7 @@ def _local(src: str, tmpdir: Path | None = None) -> Iterator[Input]:
         yield Input(src, _spool_fifo(src, tmpdir), True)
         return
     if path.is_dir():
-        from parsers.wandb_offline import is_legacy_run_dir
+        from diagnose.parsers.wandb_offline import is_legacy_run_dir
 
         if is_legacy_run_dir(path):
             yield Input(src, path, True)
@@ -94,7 +94,7 @@ def input_files(sources: list[str]) -> set[str]:
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    from parsers.wandb_offline import find_run_files
+    from diagnose.parsers.wandb_offline import find_run_files
 
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
@@ -157,7 +157,7 @@ def find_runs(root: Path) -> list[Run]:
     subdirectories are shared context (configs, scripts) unless they are logs, which form a run of their own; in
     one directory, logs named with two or more job ids (`slurm-1234.out`, `slurm-1235.out`) are a run per id.
     A W&B directory of several run directories gives a run per directory. One run -> a list of one."""
-    from parsers.wandb_offline import find_run_files, is_legacy_run_dir
+    from diagnose.parsers.wandb_offline import find_run_files, is_legacy_run_dir
 
     # A W&B run directory is one run: its files/ and logs/ folders are parts of it, not runs of their own.
     if is_legacy_run_dir(root) or (root.name.startswith(("run-", "offline-run-")) and find_run_files(root)):

@@ -24,9 +24,9 @@ from urllib.parse import urlparse
 
 import polars as pl
 
-from parsers import wandb_history
-from parsers.errors import InputError
-from parsers.wandb_offline import WandbRun
+from diagnose.parsers import wandb_history
+from diagnose.parsers.errors import InputError
+from diagnose.parsers.wandb_offline import WandbRun
 
 API_TIMEOUT_S = 10  # wandb.Api(timeout=...): the "fail within 10 s" for an unreachable service
 PREFLIGHT_TIMEOUT_S = 3.0

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from parsers import wandb_history, wandb_schema
+from diagnose.parsers import wandb_history, wandb_schema
 
 HEADER = struct.Struct("<4sHB")
 CHUNK = struct.Struct("<IHB")
@@ -283,7 +283,7 @@ def read_legacy(run_dir: Path) -> WandbRun:
         run.environment = mapping("wandb-metadata.json",
                                   json.loads((files / "wandb-metadata.json").read_text(errors="replace") or "{}"))
     if (files / "config.yaml").is_file():
-        from parsers.configs import load_yaml
+        from diagnose.parsers.configs import load_yaml
 
         try:
             cfg = load_yaml((files / "config.yaml").read_text(errors="replace")) or {}

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import polars as pl
 
 from diagnose.engine import Diagnosis
-from parsers.run_model import RunModel
+from diagnose.parsers.run_model import RunModel
 
 MAX_POINTS = 5000
 # Every chart: a plain title, both axes titled with their unit, quantities from zero (a 2% wobble looks like one),

@@ -27,9 +27,9 @@ from rich.table import Table
 from rich.text import Text
 
 from diagnose.compare import Comparison, Side, clock_note
-from reports import markdown
-from reports.charts import downsample, styled
-from reports.document import Redactor, change_dict, common_folder, diff_text, finding_dict, metrics_dict, run_dict
+from diagnose.reports import markdown
+from diagnose.reports.charts import downsample, styled
+from diagnose.reports.document import Redactor, change_dict, common_folder, diff_text, finding_dict, metrics_dict, run_dict
 
 SCHEMA_VERSION = 1
 DELTA_LABELS = {
@@ -181,7 +181,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
 
 
 def render_html(doc: dict[str, Any], figs: list[tuple[str, go.Figure]]) -> str:
-    from reports import html
+    from diagnose.reports import html
 
     return html.render(_display(doc), figs, template="compare.html.j2")
 

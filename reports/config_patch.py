@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from diagnose.findings import Change
-from parsers import jsonc
-from parsers.run_model import RunModel
+from diagnose.parsers import jsonc
+from diagnose.parsers.run_model import RunModel
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from typing import Any
 from diagnose.doc_links import docs_for
 from diagnose.engine import Diagnosis
 from diagnose.findings import Change, Finding
-from parsers.facts import RunFacts
-from parsers.run_model import RunModel
-from reports import inert, redact
+from diagnose.parsers.facts import RunFacts
+from diagnose.parsers.run_model import RunModel
+from diagnose.reports import inert, redact
 
 SCHEMA_VERSION = 1
 
@@ -226,7 +226,7 @@ def recommended_diffs(d: Diagnosis, model: RunModel, r: Redactor, files: dict[st
     changes = d.recommendation.changes
     if not files:
         return diff_text(changes, r, model.facts.framework)
-    from reports import config_patch
+    from diagnose.reports import config_patch
 
     patch = config_patch.build(model, changes, files)
     out = [{"target": "file", "label": f"{f.relpath} (your file, as a patch; --write-config writes it)",

@@ -75,26 +75,26 @@ def _json_runs(runs: list[Rendered]) -> str:
 
 
 def _md_report(r: Rendered) -> str:
-    from reports import markdown
+    from diagnose.reports import markdown
 
     return markdown.render(r.document)
 
 
 def _html_report(r: Rendered) -> str:
-    from reports import html
+    from diagnose.reports import html
 
     return html.render(r.document, r.figures())
 
 
 def _html_runs(runs: list[Rendered]) -> str:
-    from reports import html
+    from diagnose.reports import html
 
     return html.combine([(r.name, html.render(r.document, r.figures(), chart_prefix=f"run{i}-"))
                          for i, r in enumerate(runs)])
 
 
 def _text_report(r: Rendered) -> str:
-    from reports import terminal
+    from diagnose.reports import terminal
 
     return _terminal_text(lambda console: terminal.render(r.document, console))
 
@@ -104,19 +104,19 @@ def _json_compare(doc: dict[str, Any], figures: Figures) -> str:
 
 
 def _md_compare(doc: dict[str, Any], figures: Figures) -> str:
-    from reports import compare_doc
+    from diagnose.reports import compare_doc
 
     return compare_doc.render_markdown(doc)
 
 
 def _html_compare(doc: dict[str, Any], figures: Figures) -> str:
-    from reports import compare_doc
+    from diagnose.reports import compare_doc
 
     return compare_doc.render_html(doc, figures())
 
 
 def _text_compare(doc: dict[str, Any], figures: Figures) -> str:
-    from reports import compare_doc
+    from diagnose.reports import compare_doc
 
     return _terminal_text(lambda console: compare_doc.render_terminal(doc, console))
 

@@ -13,7 +13,7 @@ from markupsafe import Markup
 from functools import cache
 from pathlib import Path
 
-_ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=select_autoescape(["html", "j2"]),
+_ENV = Environment(loader=PackageLoader(__package__, "templates"), autoescape=select_autoescape(["html", "j2"]),
                    trim_blocks=True, lstrip_blocks=True)
 PLOTLY_JS = Path(__file__).parent / "static" / "plotly-basic.min.js"
 PLOT_CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
@@ -32,7 +32,7 @@ def _script_safe(js: str) -> str:
 def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: str = "",
            template: str = "report.html.j2") -> str:
     if template == "report.html.j2":  # a comparison arrives with its own display rows (compare_doc)
-        from reports.document import with_display
+        from diagnose.reports.document import with_display
 
         doc = with_display(doc)
     charts = []

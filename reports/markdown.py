@@ -10,7 +10,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
-from reports.document import with_display
+from diagnose.reports.document import with_display
 
 GITHUB_LIMIT = 65_536
 
@@ -53,7 +53,7 @@ def _finalize(value: Any) -> Any:
     return md(value)
 
 
-_ENV = Environment(loader=PackageLoader("reports", "templates"), autoescape=False, trim_blocks=True,
+_ENV = Environment(loader=PackageLoader(__package__, "templates"), autoescape=False, trim_blocks=True,
                    lstrip_blocks=True, keep_trailing_newline=True, finalize=_finalize)
 
 

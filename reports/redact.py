@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 
-from parsers.credentials import is_secret_name
+from diagnose.parsers.credentials import is_secret_name
 
 MASK = "[REDACTED]"
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import polars as pl
 
-from parsers.facts import Evidence, RunFacts
-from parsers.run_model import RunModel
-from reports import redact
+from diagnose.parsers.facts import Evidence, RunFacts
+from diagnose.parsers.run_model import RunModel
+from diagnose.reports import redact
 
 SCHEMA_VERSION = 1
 
@@ -37,7 +37,7 @@ def facts_dict(facts: RunFacts, model: RunModel, redact_secrets: bool = True) ->
 
 
 def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
-    from reports.document import Redactor
+    from diagnose.reports.document import Redactor
 
     return Redactor(redact_secrets)({
         "schema_version": SCHEMA_VERSION,

@@ -8,7 +8,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from reports.document import with_display
+from diagnose.reports.document import with_display
 
 STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
 

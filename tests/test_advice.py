@@ -15,7 +15,7 @@ from diagnose.engine import diagnose
 from diagnose.findings import Change
 from diagnose.frameworks import KNOBS, translate
 from diagnose.planner import ACTIVATION_RESERVE_FRACTION, USABLE_FRACTION, activations_gb, plan
-from parsers import parse
+from diagnose.parsers import parse
 
 
 # ---- the framework's own syntax -----------------------------------------------------------------------------
@@ -217,8 +217,8 @@ JSONC = """{
 
 
 def test_json_with_comments_and_trailing_commas_round_trips() -> None:
-    from parsers import jsonc
-    from reports.config_patch import set_json
+    from diagnose.parsers import jsonc
+    from diagnose.reports.config_patch import set_json
 
     out = set_json(JSONC, ["zero_optimization", "stage"], 1)
     assert out == JSONC.replace('"stage": 3,', '"stage": 1,')
@@ -232,7 +232,7 @@ def test_json_with_comments_and_trailing_commas_round_trips() -> None:
 
 
 def test_yaml_with_anchors_and_quotes_round_trips() -> None:
-    from reports.config_patch import set_yaml
+    from diagnose.reports.config_patch import set_yaml
 
     text = ("# accelerate config\ncompute_environment: LOCAL_MACHINE\ndefaults: &d\n  gpu_ids: all\n"
             "machine: *d\nmixed_precision: 'no'  # fp32 on purpose?\nnum_processes: 8\n")
@@ -244,7 +244,7 @@ def test_yaml_with_anchors_and_quotes_round_trips() -> None:
 
 
 def test_a_script_with_continuations_changes_only_its_lines() -> None:
-    from reports.config_patch import set_env, set_flag
+    from diagnose.reports.config_patch import set_env, set_flag
 
     script = ("#!/bin/bash\nexport NCCL_P2P_DISABLE=1\ntorchrun --nproc_per_node 8 train.py \\\n"
               "    --per_device_train_batch_size 4 \\\n    --gradient_checkpointing > out.log 2>&1\n")

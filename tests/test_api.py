@@ -54,7 +54,7 @@ def test_options_apply_to_every_run_of_a_directory(tmp_path: Path) -> None:
 
 
 def test_the_format_registry_drives_the_cli_and_the_server() -> None:
-    from reports.formats import FORMATS, by_suffix, suffix_list
+    from diagnose.reports.formats import FORMATS, by_suffix, suffix_list
 
     assert set(FORMATS) == {"html", "md", "json", "text"}
     assert all(by_suffix(s) is f for f in FORMATS.values() for s in f.suffixes)

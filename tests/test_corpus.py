@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from parsers import parse
+from diagnose.parsers import parse
 
 
 def features(corpus: Path) -> dict[str, dict[str, int]]:

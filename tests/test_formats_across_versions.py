@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from parsers import parse
+from diagnose.parsers import parse
 
 
 def _model(tmp_path: Path, *lines: str):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SAMPLES
-from parsers import parse
-from reports.run_json import summary
+from diagnose.parsers import parse
+from diagnose.reports.run_json import summary
 
 GOLDEN = Path(__file__).parent / "golden"
 RUNS = sorted(p.name for p in SAMPLES.iterdir() if (p / "train.log").is_file())

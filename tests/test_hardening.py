@@ -55,13 +55,13 @@ def test_gzip_bomb_is_refused_within_its_cap(tmp_path: Path) -> None:
 
 
 def test_gzip_absolute_cap_whatever_the_ratio(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import parsers.sources
-    from parsers import InputError, parse
+    from diagnose.parsers import sources as sources_module
+    from diagnose.parsers import InputError, parse
 
     p = tmp_path / "train.log.gz"
     p.write_bytes(gzip.compress(LOG.read_bytes()))
     assert parse([str(p)]).frames["steps"].height > 0
-    monkeypatch.setattr(parsers.sources, "GZIP_ABSOLUTE_CAP", len(LOG.read_bytes()) // 2)
+    monkeypatch.setattr(sources_module, "GZIP_ABSOLUTE_CAP", len(LOG.read_bytes()) // 2)
     with pytest.raises(InputError, match="expands past"):
         parse([str(p)])
 

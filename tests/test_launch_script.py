@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from conftest import SAMPLES
-from parsers.launch_script import looks_like_script, parse_script
+from diagnose.parsers.launch_script import looks_like_script, parse_script
 
 SBATCH = """#!/bin/bash
 #SBATCH --nodes=4

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from conftest import SAMPLES
-from parsers import parse
+from diagnose.parsers import parse
 
 REAL = (SAMPLES / "ds_zero0" / "train.log").read_text().splitlines()
 STEP_LINE = next(l for l in REAL if "[Rank 0] step=12," in l)
@@ -101,10 +101,10 @@ def test_over_long_line_is_cut_counted_and_the_rest_read(tmp_path: Path, monkeyp
                                                          compressed: bool) -> None:
     """A line past MAX_LINE_BYTES is cut there and the rest skipped up to its newline, in a file (positional reads)
     and in a stream (gzip); the lines after it are read with their own numbers."""
-    import parsers.lines
+    from diagnose.parsers import lines as lines_module
 
-    monkeypatch.setattr(parsers.lines, "MAX_LINE_BYTES", 4096)
-    monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 1024)
+    monkeypatch.setattr(lines_module, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(lines_module, "CHUNK_BYTES", 1024)
     raw = (STEP_LINE + "\n" + "y" * 300_000 + "\n" + STEP_LINE.replace("step=12,", "step=13,") + "\n"
            + "z" * 3000 + "\n" + STEP_LINE.replace("step=12,", "step=14,") + "\n").encode()
     p = tmp_path / ("cut.log.gz" if compressed else "cut.log")
@@ -121,12 +121,12 @@ def test_carriage_return_redraws_without_newlines_are_read_in_bounded_chunks(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of tqdm redraws with no newline at all (a `> out.log` of a progress bar) is one physical line: it is
     cut into chunks at its redraws, every redraw read, all on line 1."""
-    import parsers.lines
-    from parsers.ingest import ingest_log
-    from parsers.lines import ChunkStats, iter_chunks
+    from diagnose.parsers import lines as lines_module
+    from diagnose.parsers.ingest import ingest_log
+    from diagnose.parsers.lines import ChunkStats, iter_chunks
 
-    monkeypatch.setattr(parsers.lines, "MAX_LINE_BYTES", 2048)
-    monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 1024)
+    monkeypatch.setattr(lines_module, "MAX_LINE_BYTES", 2048)
+    monkeypatch.setattr(lines_module, "CHUNK_BYTES", 1024)
     bars = "".join(f"\r{n // 20:3d}%|#         | {n}/2000 [00:{n % 60:02d}<01:00,  2.50it/s]" for n in range(1, 501))
     p = tmp_path / "bar.log"
     p.write_text(bars)
@@ -147,11 +147,11 @@ def test_carriage_return_redraws_without_newlines_are_read_in_bounded_chunks(
 def test_dense_chunks_are_parsed_in_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blank lines by the million (a chunk of many more rows than a log has) are parsed in bounded pieces, with
     the same rows and line numbers as in one."""
-    import parsers.lines
+    from diagnose.parsers import lines as lines_module
 
     text = ("\n" * 5000 + STEP_LINE + "\n") * 3 + "\n" * 7000 + TIMER_LINE + "\n"
     whole = _parse_text(tmp_path, text)
-    monkeypatch.setattr(parsers.lines, "MAX_CHUNK_ROWS", 1000)
+    monkeypatch.setattr(lines_module, "MAX_CHUNK_ROWS", 1000)
     pieces = _parse_text(tmp_path, text)
     for name in ("steps", "timers"):
         assert pieces.frames[name]["line"].to_list() == whole.frames[name]["line"].to_list(), name
@@ -162,9 +162,9 @@ def test_dense_chunks_are_parsed_in_pieces(tmp_path: Path, monkeypatch: pytest.M
 def test_primary_stream_is_sampled_past_its_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Millions of distinct steps (or redraws) are sampled systematically once one row per step outgrows the budget;
     the report says so."""
-    import parsers.thinning
+    from diagnose.parsers import thinning as thinning_module
 
-    monkeypatch.setattr(parsers.thinning, "PRIMARY_BUDGET_ROWS", 100)
+    monkeypatch.setattr(thinning_module, "PRIMARY_BUDGET_ROWS", 100)
     text = "".join(f"\r{n // 10:3d}%|#         | {n}/1000 [00:{n % 60:02d}<01:00,  2.50it/s]" for n in range(1, 1001))
     m = _parse_text(tmp_path, text + "\n")
     steps = m.frames["steps"]
@@ -185,11 +185,11 @@ def test_gzip_and_truncated_log(tmp_path: Path) -> None:
 
 
 def test_chunk_boundaries_do_not_lose_blocks_or_lines(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import parsers.lines
+    from diagnose.parsers import lines as lines_module
 
     log = SAMPLES / "ds_zero3_ckpt" / "train.log"
     whole = parse([str(log)])
-    monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(lines_module, "CHUNK_BYTES", 4096)
     small = parse([str(log)])
     gz = tmp_path / "train.log.gz"  # a stream: read in order by the main thread, not by positional reads
     gz.write_bytes(gzip.compress(log.read_bytes()))
@@ -201,7 +201,7 @@ def test_chunk_boundaries_do_not_lose_blocks_or_lines(tmp_path: Path, monkeypatc
         assert cut.sources[0].recognised == whole.sources[0].recognised
         assert cut.sources[0].lines == whole.sources[0].lines
     # Recognised lines are those that produced a row or belong to a block (the config dump's lines do both), once.
-    from parsers.ingest import ingest_log
+    from diagnose.parsers.ingest import ingest_log
 
     for path in (log, gz):
         with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
@@ -241,11 +241,11 @@ def _regex_only(monkeypatch: pytest.MonkeyPatch) -> None:
     """Turn off the split-and-check fast paths, leaving every line kind to its regex path."""
     import dataclasses
 
-    import parsers.extract
+    from diagnose.parsers import extract as extract_module
 
-    monkeypatch.setattr(parsers.extract, "KINDS", tuple(dataclasses.replace(k, layout=None)
-                                                        for k in parsers.extract.KINDS))
-    monkeypatch.setattr(parsers.extract, "_sample_shapes", lambda rows, after: [])
+    monkeypatch.setattr(extract_module, "KINDS", tuple(dataclasses.replace(k, layout=None)
+                                                        for k in extract_module.KINDS))
+    monkeypatch.setattr(extract_module, "_sample_shapes", lambda rows, after: [])
 
 
 def _damaged(lines: list[str]) -> str:
@@ -272,13 +272,13 @@ def test_fast_paths_read_exactly_what_the_regex_path_reads(tmp_path: Path, monke
                                                            log: str) -> None:
     """The layouts and sampled timer shapes are an optimisation: frames must not change by a value, on real logs
     (old and new timer names, microsteps, several ranks) and on the same lines damaged."""
-    import parsers.extract
+    from diagnose.parsers import extract as extract_module
 
     real = (SAMPLES / log / "train.log").read_text()
     texts = {"real": real, "damaged": _damaged(real.splitlines())}
     # Rows of the hot kinds handed to the regex paths, per text: none for the real log, some for the damaged one.
     handed: dict[str, int] = {}
-    general, by_shape = parsers.extract._general, parsers.extract._timers_by_shape
+    general, by_shape = extract_module._general, extract_module._timers_by_shape
 
     def spy_general(kind, rows):  # type: ignore[no-untyped-def]
         if kind.layout is not None:
@@ -289,8 +289,8 @@ def test_fast_paths_read_exactly_what_the_regex_path_reads(tmp_path: Path, monke
         handed[current] = handed.get(current, 0) + rows.height
         return by_shape(rows)
 
-    monkeypatch.setattr(parsers.extract, "_general", spy_general)
-    monkeypatch.setattr(parsers.extract, "_timers_by_shape", spy_shape)
+    monkeypatch.setattr(extract_module, "_general", spy_general)
+    monkeypatch.setattr(extract_module, "_timers_by_shape", spy_shape)
     fast = {}
     for current, text in texts.items():
         fast[current] = _parse_text(tmp_path, text, f"{current}.log")

@@ -117,11 +117,11 @@ def test_a_wandb_run_folder_is_one_run() -> None:
 
 
 def test_progress_reports_bytes_and_lines_as_chunks_are_read(tmp_path: Path, monkeypatch) -> None:
-    import parsers.lines
-    from parsers.ingest import ingest_log
+    from diagnose.parsers import lines as lines_module
+    from diagnose.parsers.ingest import ingest_log
 
     log = SAMPLES / "ds_zero0" / "train.log"
-    monkeypatch.setattr(parsers.lines, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(lines_module, "CHUNK_BYTES", 4096)
     calls: list[tuple[int, int]] = []
     with open(log, "rb") as fh:
         result = ingest_log(fh, 0, progress=lambda n, lines=0: calls.append((n, lines)))

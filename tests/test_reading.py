@@ -14,10 +14,10 @@ from typer.testing import CliRunner
 
 from conftest import CORPUS, SAMPLES
 from diagnose.engine import diagnose
-from parsers import parse
-from parsers.extract import extract_chunk
-from parsers.kinds import KINDS
-from parsers.lines import ChunkStats, lines_frame
+from diagnose.parsers import parse
+from diagnose.parsers.extract import extract_chunk
+from diagnose.parsers.kinds import KINDS
+from diagnose.parsers.lines import ChunkStats, lines_frame
 
 REAL = CORPUS / "real"
 needs_real = pytest.mark.skipif(not REAL.is_dir(), reason="../shared/corpus/real is not beside the checkout")
@@ -163,7 +163,7 @@ def test_a_raising_rule_is_named_and_the_report_comes_from_the_rest(monkeypatch:
 
 
 def test_a_raising_line_kind_is_named_and_the_rest_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    import parsers.extract as extract
+    from diagnose.parsers import extract
 
     real = extract.apply_kind
 
@@ -225,7 +225,7 @@ INVARIANCE_EACH_FLOOR = 0.90
 
 def test_a_wandb_history_is_a_step_clock() -> None:
     """A W&B run that logs no step-time metric: its rows' `_timestamp` over the step give the step time."""
-    from parsers.run_model import RunModel
+    from diagnose.parsers.run_model import RunModel
 
     m = parse([str(SAMPLES / "hf_trainer_ddp_bf16" / "wandb")])
     only = RunModel({**m.frames, "steps": m.frames["steps"].filter(pl.col("origin") == "wandb_history")},
@@ -258,13 +258,13 @@ def test_argument_reprs_and_unknown_named_numbers(tmp_path: Path) -> None:
 
 
 def test_disagreeing_sources_are_both_shown() -> None:
-    from reports.document import build
+    from diagnose.reports.document import build
 
     m = parse([str(SAMPLES / "synthetic" / "world_size_mismatch")])
     doc = build(m, diagnose(m))
     others = doc["run"]["also_claimed"]
     assert others and all(x["value"] != doc["run"][fact] for fact, xs in others.items() for x in xs)
-    from reports.document import display
+    from diagnose.reports.document import display
 
     assert any("also claimed" in row["fact"] for row in display(doc)["facts_table"])
 
@@ -283,7 +283,7 @@ def test_every_origin_a_reader_emits_has_a_tier() -> None:
     """A claim's origin decides its precedence (parsers/facts.py). One that is not registered would be a reader that
     forgot to say how far it is trusted: it gets the least trusted tier, and this test names it. Run over every
     sample and, where present, every real corpus case."""
-    from parsers.facts import ORIGIN_TIERS, TIERS, tier_of
+    from diagnose.parsers.facts import ORIGIN_TIERS, TIERS, tier_of
 
     assert tier_of("a-reader-that-forgot") == TIERS[-1]
     dirs = [p for p in SAMPLES.rglob("*") if p.is_dir() and any(f.is_file() for f in p.iterdir())

@@ -56,7 +56,7 @@ def _cases() -> list[tuple[str, list[str], dict]]:
 @pytest.mark.parametrize("case", _cases(), ids=[c[0] for c in _cases()])
 def test_no_report_holds_a_no_op_or_conflicting_change(case: tuple[str, list[str], dict]) -> None:
     from diagnose.engine import diagnose
-    from parsers import parse
+    from diagnose.parsers import parse
 
     model = parse(case[1])
     d = diagnose(model)

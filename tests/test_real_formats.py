@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from diagnose.engine import diagnose
-from parsers import parse
+from diagnose.parsers import parse
 
 
 def _model(tmp_path: Path, *lines: str, name: str = "x.log"):
@@ -276,7 +276,7 @@ def test_a_folder_of_two_runs_is_reported_as_two_runs(tmp_path: Path) -> None:
     import json
     import shutil
 
-    from parsers.sources import find_runs
+    from diagnose.parsers.sources import find_runs
     from tests.conftest import SAMPLES, run_cli
 
     for name in ("ds_zero0", "ds_zero2_bf16"):
@@ -296,7 +296,7 @@ def test_a_folder_of_two_runs_is_reported_as_two_runs(tmp_path: Path) -> None:
 
 
 def test_job_ids_in_one_folder_are_separate_runs(tmp_path: Path) -> None:
-    from parsers.sources import find_runs
+    from diagnose.parsers.sources import find_runs
 
     for job in ("1234", "1240"):
         (tmp_path / f"slurm-{job}.out").write_text(PROGRESS[0][0] + "\n")

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import SAMPLES, run_cli
 from diagnose.engine import diagnose
-from parsers import parse
-from reports import document, markdown
+from diagnose.parsers import parse
+from diagnose.reports import document, markdown
 
 SEED = SAMPLES / "synthetic" / "seed_zero3_launch_blocking"
 ALL_RUNS = sorted(str(p.relative_to(SAMPLES)) for p in SAMPLES.rglob("*") if p.is_dir()

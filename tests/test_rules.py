@@ -10,7 +10,7 @@ import pytest
 from conftest import SAMPLES
 from diagnose.engine import diagnose
 from diagnose.rules import load_all
-from parsers import parse
+from diagnose.parsers import parse
 
 # rule id -> the scenario under sample_logs/ it declares it fires on (synthetic/ ones: synthetic/make.py)
 SCENARIOS = {r.id: r.scenario for r in load_all().values()}

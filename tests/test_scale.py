@@ -12,9 +12,9 @@ from polars.testing import assert_frame_equal
 
 from conftest import SAMPLES
 from diagnose import engine
-from parsers import lines, run_model, thinning
-from parsers.sources import Input, resolve
-from reports import document, markdown
+from diagnose.parsers import lines, run_model, thinning
+from diagnose.parsers.sources import Input, resolve
+from diagnose.reports import document, markdown
 
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "ingest.py"
 

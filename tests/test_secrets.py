@@ -244,7 +244,7 @@ PLANTED = {**SECRETS, **{name: value for name, (value, _) in SHAPES.items()}}
 def test_each_shape_is_masked_in_its_line(name: str) -> None:
     """Most shapes sit on lines no report quotes: the redactor itself is held to each, on its own line and in a
     pasted block with the others."""
-    from reports import redact
+    from diagnose.reports import redact
 
     value, line = SHAPES[name]
     assert value not in redact.text(line.format(v=value))
@@ -254,7 +254,7 @@ def test_each_shape_is_masked_in_its_line(name: str) -> None:
 
 def test_shapes_are_not_masked_where_nothing_is_secret() -> None:
     """The same lines' ordinary neighbours stay readable: the evidence a report quotes is not masked away."""
-    from reports import redact
+    from diagnose.reports import redact
 
     kept = ["[2024-01-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0] step=10, skipped=0, lr=[0.0001]",
             "RunningAvgSamplesPerSec=259.1, CurrSamplesPerSec=275.3, MemAllocated=41.2GB, MaxMemAllocated=73.9GB",
@@ -273,7 +273,7 @@ def test_random_values_under_neutral_names_are_masked() -> None:
     import random
     import string
 
-    from reports import redact
+    from diagnose.reports import redact
 
     rng = random.Random(2026)
     alphabets = [string.ascii_letters + string.digits, string.ascii_letters + string.digits + "+/",

@@ -131,7 +131,7 @@ def test_bad_uploads_get_one_sentence_and_the_right_status(tmp_path: Path) -> No
 def test_the_wandb_field_takes_a_run_reference_and_nothing_else(field: str) -> None:
     """Issue 21: the page's W&B field never names a server path, stdin, a file: URL or another host."""
     from diagnose.serve import wandb_field
-    from parsers.errors import InputError
+    from diagnose.parsers.errors import InputError
 
     with pytest.raises(InputError):
         wandb_field(field)

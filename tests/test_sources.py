@@ -112,7 +112,7 @@ def test_a_report_saved_into_its_run_folder_is_not_read_back(tmp_path: Path) -> 
     (its quoted evidence lines would count twice), in every format; `--force` may replace it. Named on the command
     line, a report is read like any file."""
     from conftest import SAMPLES, run_cli
-    from parsers.sources import _walk
+    from diagnose.parsers.sources import _walk
 
     run = tmp_path / "run"
     shutil.copytree(SAMPLES / "ds_zero0", run)

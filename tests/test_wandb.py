@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from conftest import ROOT, run_cli
-from parsers import parse, wandb_history, wandb_offline, wandb_schema
+from diagnose.parsers import parse, wandb_history, wandb_offline, wandb_schema
 from wandb_standin import StandIn
 
 STEPS = 240
@@ -235,7 +235,7 @@ def test_unreachable_fails_fast(tmp_path: Path) -> None:
     ("ent/proj/abc123", ("ent", "proj", "abc123", None)),
 ])
 def test_run_references(text: str, want: tuple) -> None:
-    from parsers.wandb_api import parse_ref
+    from diagnose.parsers.wandb_api import parse_ref
 
     ref = parse_ref(text)
     assert ref is not None and (ref.entity, ref.project, ref.run_id, ref.base_url) == want
@@ -292,7 +292,7 @@ def test_panel_csv_export(tmp_path: Path) -> None:
 def test_big_runs_use_the_unsampled_parquet_history(offline_run: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """Above FULL_HISTORY_MAX rows the sampled history would hide stalls: scan_history range-reads parquet."""
-    from parsers import wandb_api
+    from diagnose.parsers import wandb_api
 
     with _standin_from(offline_run) as standin:
         for k in [k for k in os.environ if k.startswith("WANDB_")]:

@@ -10,8 +10,8 @@ from typing import Any
 from diagnose.findings import Change, Evidence, Finding, Fix
 from diagnose.metrics import Metrics
 from diagnose.planner import Plan
-from parsers.facts import RunFacts
-from parsers.run_model import RunModel
+from diagnose.parsers.facts import RunFacts
+from diagnose.parsers.run_model import RunModel
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from diagnose.planner import USABLE_FRACTION
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
-from parsers.facts import RunFacts
+from diagnose.parsers.facts import RunFacts
 
 OPTIMIZER_STEP_SHARE = 0.4  # optimizer step > 40% of the timed step: far above the few % of a fused GPU AdamW
 #                             (DeepSpeed #6834: offload step ~10 s vs 0.2 s fwd+bwd)
