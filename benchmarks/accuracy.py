@@ -42,6 +42,7 @@ class CaseResult:
     facts_want: dict[str, object] = field(default_factory=dict)
     facts_got: dict[str, object] = field(default_factory=dict)
     not_ids: list[str] = field(default_factory=list)  # ids the label says would be wrong as a cause
+    goodput: str | None = None  # the goodput account in one line, for cases with a clock (issue 23)
 
     @property
     def wrongly_raised(self) -> list[str]:
@@ -97,7 +98,24 @@ def evaluate(name: str, sources: list[str], label: dict) -> CaseResult:
     d = diagnose(model)
     res.top = [f.id for f in d.findings[:TOP]]
     res.alarms = [f.id for f in d.findings if f.explains_slowdown and f.severity in ("critical", "warning")]
+    res.goodput = _account_line(d.goodput)
     return res
+
+
+def _account_line(acc: object) -> str | None:
+    """`timestamps 1h02m x 16 GPUs, goodput 71%: startup 4%, stalls 12%, ...` (parts above 1% of the total)."""
+    if acc is None:
+        return None
+    from diagnose.goodput import PART_LABELS
+
+    total = acc.span_s or acc.measured_s
+    if not total:
+        return None
+    parts = ", ".join(f"{PART_LABELS[p.name]} {'?' if p.seconds is None else f'{p.seconds / total:.0%}'}"
+                      for p in acc.parts if p.seconds is None or p.seconds >= 0.01 * total)
+    gpus = f"{acc.gpus} GPUs" if acc.gpus else "GPUs ?"
+    good = f", goodput {acc.goodput:.0%}" if acc.goodput is not None else ""
+    return f"{acc.clock}, {total:,.0f} s x {gpus}{good}: {parts}"
 
 
 def run_set(which: str) -> list[CaseResult]:
@@ -161,6 +179,10 @@ def _print(which: str, results: list[CaseResult], s: dict) -> None:
         if r.false_alarm:
             mark = "ALARM"
         print(f"{r.name[:60]:<60} {mark:<5} {', '.join(r.top)}")
+    clocked = [r for r in results if r.goodput]
+    print(f"goodput of the {len(clocked)} cases with a clock:")
+    for r in clocked:
+        print(f"  {r.name[:56]:<56} {r.goodput}")
 
 
 def main() -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from diagnose import hardware
+from diagnose import changepoints, costs, goodput, hardware, stragglers
 from diagnose.findings import Finding, rank_key
 from diagnose.metrics import Metrics, compute
 from diagnose.planner import MEASURED_FRACTION, Plan, plan
@@ -30,6 +30,10 @@ class Diagnosis:
     # units (a rule, the planner, a line kind, a fact reader) that raised: named with the exception's first line;
     # the report comes from the rest
     faults: tuple[str, ...] = ()
+    # where the time went (issue 23): the goodput account, level shifts in step time, stragglers
+    goodput: goodput.Account | None = None
+    change_points: changepoints.ChangePoints | None = None
+    stragglers: stragglers.Stragglers | None = None
 
 
 ASSUMED_GPU_GB = 80.0  # with the GPU unknown, the plan is worked for an 80 GB card and says so
@@ -83,11 +87,31 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
                 findings.append(f)
         except Exception as e:  # noqa: BLE001 - a rule that raises is named in the report; the others still run
             faults.append(fault(f"rule {r.id}", e))
+    acc = cps = strag = None
+    try:
+        acc = goodput.account(model, metrics)
+        cps = changepoints.find(metrics.step_series, model.frames["events"], model.frames["steps"],
+                                restarts=acc.restart_steps if acc is not None else ())
+        strag = stragglers.classify(model.frames["timers"])
+        if acc is not None:
+            findings = _priced(findings, costs.Inputs(acc, metrics, cps, strag))
+    except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings
+        faults.append(fault("the goodput account", e))
     findings.sort(key=rank_key)
     findings, recommendation = settle(findings, model.facts, memory_tight(metrics, p))
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
-                     next_steps(findings, metrics, model), tuple(faults))
+                     next_steps(findings, metrics, model), tuple(faults), acc, cps, strag)
+
+
+def _priced(findings: list[Finding], inputs: costs.Inputs) -> list[Finding]:
+    rules = load_all()
+    out = []
+    for f in findings:
+        declared = rules[f.id].costs if f.id in rules else ()
+        c = costs.cost(declared, inputs) if declared else None
+        out.append(replace(f, cost=c) if c is not None else f)
+    return out
 
 
 def memory_tight(m: Metrics, p: Plan | None) -> bool:
@@ -151,6 +175,22 @@ def _fit(lead: str, figures: list[str], tail: str) -> str:
     return (lead + tail)[: HEADLINE_MAX - 1] + "…"
 
 
+def _loss(findings: list[Finding]) -> str:
+    """`; about 0.4 GPU-hours, 37% of the run, lost to <finding>`: the largest measured loss (issue 23)."""
+    priced = [f for f in findings if f.cost is not None and (f.cost.share is None or f.cost.share >= LOSS_SHOWN)]
+    if not priced:
+        return ""
+    top = max(priced, key=lambda f: f.cost.lost_s)  # type: ignore[union-attr]
+    c = top.cost
+    assert c is not None
+    amount = f"about {c.gpu_hours:.2g} GPU-hours" if c.gpu_hours is not None else f"about {c.lost_s / 60:.2g} min"
+    share = f" ({c.share:.0%} of the run)" if c.share is not None else ""  # no span without line timestamps
+    return f"; {amount}{share} lost to {costs.LABELS[c.measure]}"
+
+
+LOSS_SHOWN = 0.01  # a measured loss under 1% of the run is not worth the headline's space
+
+
 def _more(causes: int, tuning: int) -> str:
     words = []
     if causes:
@@ -167,7 +207,8 @@ def verdict(findings: list[Finding], m: Metrics, picture: str | None) -> str:
     tuning = [f for f in findings if not f.explains_slowdown and f.severity == "warning"]
     figures = _figures(m)
     if explaining:
-        return _fit(f"Most likely cause: {explaining[0].title}", figures, _more(len(explaining) - 1, len(tuning)))
+        return _fit(f"Most likely cause: {explaining[0].title}", figures,
+                    _loss(findings) + _more(len(explaining) - 1, len(tuning)))
     if tuning:
         return _fit("No cause of a slowdown found", figures, _more(0, len(tuning)))
     if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):

@@ -34,6 +34,20 @@ class Fix:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Cost:
+    """What a finding's cause cost in this run, from the goodput account (diagnose/costs.py), and what its fix
+    would save; `arithmetic` shows the sum."""
+
+    measure: str  # the account measure it rests on (stalls, communication, ...)
+    lost_s: float  # wall seconds of the run
+    gpu_hours: float | None  # lost_s x GPUs; None with the GPU count unknown
+    per_1000_steps: float | None  # GPU-hours per 1,000 steps
+    share: float | None  # of the run's span
+    saves_gpu_hours: float | None
+    arithmetic: str
+
+
+@dataclass(frozen=True, kw_only=True)
 class Finding:
     id: str
     title: str
@@ -44,8 +58,11 @@ class Finding:
     evidence: tuple[Evidence, ...] = ()
     fix: Fix | None = None
     data: dict[str, object] = field(default_factory=dict)  # numbers behind the finding, for JSON consumers
+    cost: Cost | None = None  # set by the engine from the goodput account where the rule declares what it costs
 
 
-def rank_key(f: Finding) -> tuple[int, int, int, str]:
-    """Findings that explain the slowdown first, then by severity, then confidence."""
-    return (0 if f.explains_slowdown else 1, SEVERITY_ORDER[f.severity], CONFIDENCE_ORDER[f.confidence], f.id)
+def rank_key(f: Finding) -> tuple[int, int, float, int, str]:
+    """Findings that explain the slowdown first, then by severity; within a severity, those with a measured cost
+    by that cost, largest first (issue 23); then confidence."""
+    cost = -f.cost.lost_s if f.cost is not None else 0.0
+    return (0 if f.explains_slowdown else 1, SEVERITY_ORDER[f.severity], cost, CONFIDENCE_ORDER[f.confidence], f.id)

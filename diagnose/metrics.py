@@ -65,6 +65,7 @@ class Metrics:
     tokens_per_sec: float | None = None
     mfu: float | None = None
     mfu_basis: str | None = None
+    mfu_missing: tuple[str, ...] = ()  # the inputs MFU needed and the logs lacked
     breakdown: Breakdown | None = None
     comm_total_ms: float | None = None
     comm_busbw_gbps: float | None = None
@@ -115,6 +116,8 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
     tps = sps * f.seq_len if sps and f.seq_len else None
     mfu, basis = _mfu(tps, f.model_params, f.world_size, f.gpu_name, f.precision, f.num_layers, f.hidden_size,
                       f.seq_len)
+    missing = _mfu_missing(sps, f.seq_len, f.model_params, f.world_size, f.gpu_name, f.precision) \
+        if mfu is None else ()
     br = _breakdown(model.frames["timers"])
     comms = model.frames["comms"]
     comm_ops = {}
@@ -141,7 +144,7 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
     util = _utilization(system)
     per_gpu, pattern, windows = _util_shape(system)
     return Metrics(steps=stats, step_series=series, samples_per_sec=sps, tokens_per_sec=tps, mfu=mfu,
-                   mfu_basis=basis, breakdown=br, comm_total_ms=comm_total, comm_busbw_gbps=busbw, comm_ops=comm_ops,
+                   mfu_basis=basis, mfu_missing=missing, breakdown=br, comm_total_ms=comm_total, comm_busbw_gbps=busbw, comm_ops=comm_ops,
                    comm_straggler_ms=straggler_ms, comm_straggler_ratio=straggler_ratio,
                    comm_running_totals=running_totals,
                    rank_step_p50=rank_p50, imbalance=imbalance, node_step_p50=node_p50,
@@ -371,6 +374,27 @@ def _mfu(tps: float | None, params: int | None, gpus: int | None, gpu: str | Non
         per_token += 12 * layers * hidden * seq
         basis = "6N + 12LHQT"
     return tps * per_token / (gpus * peak * 1e12), f"{basis} x tokens/s over {gpus} x {peak:.0f} TFLOP/s ({precision})"
+
+
+def _mfu_missing(sps: float | None, seq: int | None, params: int | None, gpus: int | None, gpu: str | None,
+                 precision: str | None) -> tuple[str, ...]:
+    """What MFU needed and the logs did not give, in words (issue 23)."""
+    out = []
+    if not sps:
+        out.append("samples per second (or a step time and the global batch)")
+    if not seq:
+        out.append("the sequence length (--seq-len)")
+    if not params:
+        out.append("the parameter count")
+    if not gpus:
+        out.append("the GPU count")
+    if not gpu or hardware.gpu_model(gpu) is None:
+        out.append("the GPU model" if not gpu else f"a peak-FLOPs figure for {gpu}")
+    elif not precision:
+        out.append("the precision (bf16 / fp16 / fp32)")
+    elif hardware.peak_tflops(gpu, precision) is None:
+        out.append(f"a {precision} peak for {gpu}")
+    return tuple(out)
 
 
 def _breakdown(timers: pl.DataFrame) -> Breakdown | None:

@@ -65,6 +65,17 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
         clock = CLOCKS.get(m.steps.source, "") if m.steps else ""
         out.append(("step-time", styled(fig, "Time per training step" + (f" ({clock})" if clock else ""),
                                         "step", "seconds per step")))
+    acc = d.goodput
+    if acc is not None and any(p.seconds for p in acc.parts):
+        from diagnose.goodput import PART_LABELS
+
+        known = [(PART_LABELS[p.name], p.seconds) for p in acc.parts if p.seconds]
+        unit, scale = ("GPU-hours", acc.gpus / 3600.0) if acc.gpus else ("seconds", 1.0)
+        fig = go.Figure([go.Bar(y=["run"], x=[v * scale], name=k, orientation="h") for k, v in known])
+        fig.update_layout(barmode="stack")
+        fig = styled(fig, "Where the time went (goodput account)", unit, "run", height=220)
+        fig.update_yaxes(showticklabels=False)
+        out.append(("goodput", fig))
     if m.rank_step_p50:
         ranks = sorted(m.rank_step_p50)
         fig = go.Figure(go.Bar(x=[str(r) for r in ranks], y=[m.rank_step_p50[r] * 1000 for r in ranks],

@@ -29,7 +29,8 @@ from rich.text import Text
 from diagnose.compare import Comparison, Side, clock_note
 from diagnose.reports import markdown
 from diagnose.reports.charts import downsample, styled
-from diagnose.reports.document import Redactor, change_dict, common_folder, diff_text, finding_dict, metrics_dict, run_dict
+from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, finding_dict, goodput_dict,
+                                       metrics_dict, run_dict)
 
 SCHEMA_VERSION = 1
 DELTA_LABELS = {
@@ -52,7 +53,9 @@ def _side(side: Side, r: Redactor) -> dict[str, Any]:
     return {"name": r(side.name), "sources": r(list(side.source_names)), "run": run_dict(side.facts, name, r),
             "metrics": metrics_dict(side.diagnosis),
             "findings": [{"id": f.id, "title": r(f.title), "severity": f.severity} for f in side.diagnosis.findings],
-            "verdict": r(side.diagnosis.verdict)}
+            "verdict": r(side.diagnosis.verdict),
+            # where the time went, as in each run's own report (issue 23)
+            "goodput": goodput_dict(side.diagnosis, name)}
 
 
 def _show(name: str, v: float | None) -> str:
@@ -127,7 +130,32 @@ def _display(doc: dict[str, Any]) -> dict[str, Any]:
         if s["comm_share_of_loss"] is not None:
             parts.append(f"the all-reduce's growth is {s['comm_share_of_loss']:.0%} of the timed step's growth")
         scaling = "; ".join(parts)
-    return {**doc, "delta_rows": rows, "change_rows": changes, "scaling_text": scaling}
+    return {**doc, "delta_rows": rows, "change_rows": changes, "scaling_text": scaling,
+            "time_rows": _time_rows(doc["baseline"].get("goodput"), doc["candidate"].get("goodput"))}
+
+
+def _time_rows(b: dict[str, Any] | None, c: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The two goodput accounts side by side, part by part."""
+    from diagnose.reports.document import duration
+
+    if not (b and b.get("parts")) and not (c and c.get("parts")):
+        return []
+
+    def cell(g: dict[str, Any] | None, name: str) -> str:
+        part = next((p for p in (g or {}).get("parts", []) if p["name"] == name), None)
+        if part is None:
+            return "not measured"
+        share = f", {part['share']:.0%}" if part["share"] is not None else ""
+        return duration(part["seconds"]) + share
+    names = [p["name"] for p in ((b or {}).get("parts") or (c or {}).get("parts") or [])]
+    labels = {p["name"]: p["label"] for g in (b, c) for p in (g or {}).get("parts", [])}
+    rows = [{"part": labels[n], "baseline": cell(b, n), "candidate": cell(c, n)} for n in names]
+    for label, key in (("goodput", "goodput"), ("GPU-hours", "gpu_hours")):
+        vals = [(g or {}).get(key) for g in (b, c)]
+        rows.append({"part": label, "baseline": "" if vals[0] is None else
+                     (f"{vals[0]:.0%}" if key == "goodput" else f"{vals[0]:.3g}"),
+                     "candidate": "" if vals[1] is None else (f"{vals[1]:.0%}" if key == "goodput" else f"{vals[1]:.3g}")})
+    return rows
 
 
 def _plain(v: Any) -> str:

@@ -138,7 +138,51 @@ def finding_dict(f: Finding, r: Redactor, framework: str | None = None) -> dict[
         # upstream documentation of the knobs the fix changes (diagnose/doc_links.py, one table)
         "docs": list(docs_for(f, framework)),
         "data": f.data,
+        # what the cause cost in this run and what the fix saves, with the arithmetic (diagnose/costs.py)
+        "cost": _cost_dict(f),
     }
+
+
+def _cost_dict(f: Finding) -> dict[str, Any] | None:
+    c = f.cost
+    return None if c is None else dataclasses.asdict(c)
+
+
+def _piece_dict(p: Any, account: Any, where: Callable[[int], str]) -> dict[str, Any]:
+    from diagnose.goodput import PART_LABELS
+
+    return {"name": p.name, "label": PART_LABELS.get(p.name, p.name), "seconds": p.seconds,
+            "gpu_hours": account.gpu_hours(p.seconds),
+            "share": None if p.seconds is None or not account.span_s else p.seconds / account.span_s,
+            "basis": p.basis, "step": p.step,
+            "evidence": [{"source": where(s), "line": line} for s, line in p.evidence if s >= 0],
+            "pieces": [_piece_dict(q, account, where) for q in p.pieces]}
+
+
+def goodput_dict(d: Diagnosis, where: Callable[[int], str]) -> dict[str, Any] | None:
+    """Where the time went (issue 23): the account's parts with their basis and evidence, the level shifts in step
+    time, the stragglers, and what MFU lacked."""
+    acc = d.goodput
+    cps, strag = d.change_points, d.stragglers
+    out: dict[str, Any] = {
+        "clock": None, "span_s": None, "gpus": None, "steps": None, "steady_step_s": None, "goodput": None,
+        "gpu_hours": None, "launches": None, "parts": [],
+        "change_points": None if cps is None else {
+            "pattern": cps.pattern, "trend_change": cps.trend_change, "slowdown_s": cps.slowdown_s,
+            "shifts": [{"step": s.step, "before_s": s.before_s, "after_s": s.after_s, "change": s.change,
+                        "steps_after": s.steps_after,
+                        "events": [{"text": text, "source": where(src) if src >= 0 else None,
+                                    "line": line if src >= 0 else None} for text, src, line in s.events]}
+                       for s in cps.shifts]},
+        "stragglers": None if strag is None else dataclasses.asdict(strag),
+        "mfu_missing": list(d.metrics.mfu_missing),
+    }
+    if acc is not None:
+        out.update(clock=acc.clock, span_s=acc.span_s, gpus=acc.gpus, steps=acc.steps,
+                   steady_step_s=acc.steady_step_s, goodput=acc.goodput, launches=acc.launches,
+                   gpu_hours=acc.gpu_hours(acc.span_s if acc.span_s is not None else acc.measured_s),
+                   parts=[_piece_dict(p, acc, where) for p in acc.parts])
+    return out
 
 
 def metrics_dict(d: Diagnosis) -> dict[str, Any]:
@@ -251,6 +295,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "run": run_dict(f, model.source_name, r),
         "metrics": metrics_dict(d),
         "findings": [finding_dict(x, r, f.framework) for x in d.findings],
+        "goodput": goodput_dict(d, model.source_name),
         # every finding's changes merged into one consistent set (diagnose/recommend.py); each diff once, per file
         "recommended_changes": [r(change_dict(c)) for c in d.recommendation.changes],
         "recommended_diffs": recommended_diffs(d, model, r, files),
@@ -324,6 +369,7 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
             "ZeRO stage": "zero_stage", "optimizer offload": "offload_optimizer",
             "parameter offload": "offload_param", "precision": "precision",
             "micro-batch per GPU": "micro_batch_per_gpu", "gradient accumulation": "grad_accum_steps"}
+    out.update(time_display(doc))
     out["facts_rows"] = [(k, v) for k, v in facts if v is not None]
     out["facts_table"] = [{"fact": k, "value": str(v), "from": _where(run["evidence"].get(keys.get(k, "")))}
                           for k, v in facts if v is not None]
@@ -333,6 +379,105 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
                             "value": str(x["value"]), "from": _where(x)}
                            for fact, xs in run.get("also_claimed", {}).items() for x in xs]
     return out
+
+
+def duration(seconds: float | None) -> str:
+    """`3 h 12 min`, `4 min 05 s`, `12.3 s`; unknown where it could not be measured."""
+    if seconds is None:
+        return "unknown"
+    if seconds >= 3600:
+        return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+    if seconds >= 60:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+    return f"{seconds:.3g} s"
+
+
+def _hours(v: float | None) -> str:
+    return "" if v is None else f"{v:.3g}"
+
+
+def _share(v: float | None) -> str:
+    return "" if v is None else f"{v:.0%}"
+
+
+def time_display(doc: dict[str, Any]) -> dict[str, Any]:
+    """Rows of the 'Where the time went' section: the account's parts (and the steps' and stalls' pieces), the
+    level shifts, the stragglers, per-finding costs, what MFU lacked."""
+    g = doc.get("goodput") or {}
+    out: dict[str, Any] = {}
+    if g.get("parts"):
+        span = g["span_s"]
+        gpus = f"{g['gpus']} GPUs" if g["gpus"] else "GPU count not in the logs"
+        clock = ("line timestamps" if g["clock"] == "timestamps" else
+                 "the steps' own times (no line timestamps: what lies around the steps is unknown)")
+        out["time_caption"] = (f"{duration(span) if span is not None else duration(sum(p['seconds'] or 0 for p in g['parts']))} "
+                               f"{'from the first to the last line' if span is not None else 'of measured steps'} x "
+                               f"{gpus}" + (f" = {g['gpu_hours']:.3g} GPU-hours" if g["gpu_hours"] is not None else "")
+                               + f"; clock: {clock}"
+                               + (f"; goodput {g['goodput']:.0%}" if g["goodput"] is not None else "")
+                               + (f"; {g['launches']} launches" if (g["launches"] or 1) > 1 else ""))
+        rows = []
+        for p in g["parts"]:
+            rows.append({"part": p["label"], "time": duration(p["seconds"]), "gpu_hours": _hours(p["gpu_hours"]),
+                         "share": _share(p["share"]), "basis": p["basis"], "level": 0,
+                         "where": ", ".join(f"{e['source']}:{e['line']}" for e in p["evidence"][:2])})
+            for q in p["pieces"][:12]:
+                label = q["label"] + (f" at step {q['step']}" if q["step"] is not None else "")
+                rows.append({"part": label, "time": duration(q["seconds"]), "gpu_hours": _hours(q["gpu_hours"]),
+                             "share": _share(q["share"]), "basis": q["basis"], "level": 1,
+                             "where": ", ".join(f"{e['source']}:{e['line']}" for e in q["evidence"][:3])})
+        out["time_rows"] = rows
+        out["time_bars"] = [{"label": p["label"], "seconds": p["seconds"]} for p in g["parts"]
+                            if p["seconds"]]
+    cps = g.get("change_points")
+    if cps and (cps["shifts"] or cps["pattern"]):
+        out["shift_rows"] = [{"step": s["step"], "before": f"{s['before_s']:.3g} s", "after": f"{s['after_s']:.3g} s",
+                              "change": f"{s['change']:+.0%}",
+                              "near": "; ".join(e["text"] + (f" ({e['source']}:{e['line']})" if e["source"] else "")
+                                                for e in s["events"]) or "nothing printed near it"}
+                             for s in cps["shifts"]]
+        pattern = {"staircase": "a staircase of slowdowns", "trend": "a steady climb (trend)",
+                   "shift": "level shift(s)"}.get(cps["pattern"] or "", "")
+        if cps["pattern"] == "trend" and cps["trend_change"] is not None:
+            pattern += f", {cps['trend_change']:+.0%} over the run"
+        out["shift_caption"] = pattern
+    s = g.get("stragglers")
+    if s:
+        where = f"rank {s['rank']}" + (f" on {s['host']}" if s["host"] else "")
+        if s["kind"] == "persistent":
+            out["straggler_text"] = (f"Persistent straggler: {where} was the slowest of {s['ranks']} ranks in "
+                                     f"{s['share']:.0%} of {s['steps']} steps, {s['ratio']:.2f}x the median rank; the "
+                                     f"others wait {s['wait_s_per_step']:.3g} s per step. The same rank every time "
+                                     "points to its GPU, its thermals or its link.")
+        else:
+            out["straggler_text"] = (f"Moving straggler: the slowest rank changes from step to step (ranks "
+                                     f"{', '.join(str(r) for r in s['moving_ranks'])}; {where} most often, "
+                                     f"{s['share']:.0%}), {s['ratio']:.2f}x the median rank; the others wait "
+                                     f"{s['wait_s_per_step']:.3g} s per step. A rank that moves points to the input: "
+                                     "data skew, sequence lengths, the data loader.")
+    if g.get("mfu_missing"):
+        out["mfu_missing_text"] = "MFU not computed: the logs lack " + ", ".join(g["mfu_missing"]) + "."
+    out["cost_rows"] = [{"id": f["id"], "title": f["title"], "lost": duration(f["cost"]["lost_s"]),
+                         "gpu_hours": _hours(f["cost"]["gpu_hours"]), "share": _share(f["cost"]["share"]),
+                         "per_1000": _hours(f["cost"]["per_1000_steps"]),
+                         "saves": _hours(f["cost"]["saves_gpu_hours"]), "arithmetic": f["cost"]["arithmetic"]}
+                        for f in doc["findings"] if f.get("cost")]
+    return out
+
+
+def runs_index(runs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, str]]:
+    """The index at the top of a several-runs report (issue 23): each run's verdict, step time, GPU-hours and
+    goodput share, for the renderers to link to its section."""
+    rows = []
+    for i, (name, doc) in enumerate(runs, 1):
+        g = doc.get("goodput") or {}
+        st = doc["metrics"]["steps"] or {}
+        rows.append({"n": str(i), "name": name, "verdict": doc["verdict"],
+                     "step": _num(st.get("p50_s"), ".3g", " s") or UNKNOWN,
+                     "gpu_hours": _hours(g.get("gpu_hours")) or UNKNOWN,
+                     "goodput": _share(g.get("goodput")) or UNKNOWN,
+                     "heading": f"Run {i} of {len(runs)}: `{name.replace('`', '')}`"})
+    return rows
 
 
 def _sampled(sampled: dict[str, int]) -> str | None:

@@ -57,11 +57,31 @@ def _terminal_text(draw: Callable[[Console], None]) -> str:
     return buf.getvalue()
 
 
-def _sections(render: Callable[[Rendered], str]) -> Callable[[list[Rendered]], str]:
-    """Several runs as one text: a heading per run, then its report."""
+def _slug(heading: str) -> str:
+    """The anchor GitHub (and most Markdown renderers) give a heading: lower case, punctuation dropped, spaces to
+    hyphens."""
+    import re
+
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+def _sections(render: Callable[[Rendered], str], markdown: bool = True) -> Callable[[list[Rendered]], str]:
+    """Several runs as one text: an index (run, verdict, step time, GPU-hours, goodput), then a heading per run and
+    its report."""
+    from diagnose.reports.document import runs_index
+
     def join(runs: list[Rendered]) -> str:
-        return "\n\n".join(f"# Run {i} of {len(runs)}: `{r.name.replace('`', '')}`\n\n" + render(r)
-                           for i, r in enumerate(runs, 1))
+        index = runs_index([(r.name, r.document) for r in runs])
+        if markdown:
+            head = ["| run | verdict | median step | GPU-hours | goodput |", "|---|---|---|---|---|"]
+            head += [f"| [{x['n']}. `{x['name'].replace('`', '')}`](#{_slug(x['heading'])}) | "
+                     f"{x['verdict'].replace('|', '/')} | {x['step']} | {x['gpu_hours']} | {x['goodput']} |"
+                     for x in index]
+        else:
+            head = [f"{x['n']}. {x['name']}: {x['verdict']} (median step {x['step']}, GPU-hours {x['gpu_hours']}, "
+                    f"goodput {x['goodput']})" for x in index]
+        return "\n".join(head) + "\n\n" + "\n\n".join(f"# {x['heading']}\n\n" + render(r)
+                                                        for x, r in zip(index, runs))
     return join
 
 
@@ -89,8 +109,10 @@ def _html_report(r: Rendered) -> str:
 def _html_runs(runs: list[Rendered]) -> str:
     from diagnose.reports import html
 
+    from diagnose.reports.document import runs_index
+
     return html.combine([(r.name, html.render(r.document, r.figures(), chart_prefix=f"run{i}-"))
-                         for i, r in enumerate(runs)])
+                         for i, r in enumerate(runs)], runs_index([(r.name, r.document) for r in runs]))
 
 
 def _text_report(r: Rendered) -> str:
@@ -129,7 +151,7 @@ FORMATS: dict[str, Format] = {f.name: f for f in (
     Format("json", (".json",), "application/json", "the machine-readable contract (versioned)",
            _json_report, _json_runs, _json_compare),
     Format("text", (".txt",), "text/plain; charset=utf-8", "the terminal summary, without colour",
-           _text_report, _sections(_text_report), _text_compare),
+           _text_report, _sections(_text_report, markdown=False), _text_compare),
 )}
 
 

@@ -45,16 +45,23 @@ def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: st
                                                       plotlyjs=Markup(plotlyjs()))
 
 
-def combine(pages: list[tuple[str, str]]) -> str:
-    """Several runs' reports -> one page: the first page's head (plotly.js once) and each run's <main> in turn,
-    under a heading with the run's name."""
+def combine(pages: list[tuple[str, str]], index: list[dict[str, str]] | None = None) -> str:
+    """Several runs' reports -> one page: the first page's head (plotly.js once), an index of the runs linking
+    their sections, and each run's <main> in turn, under a heading with the run's name."""
     from markupsafe import escape
 
     head, _, _ = pages[0][1].partition("<main>")
     mains = []
+    if index:
+        rows = "".join(f'<tr><td><a href="#run-{x["n"]}">{escape(x["n"])}. {escape(x["name"])}</a></td>'
+                       f'<td>{escape(x["verdict"])}</td><td>{escape(x["step"])}</td><td>{escape(x["gpu_hours"])}</td>'
+                       f'<td>{escape(x["goodput"])}</td></tr>' for x in index)
+        mains.append('<main id="runs-index">\n<h1>Runs</h1>\n<table><tr><th>run</th><th>verdict</th>'
+                     f'<th>median step</th><th>GPU-hours</th><th>goodput</th></tr>{rows}</table>\n</main>')
     for i, (name, page) in enumerate(pages, 1):
         body = page.partition("<main>")[2].rpartition("</main>")[0]
-        mains.append(f'<main>\n<h1 class="run">Run {i} of {len(pages)}: {escape(name)}</h1>\n{body}</main>')
+        mains.append(f'<main>\n<h1 class="run" id="run-{i}">Run {i} of {len(pages)}: {escape(name)}</h1>\n{body}'
+                     "</main>")
     return head + "\n".join(mains) + "\n</body>\n</html>\n"
 
 

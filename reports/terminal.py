@@ -20,6 +20,21 @@ def render(doc: dict[str, Any], console: Console) -> None:
                   soft_wrap=False)
     if doc["tiles"]:
         console.print(Text("  ".join(f"{t['label']}: {t['value']}" for t in doc["tiles"]), style="dim"))
+    if doc.get("time_rows"):
+        t = Table(title="Where the time went: " + doc["time_caption"], title_justify="left")
+        for col in ("part", "time", "GPU-hours", "share"):
+            t.add_column(col)
+        for r in doc["time_rows"]:
+            if r["level"] == 0 or len(doc["time_rows"]) <= 16:
+                t.add_row(("  " if r["level"] else "") + r["part"], r["time"], r["gpu_hours"], r["share"],
+                          style="dim" if r["level"] else None)
+        console.print(t)
+    for line in (doc.get("straggler_text"), doc.get("mfu_missing_text")):
+        if line:
+            console.print(Text(line, style="dim"))
+    for s in doc.get("shift_rows", []):
+        console.print(Text(f"step-time shift at step {s['step']}: {s['before']} -> {s['after']} ({s['change']}); "
+                           f"{s['near']}", style="dim"))
     for i, f in enumerate(doc["findings"], 1):
         head = Text(f"{i}. ")
         head.append(f"[{f['severity']}] ", style=STYLE[f["severity"]])
@@ -28,6 +43,9 @@ def render(doc: dict[str, Any], console: Console) -> None:
                     f"{'explains the slowdown' if f['explains_slowdown'] else 'config to improve'})", style="dim")
         console.print(head)
         console.print(Text("   " + f["summary"]))
+        if f.get("cost"):
+            c = f["cost"]
+            console.print(Text(f"   cost: {c['arithmetic']}", style="magenta"))
         for e in f["evidence"][:4]:
             loc = f"{e['source']}:{e['line']}  " if e["source"] and e["line"] else (f"{e['source']}  " if e["source"] else "")
             console.print(Text(f"     {loc}{e['text']}", style="dim"), soft_wrap=True)

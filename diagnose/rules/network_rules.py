@@ -30,7 +30,7 @@ def _nccl_lines(ctx: Ctx, pattern: str, limit: int = 3) -> list[Evidence]:
                "environment. Single-node runs are exempt: sockets are not used inside a node.",
       fix="NCCL_IB_DISABLE=0, the right NCCL_IB_HCA / NCCL_SOCKET_IFNAME, the EFA/IB plugin where the cluster "
           "needs one; verify with nccl-tests all_reduce_perf.",
-      drivers=("nccl_transport", "env.NCCL_IB_DISABLE", "nodes"), scenario="synthetic/multinode_socket")
+      drivers=("nccl_transport", "env.NCCL_IB_DISABLE", "nodes"), scenario="synthetic/multinode_socket", costs=("socket communication",))
 def nccl_socket_transport(ctx: Ctx) -> Finding | None:
     f, n = ctx.facts, ctx.facts.nccl
     nodes = max(f.nodes or 0, n.n_nodes or 0) or None
@@ -91,7 +91,7 @@ def _socket_if_multinode(ctx: Ctx) -> Finding:
       evidence="Horovod's build table; the launch command and device lines for a GPU job.",
       fix="Rebuild Horovod with NCCL (HOROVOD_GPU_OPERATIONS=NCCL pip install --no-cache-dir horovod) and check "
           "`horovodrun --check-build` shows `[X] NCCL`.",
-      drivers=(), scenario="synthetic/gloo_horovod")
+      drivers=(), scenario="synthetic/gloo_horovod", costs=("communication",))
 def gloo_collectives(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if f.horovod_nccl is not False or (f.world_size is not None and f.world_size < 2):
@@ -117,7 +117,7 @@ def gloo_collectives(ctx: Ctx) -> Finding | None:
       evidence="The variable in the environment or NCCL's `set by environment` echo; `via SHM` channel lines.",
       fix="Unset NCCL_P2P_DISABLE on NVLink machines (it is a workaround for some consumer GPUs); set "
           "NCCL_P2P_LEVEL instead of disabling P2P when a specific path is broken.",
-      drivers=("env.NCCL_P2P_DISABLE",), scenario="synthetic/p2p_disabled")
+      drivers=("env.NCCL_P2P_DISABLE",), scenario="synthetic/p2p_disabled", costs=("communication",))
 def p2p_disabled(ctx: Ctx) -> Finding | None:
     value = ctx.env("NCCL_P2P_DISABLE")
     t = ctx.facts.nccl.transports
@@ -160,7 +160,7 @@ def p2p_disabled(ctx: Ctx) -> Finding | None:
                "bus bandwidth when enabled.",
       fix="Larger micro-batch (more compute per byte), overlap_comm, a lower ZeRO stage, gradient accumulation with "
           "ZeRO-1/DDP, or a faster interconnect.",
-      drivers=("nodes", "world_size", "nccl_transport", "zero_stage", "overlap_comm"), scenario="synthetic/comm_bound")
+      drivers=("nodes", "world_size", "nccl_transport", "zero_stage", "overlap_comm"), scenario="synthetic/comm_bound", costs=("communication",))
 def comm_bound(ctx: Ctx) -> Finding | None:
     br = ctx.metrics.breakdown
     if br is None or not ctx.gpu_run:
@@ -201,7 +201,7 @@ def comm_bound(ctx: Ctx) -> Finding | None:
       why="Gradient reduction then starts only after backward finishes, adding its full time to every step.",
       evidence="The engine's printed zero_config or the DeepSpeed JSON.",
       fix='"zero_optimization": {"overlap_comm": true, "contiguous_gradients": true}',
-      drivers=("overlap_comm",), scenario="ds_zero2_ga4_overlap_off")
+      drivers=("overlap_comm",), scenario="ds_zero2_ga4_overlap_off", costs=("communication",))
 def overlap_comm_off(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if f.zero_stage is None or f.zero_stage < 1 or f.overlap_comm is not False:
@@ -235,7 +235,7 @@ def overlap_comm_off(ctx: Ctx) -> Finding | None:
       evidence="The engine config (gradient_accumulation_steps, zero_optimization_stage); bwd_allreduce_microstep "
                "timers in every micro-step.",
       fix="ZeRO-1 (or plain DDP) when memory allows; otherwise fewer, larger micro-steps.",
-      drivers=("grad_accum_steps", "zero_stage"), scenario="ds_zero2_ga4_overlap_off")
+      drivers=("grad_accum_steps", "zero_stage"), scenario="ds_zero2_ga4_overlap_off", costs=("communication",))
 def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if not f.grad_accum_steps or f.grad_accum_steps <= 1 or (f.zero_stage or 0) < 2:
@@ -292,7 +292,7 @@ def _accum_fix(target: int, fits_zero1: bool, plan: object) -> str:
                "comms logger's `Breakdown with straggler effect` table (comms_logger + log_summary(show_straggler)).",
       fix="Find the slow node (pairwise all_reduce tests, nvidia-smi clocks/temps/power), exclude or repair it; "
           "keep GPUs homogeneous.",
-      drivers=(), scenario="synthetic/straggler")
+      drivers=(), scenario="synthetic/straggler", costs=("straggler wait",))
 def straggler(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and (m.node_imbalance or 0) >= STRAGGLER_FACTOR:

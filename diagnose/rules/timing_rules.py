@@ -28,7 +28,7 @@ LOSS_SCALE_FLOOR = 4.0  # 2^2: 14 halvings below DeepSpeed's 2^16 start; DeepSpe
       evidence="DeepSpeed step-line timestamps against wall_clock_breakdown timers; DataLoader warnings; the "
                "Trainer's dataloader_num_workers.",
       fix="dataloader_num_workers 4-8 per GPU, pin_memory, persistent workers, pre-tokenised / packed data.",
-      drivers=(), scenario="synthetic/input_bound")
+      drivers=(), scenario="synthetic/input_bound", costs=("data wait",))
 def input_bound(ctx: Ctx) -> Finding | None:
     m, f = ctx.metrics, ctx.facts
     evidence: list[Evidence] = []
@@ -120,7 +120,7 @@ def _input_summary(gap: float | None, printed_gap: float | None, data_share: flo
           "GPU; wandb.watch and frequent logging add host syncs.",
       evidence="Step times from the logs, checkpoint/eval lines with their steps, W&B utilization gaps.",
       fix="Save and evaluate less often, save sharded ZeRO checkpoints (no 16-bit gather), WANDB_WATCH=false.",
-      drivers=(), scenario="ds_zero3_ckpt")
+      drivers=(), scenario="ds_zero3_ckpt", costs=("stalls",))
 def periodic_stalls(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     if m.stalls_in_idle:
@@ -215,7 +215,7 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
       evidence="Step times over the run from any clock (DeepSpeed, HF, tqdm, W&B).",
       fix="WANDB_WATCH=false, free per-step references (loss.item() not loss), PYTORCH_CUDA_ALLOC_CONF="
           "expandable_segments:True; watch GPU clocks and temperature.",
-      drivers=(), scenario="synthetic/progressive_slowdown")
+      drivers=(), scenario="synthetic/progressive_slowdown", costs=("slowdown",))
 def progressive_slowdown(ctx: Ctx) -> Finding | None:
     s = ctx.metrics.steps
     if s is None or s.first_quarter_p50_s is None or s.last_quarter_p50_s is None:
@@ -329,7 +329,7 @@ def no_mixed_precision(ctx: Ctx) -> Finding | None:
       evidence="`step=N, skipped=K` lines, Megatron iteration lines, OVERFLOW / loss-scale lines with the scale.",
       fix="bf16 instead of fp16 where the GPU supports it; otherwise lower the learning rate, clip gradients, "
           "raise fp16.loss_scale_window / hysteresis.",
-      drivers=(), scenario="synthetic/fp16_overflow")
+      drivers=(), scenario="synthetic/fp16_overflow", costs=("skipped steps",))
 def fp16_overflow_skips(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     frac = m.skipped_fraction

@@ -151,7 +151,7 @@ def _zero_on_one_gpu(ctx: Ctx) -> Finding:
                "lines, `step` timers against fwd+bwd.",
       fix="Drop the offload when the planner says the states fit on the GPUs; otherwise pin memory, make sure "
           "DeepSpeedCPUAdam is used, and amortise the step with more gradient accumulation.",
-      drivers=("offload_optimizer", "offload_param"), scenario="ds_zero3_offload")
+      drivers=("offload_optimizer", "offload_param"), scenario="ds_zero3_offload", costs=("optimizer",))
 def offload_bottleneck(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     device = f.offload_optimizer if f.offload_optimizer not in (None, "none") else f.offload_param
@@ -206,7 +206,7 @@ def offload_bottleneck(ctx: Ctx) -> Finding | None:
       evidence="wall_clock_breakdown timers (and optimizer_* sub-timers for ZeRO-1/2).",
       fix="Use a fused optimizer (DeepSpeed FusedAdam, `optim=adamw_torch_fused`), check clipping, and for ZeRO "
           "check optimizer_allgather against optimizer_step.",
-      drivers=(), scenario="synthetic/slow_optimizer_step")
+      drivers=(), scenario="synthetic/slow_optimizer_step", costs=("optimizer",))
 def slow_optimizer_step(ctx: Ctx) -> Finding | None:
     br, f = ctx.metrics.breakdown, ctx.facts
     if br is None or f.offload_optimizer not in (None, "none"):

@@ -1,0 +1,132 @@
+"""What each finding cost, from the goodput account (issue 23): GPU-hours lost in this run and per 1,000 steps, and
+what the fix would save, with the arithmetic shown. A rule names the measures its cause shows up in (Rule.costs);
+a measure the logs cannot give (no timers, no clock) leaves the finding unpriced, never guessed."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from diagnose.changepoints import ChangePoints
+from diagnose.findings import Cost
+from diagnose.goodput import Account, Piece, per_step_hours
+from diagnose.metrics import Metrics
+from diagnose.stragglers import Stragglers
+
+# NCCL over TCP sockets against the RDMA fabric it should have used: a 25 GbE NIC, the default of cloud GPU VMs
+# without RDMA, against one HDR InfiniBand port (200 Gb/s, the A100 generation's; NDR is 400). Where the comms
+# logger measured the bus bandwidth, that figure replaces the NIC's.
+SOCKET_GBPS = 25.0
+IB_GBPS = 200.0
+
+
+@dataclass(frozen=True)
+class Inputs:
+    account: Account
+    metrics: Metrics
+    change_points: ChangePoints | None
+    stragglers: Stragglers | None
+
+
+def _sub(acc: Account, *names: str) -> Piece | None:
+    steps = acc.part("steps")
+    return next((p for p in (steps.pieces if steps else ()) for n in names if p.name == n and p.seconds), None)
+
+
+def _gpus(acc: Account) -> str:
+    return f"{acc.gpus} GPUs" if acc.gpus else "GPUs (count not in the logs)"
+
+
+def _stalls(x: Inputs) -> tuple[float, float, str] | None:
+    part = x.account.part("stalls")
+    if part is None or not part.seconds:
+        return None
+    kinds = sorted({p.name for p in part.pieces})
+    return (part.seconds, part.seconds,
+            f"{len(part.pieces)} stall(s) ({', '.join(kinds)}) x their excess over the steady step, "
+            f"{part.seconds:.0f} s in all, x {_gpus(x.account)}")
+
+
+def _piece(*names: str) -> Callable[[Inputs], tuple[float, float, str] | None]:
+    def measure(x: Inputs) -> tuple[float, float, str] | None:
+        p = _sub(x.account, *names)
+        if p is None or p.seconds is None:
+            return None
+        share = p.seconds / (x.account.part("steps").seconds or 1.0)  # type: ignore[union-attr]
+        return (p.seconds, p.seconds, f"{p.name} {share:.0%} of the steady steps ({p.basis}) = {p.seconds:.0f} s, "
+                                      f"x {_gpus(x.account)}")
+    return measure
+
+
+def _socket(x: Inputs) -> tuple[float, float, str] | None:
+    p = _sub(x.account, "communication")
+    if p is None or p.seconds is None:
+        return None
+    used = x.metrics.comm_busbw_gbps or SOCKET_GBPS
+    basis = "measured bus bandwidth" if x.metrics.comm_busbw_gbps else "a 25 GbE NIC"
+    saved = p.seconds * max(0.0, 1.0 - used / IB_GBPS)
+    return (p.seconds, saved, f"communication {p.seconds:.0f} s x (1 - {used:.0f} Gb/s ({basis}) / {IB_GBPS:.0f} "
+                              f"Gb/s (one HDR InfiniBand port)) = {saved:.0f} s saved, x {_gpus(x.account)}")
+
+
+def _slowdown(x: Inputs) -> tuple[float, float, str] | None:
+    cp = x.change_points
+    if cp is None or cp.slowdown_s <= 0:
+        return None
+    how = (f"{len(cp.shifts)} level shift(s) up" if cp.pattern in ("shift", "staircase")
+           else "a steady climb (trend)")
+    return (cp.slowdown_s, cp.slowdown_s, f"{how}: the steps after them beyond the first level, "
+                                          f"{cp.slowdown_s:.0f} s, x {_gpus(x.account)}")
+
+
+def _straggler(x: Inputs) -> tuple[float, float, str] | None:
+    s = x.stragglers
+    if s is None or not x.account.steps:
+        return None
+    lost = s.wait_s_per_step * x.account.steps
+    return (lost, lost, f"the others wait {s.wait_s_per_step:.3g} s per step for rank {s.rank} x "
+                        f"{x.account.steps} steps = {lost:.0f} s, x {_gpus(x.account)}")
+
+
+def _skipped(x: Inputs) -> tuple[float, float, str] | None:
+    frac = x.metrics.skipped_fraction
+    if not frac or not x.account.steps:
+        return None
+    lost = frac * x.account.steps * x.account.steady_step_s
+    return (lost, lost, f"{frac:.1%} of {x.account.steps} steps skipped x the steady {x.account.steady_step_s:.3g} s "
+                        f"= {lost:.0f} s, x {_gpus(x.account)}")
+
+
+# The measures a rule may name (Rule.costs): each -> (seconds lost, seconds the fix saves, the arithmetic).
+MEASURES: dict[str, Callable[[Inputs], tuple[float, float, str] | None]] = {
+    "stalls": _stalls,
+    "data wait": _piece("data wait", "outside the timers"),
+    "communication": _piece("communication"),
+    "socket communication": _socket,
+    "optimizer": _piece("optimizer"),
+    "slowdown": _slowdown,
+    "straggler wait": _straggler,
+    "skipped steps": _skipped,
+}
+
+
+# How the headline names each measure ("... lost to <label>").
+LABELS = {"stalls": "stalls", "data wait": "waiting for data", "communication": "exposed communication",
+          "socket communication": "communication over TCP sockets", "optimizer": "the optimizer step",
+          "slowdown": "the slowdown", "straggler wait": "waiting for a straggler", "skipped steps": "skipped steps"}
+
+
+def cost(measures: tuple[str, ...], x: Inputs) -> Cost | None:
+    """The first of a rule's measures the run can give."""
+    acc = x.account
+    for name in measures:
+        got = MEASURES[name](x)
+        if got is None or got[0] <= 0:
+            continue
+        lost, saved, arithmetic = got
+        hours = acc.gpu_hours(lost)
+        if hours is not None:
+            arithmetic += f" = {hours:.2f} GPU-hours"
+        return Cost(measure=name, lost_s=lost, gpu_hours=hours, per_1000_steps=per_step_hours(acc, lost),
+                    share=lost / acc.span_s if acc.span_s else None, saves_gpu_hours=acc.gpu_hours(saved),
+                    arithmetic=arithmetic)
+    return None
