@@ -33,7 +33,7 @@ def _sub(acc: Account, *names: str) -> Piece | None:
 
 
 def _gpus(acc: Account) -> str:
-    return f"{acc.gpus} GPUs" if acc.gpus else "GPUs (count not in the logs)"
+    return f"{acc.gpus} {acc.device}" if acc.gpus else f"{acc.device} (count not in the logs)"
 
 
 def _stalls(x: Inputs) -> tuple[float, float, str] | None:
@@ -112,7 +112,7 @@ MEASURES: dict[str, Callable[[Inputs], tuple[float, float, str] | None]] = {
 # How the headline names each measure ("... lost to <label>").
 LABELS = {"stalls": "stalls", "data wait": "waiting for data", "communication": "exposed communication",
           "socket communication": "communication over TCP sockets", "optimizer": "the optimizer step",
-          "slowdown": "the slowdown", "straggler wait": "waiting for a straggler", "skipped steps": "skipped steps"}
+          "slowdown": "the slowdown", "straggler wait": "waiting for the slowest rank", "skipped steps": "skipped steps"}
 
 
 def cost(measures: tuple[str, ...], x: Inputs) -> Cost | None:

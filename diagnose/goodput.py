@@ -11,7 +11,7 @@ compilation, data loading, checkpoints, disruptions) but needs recorder calls; t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 import polars as pl
@@ -60,6 +60,7 @@ class Account:
     steady_step_s: float
     parts: tuple[Piece, ...]
     launches: int = 1
+    device: str = "GPUs"  # "processes" for a CPU run (RunFacts.cpu_run): what `gpus` counts
 
     def part(self, name: str) -> Piece | None:
         return next((p for p in self.parts if p.name == name), None)
@@ -87,6 +88,13 @@ class Account:
 
 def account(model: RunModel, metrics: Metrics) -> Account | None:
     """The run's goodput account, or None where it has no clock at all."""
+    acc = _account(model, metrics)
+    if acc is not None and model.facts.cpu_run:
+        acc = replace(acc, device="processes")
+    return acc
+
+
+def _account(model: RunModel, metrics: Metrics) -> Account | None:
     rows = _clock_rows(model.frames["steps"])
     gpus = model.facts.world_size
     if rows is not None:

@@ -407,7 +407,8 @@ def time_display(doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if g.get("parts"):
         span = g["span_s"]
-        gpus = f"{g['gpus']} GPUs" if g["gpus"] else "GPU count not in the logs"
+        device = "processes" if doc["run"].get("cpu_run") else "GPUs"
+        gpus = f"{g['gpus']} {device}" if g["gpus"] else f"{device}: count not in the logs"
         clock = ("line timestamps" if g["clock"] == "timestamps" else
                  "the steps' own times (no line timestamps: what lies around the steps is unknown)")
         out["time_caption"] = (f"{duration(span) if span is not None else duration(sum(p['seconds'] or 0 for p in g['parts']))} "

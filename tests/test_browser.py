@@ -29,7 +29,10 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
         done = run_cli("report", str(source), "-o", str(out))
     assert done.returncode == 0, done.stderr
     if run == "two runs":
-        assert out.read_text().count('<h1 class="run">') == 2
+        page_html = out.read_text()
+        assert page_html.count('<h1 class="run" id="run-') == 2
+        # the index at the top links each run's section (issue 23)
+        assert 'id="runs-index"' in page_html and page_html.count('<a href="#run-') == 2
     expected_charts = out.read_text().count('class="chart')
     assert expected_charts >= 2
     errors: list[str] = []
