@@ -31,6 +31,7 @@ STALL_EVENTS = {"checkpoint_save": "checkpoint", "eval": "evaluation", "eval_res
 # Lines a launch prints once as it starts: one between two step lines (by time) marks a restart even when the steps
 # carry on from the checkpoint without going back.
 LAUNCH_MARKERS = ("ds_version", "ds_world_info", "ds_cmd", "hf_running_training", "accelerate_env", "ds_nnodes")
+RESTART_GAP = 3.0  # a step count that goes back after 3 usual intervals or more is a relaunch (startup again)
 CLOCK_ORIGINS = (*OVERFLOW_STEP_CLOCKS, "ds_pipe_step", "dschat_step", "dschat_rlhf_step", "wandb_history")
 TIMESTAMPED_FRAMES = ("steps", "timers", "memory", "events", "facts", "env", "nccl", "comms", "progress", "system")
 
@@ -123,13 +124,22 @@ def _clock_rows(steps: pl.DataFrame) -> pl.DataFrame | None:
     rows = rows.unique(["source", "line"], keep="first").sort("ts", "source", "line")
     # Two lines of one step in a row (a step line printed twice by a logger with two handlers) are one.
     rows = rows.filter(pl.col("global_step") != pl.col("global_step").shift(1).fill_null(-1))
-    return rows.select("source", "line", "ts", "global_step", "step_time_s") if rows.height >= 3 else None
+    return rows.select("source", "line", "ts", "global_step", "step_time_s", "origin") if rows.height >= 3 else None
 
 
-def _ends(model: RunModel) -> tuple[object, object, tuple[int, int], tuple[int, int]]:
-    """The first and last timestamp any frame holds, and where they were printed."""
-    parts = [model.frames[name].select("source", "line", "ts").filter(pl.col("ts").is_not_null())
-             for name in TIMESTAMPED_FRAMES if name in model.frames and "ts" in model.frames[name].columns]
+def _ends(model: RunModel, wandb: bool) -> tuple[object, object, tuple[int, int], tuple[int, int]]:
+    """The first and last timestamp the clock's own kind of source holds, and where they were printed. W&B's
+    times (UTC, its own process) and a log's (the node's local time) are never mixed: a W&B clock spans the
+    W&B rows, a log clock the log lines."""
+    parts = []
+    for name in TIMESTAMPED_FRAMES:
+        frame = model.frames.get(name)
+        if frame is None or "ts" not in frame.columns:
+            continue
+        from_wandb = pl.lit(name == "system") | (pl.col("origin").cast(pl.String).str.starts_with("wandb")
+                                                 if "origin" in frame.columns else pl.lit(False))
+        parts.append(frame.filter(pl.col("ts").is_not_null() & (from_wandb if wandb else ~from_wandb))
+                     .select("source", "line", "ts"))
     stamped = pl.concat([p.with_columns(pl.col("source").cast(pl.Int64), pl.col("line").cast(pl.Int64),
                                         pl.col("ts").cast(pl.Datetime("ms"))) for p in parts if p.height])
     first = stamped.sort("ts", "source", "line").row(0, named=True)
@@ -144,29 +154,50 @@ def _launch_marks(model: RunModel) -> pl.Series:
 
 
 def _intervals(rows: pl.DataFrame, marks: pl.Series) -> pl.DataFrame:
-    """Each step line with the interval that ends at it: seconds, steps, the launch it belongs to."""
+    """Each step line with the interval that ends at it: seconds, steps, the launch it belongs to.
+
+    A new launch begins at a launch banner between two step lines, or where the step count goes back after a gap
+    of RESTART_GAP usual intervals (a relaunch loads the model again). A count that goes back without such a gap is
+    a counter that restarts each epoch, or two pastes joined: the interval counts as the usual number of steps."""
     rows = rows.with_columns(pl.col("ts").cast(pl.Datetime("ms")))
     prev_ts = pl.col("ts").shift(1)
-    regress = pl.col("global_step") <= pl.col("global_step").shift(1)
     out = rows.with_columns(
         ((pl.col("ts") - prev_ts).dt.total_milliseconds() / 1000.0).alias("dur"),
         (pl.col("global_step") - pl.col("global_step").shift(1)).alias("n"),
-        regress.fill_null(False).alias("regress"),
-        pl.col("line").shift(1).alias("prev_line"), pl.col("source").shift(1).alias("prev_source"),
-        prev_ts.alias("prev_ts"))
+        (pl.col("global_step") <= pl.col("global_step").shift(1)).fill_null(False).alias("regress"),
+        pl.col("line").shift(1).alias("prev_line"), prev_ts.alias("prev_ts"))
     if marks.len():
-        # A launch marker strictly between two step lines starts a new launch.
+        # A launch marker strictly between two step lines.
         idx = marks.search_sorted(out["ts"], side="left") - marks.search_sorted(out["prev_ts"].fill_null(out["ts"]),
                                                                                side="right")
         out = out.with_columns((pl.Series(idx) > 0).alias("_marked"))
     else:
         out = out.with_columns(pl.lit(False).alias("_marked"))
-    out = out.with_columns((pl.col("regress") | pl.col("_marked")).alias("restart"))
-    out = out.with_columns(pl.col("restart").cast(pl.Int32).cum_sum().alias("launch"))
+    usual = out.filter(~pl.col("regress") & (pl.col("n") > 0) & ~pl.col("_marked"))
+    usual_s = usual["dur"].median() or 0.0
+    usual_n = int(usual["n"].median() or 1)  # type: ignore[arg-type]
+    relaunch = pl.col("regress") & (pl.col("dur") >= RESTART_GAP * usual_s)
+    out = out.with_columns((relaunch | pl.col("_marked")).alias("restart"))
+    out = out.with_columns(pl.col("restart").cast(pl.Int32).cum_sum().alias("launch"),
+                           pl.when(pl.col("regress") & ~pl.col("restart")).then(usual_n).otherwise(pl.col("n"))
+                           .alias("n"))
     # A launch's first line: the interval before it is not a step interval (startup or the restart's gap).
     first = pl.col("launch") != pl.col("launch").shift(1).fill_null(-1)
     return out.with_columns(pl.when(first).then(None).otherwise(pl.col("dur")).alias("dur"),
                             pl.when(first).then(None).otherwise(pl.col("n")).alias("n"), first.alias("first"))
+
+
+def _training_launches(rows: pl.DataFrame, marks: pl.Series) -> pl.DataFrame:
+    """The intervals of the launches that trained: a launch of one step line (DeepSpeed's `step=0` as an engine is
+    built, before the next engine's banner) did no step, and its time belongs to the startup or the restart's
+    gap around it."""
+    iv = _intervals(rows, marks)
+    sizes = iv.group_by("launch").len()
+    lone = sizes.filter(pl.col("len") < 2)["launch"]
+    if lone.len() == 0 or lone.len() == sizes.height:
+        return iv
+    kept = rows.filter(~iv["launch"].is_in(lone.implode()))
+    return _intervals(kept, marks)
 
 
 def _first_interval(launch: pl.DataFrame) -> tuple[float | None, int]:
@@ -183,8 +214,8 @@ def _first_interval(launch: pl.DataFrame) -> tuple[float | None, int]:
 
 
 def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus: int | None) -> Account | None:
-    t0, t_end, first_at, last_at = _ends(model)
-    iv = _intervals(rows, _launch_marks(model))
+    t0, t_end, first_at, last_at = _ends(model, wandb=rows["origin"][0] == "wandb_history")
+    iv = _training_launches(rows, _launch_marks(model))
     body = iv.filter(pl.col("dur").is_not_null() & (pl.col("n") > 0) & (pl.col("dur") >= 0))
     if body.height < 2:
         return None
@@ -192,8 +223,8 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
     level = float(per_step.median())  # type: ignore[arg-type]
     if level <= 0:
         return None
+    iv = _with_events(iv, model.frames["events"].filter(pl.col("kind").is_in(list(STALL_EVENTS))))
     launches = iv.partition_by("launch", maintain_order=True)
-    events = model.frames["events"].filter(pl.col("kind").is_in(list(STALL_EVENTS)))
     warm_s = steps_s = 0.0
     stalls: list[Piece] = []
     restarts: list[Piece] = []
@@ -204,6 +235,8 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
     for k, launch in enumerate(launches):
         head = launch.row(0, named=True)
         first_s, first_n = _first_interval(launch)
+        if first_s is not None:  # a log cut at its start holds less than the first printed interval
+            first_s = min(first_s, (head["ts"] - (t0 if k == 0 else prev_end_ts)).total_seconds())
         start_ts = head["ts"]
         first_step_from = int(head["global_step"]) - first_n
         if first_s is not None:
@@ -223,7 +256,7 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
                                         f"launch's first step, plus {redone} step(s) done twice x the steady "
                                         f"{level:.3g} s",
                                   evidence=(*prev_launch_lines[-1:], (head["source"], head["line"]))))
-        w, s, st = _launch_body(launch, level, events)
+        w, s, st = _body(launch, level)
         warm_s += w
         steps_s += s
         stalls.extend(st)
@@ -255,38 +288,57 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
                    parts=tuple(parts), launches=len(launches))
 
 
-def _launch_body(launch: pl.DataFrame, level: float, events: pl.DataFrame) -> tuple[float, float, list[Piece]]:
-    """One launch's step intervals -> (warm-up excess, steady seconds, stalls)."""
-    iv = launch.filter(pl.col("dur").is_not_null() & (pl.col("n") > 0) & (pl.col("dur") >= 0))
+def _with_events(iv: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """Each interval with the first stall event (checkpoint, evaluation) printed inside it and up to three of their
+    lines: an event in a source that has step lines belongs to the first step line at or after it there; one in
+    another source (a rank's own log, an eval file) to the first step line at or after its time."""
+    rows = iv.select(pl.col("source").cast(pl.Int64), pl.col("line").cast(pl.Int64), pl.col("ts"))
+    ev = events.select(pl.col("source").cast(pl.Int64).alias("ev_source"), pl.col("line").cast(pl.Int64).alias("ev_line"),
+                       pl.col("ts").cast(pl.Datetime("ms")), "kind")
+    clocked = set(rows["source"].unique().to_list())
+    by_line = ev.filter(pl.col("ev_source").is_in(clocked)).sort("ev_line").join_asof(
+        rows.sort("line").select(pl.col("source").alias("ev_source"), pl.col("line")),
+        left_on="ev_line", right_on="line", by="ev_source", strategy="forward", check_sortedness=False,
+        coalesce=False).with_columns(pl.col("ev_source").alias("source"))
+    by_time = ev.filter(~pl.col("ev_source").is_in(clocked) & pl.col("ts").is_not_null()).sort("ts").join_asof(
+        rows.sort("ts").rename({"ts": "row_ts"}), left_on="ts", right_on="row_ts", strategy="forward",
+        check_sortedness=False)
+    placed = pl.concat([by_line.select("source", "line", "kind", "ev_source", "ev_line"),
+                        by_time.select("source", "line", "kind", "ev_source", "ev_line")]).drop_nulls("line")
+    grouped = placed.sort("ev_source", "ev_line").group_by("source", "line").agg(
+        pl.col("kind").first().alias("ev_kind"),
+        pl.struct("ev_source", "ev_line").head(3).alias("ev_lines"))
+    return iv.with_columns(pl.col("source").cast(pl.Int64), pl.col("line").cast(pl.Int64)).join(
+        grouped, on=["source", "line"], how="left")
+
+
+def _body(iv: pl.DataFrame, level: float) -> tuple[float, float, list[Piece]]:
+    """One launch's step intervals (global_step, dur, n; and ev_kind, ev_lines, source, line where lines are known)
+    -> (warm-up excess, steady seconds, stalls). The leading intervals above the gate are warm-up; later ones at
+    least a step's time above the level (half a step's with a checkpoint or evaluation in them) are stalls; each
+    keeps its steady share in the steps."""
+    iv = iv.filter(pl.col("dur").is_not_null() & (pl.col("n") > 0) & (pl.col("dur") >= 0))
     if iv.height == 0:
         return 0.0, 0.0, []
-    iv = iv.with_columns((pl.col("dur") - pl.col("n") * level).alias("excess"))
-    above = pl.col("dur") >= WARMUP_GATE * level * pl.col("n")
+    if "ev_kind" not in iv.columns:
+        iv = iv.with_columns(pl.lit(None, pl.String).alias("ev_kind"))
     limit = max(1, int(iv.height * WARMUP_MAX_SHARE))
-    iv = iv.with_row_index("_i").with_columns(
-        (above.cast(pl.Int8).cum_min().cast(pl.Boolean) & (pl.col("_i") < limit)).alias("warm"))
-    warm = iv.filter(pl.col("warm"))
-    rest = iv.filter(~pl.col("warm"))
-    candidates = rest.filter(pl.col("excess") >= STALL_EXTRA_WITH_EVENT * level)
-    stalls: list[Piece] = []
-    stalled_rows: set[int] = set()
-    for row in candidates.iter_rows(named=True):
-        near = events.filter(((pl.col("source") == row["source"]) & (pl.col("line") > (row["prev_line"] or 0))
-                              & (pl.col("line") <= row["line"]))
-                             | ((pl.col("source") != row["source"]) & pl.col("ts").is_not_null()
-                                & (pl.col("ts") > row["prev_ts"]) & (pl.col("ts") <= row["ts"])))
-        if near.height == 0 and row["excess"] < STALL_EXTRA_STEPS * level:
-            continue
-        kind = STALL_EVENTS.get(str(near["kind"][0]), "spike") if near.height else "spike"
-        stalled_rows.add(row["_i"])
-        stalls.append(Piece(name=kind, seconds=float(row["excess"]), step=int(row["global_step"]),
-                            basis=f"{row['dur']:.1f} s for {row['n']} step(s) against the steady {level:.3g} s/step",
-                            evidence=((row["source"], row["line"]),
-                                      *((int(e["source"]), int(e["line"])) for e in near.head(3).iter_rows(named=True)))))
-    steady = rest.filter(~pl.col("_i").is_in(list(stalled_rows)))
-    warm_excess = float(warm["excess"].clip(lower_bound=0).sum())
-    steady_s = (float(steady["dur"].sum()) + float((warm["dur"] - warm["excess"].clip(lower_bound=0)).sum())
-                + sum(level * int(n) for n in rest.filter(pl.col("_i").is_in(list(stalled_rows)))["n"].to_list()))
+    leading = (pl.col("dur") >= WARMUP_GATE * level * pl.col("n")).cast(pl.Int8).cum_min().cast(pl.Boolean)
+    excess = pl.col("dur") - pl.col("n") * level
+    iv = iv.with_columns(excess.alias("excess"), (leading & (pl.int_range(pl.len()) < limit)).alias("warm"))
+    iv = iv.with_columns((~pl.col("warm") & (
+        (pl.col("excess") >= STALL_EXTRA_STEPS * level)
+        | (pl.col("ev_kind").is_not_null() & (pl.col("excess") >= STALL_EXTRA_WITH_EVENT * level)))).alias("stall"))
+    warm_excess = float(iv.filter(pl.col("warm"))["excess"].clip(lower_bound=0).sum())
+    stalled = iv.filter(pl.col("stall"))
+    steady_s = float(iv["dur"].sum()) - warm_excess - float(stalled["excess"].sum())
+    stalls = []
+    for row in stalled.iter_rows(named=True):
+        where = ((row["source"], row["line"]),) if "line" in row else ()
+        near = tuple((e["ev_source"], e["ev_line"]) for e in (row.get("ev_lines") or ()))
+        stalls.append(Piece(name=STALL_EVENTS.get(row["ev_kind"] or "", "spike"), seconds=float(row["excess"]),
+                            step=int(row["global_step"]), evidence=where + near,
+                            basis=f"{row['dur']:.1f} s for {row['n']} step(s) against the steady {level:.3g} s/step"))
     return warm_excess, steady_s, stalls
 
 
@@ -325,27 +377,15 @@ def _from_step_times(s: pl.DataFrame, m: Metrics, gpus: int | None, clock: str) 
     n = s["step"].diff().fill_null(1).clip(lower_bound=1)
     dur = s["step_time_s"] * n
     level = float(s["step_time_s"].median())  # type: ignore[arg-type]
-    frame = pl.DataFrame({"step": s["step"], "dur": dur, "n": n})
-    iv = frame.with_columns((pl.col("dur") - pl.col("n") * level).alias("excess"), pl.int_range(pl.len()).alias("_i"))
-    limit = max(1, int(iv.height * WARMUP_MAX_SHARE))
-    above = (pl.col("dur") >= WARMUP_GATE * level * pl.col("n")).cast(pl.Int8).cum_min().cast(pl.Boolean)
-    iv = iv.with_columns((above & (pl.col("_i") < limit)).alias("warm"))
-    warm = iv.filter(pl.col("warm"))
-    rest = iv.filter(~pl.col("warm"))
-    spikes = rest.filter(pl.col("excess") >= STALL_EXTRA_STEPS * level)
-    stalls = tuple(Piece(name="spike", seconds=float(r["excess"]), step=int(r["step"]),
-                         basis=f"{r['dur']:.1f} s against the steady {level:.3g} s/step")
-                   for r in spikes.iter_rows(named=True))
-    warm_s = float(warm["excess"].clip(lower_bound=0).sum())
+    warm_s, steps_s, stalls = _body(pl.DataFrame({"global_step": s["step"], "dur": dur, "n": n}), level)
     stall_s = sum(p.seconds or 0.0 for p in stalls)
-    steps_s = float(dur.sum()) - warm_s - stall_s
     unknown = "not in the logs without line timestamps"
     parts = (Piece(name="startup", seconds=None, basis=unknown),
              Piece(name="warmup", seconds=warm_s, basis=f"the leading steps' time above the steady {level:.3g} s/step"),
              Piece(name="steps", seconds=steps_s, pieces=_inside_steps(steps_s, level, m),
                    basis=f"{int(n.sum())} steps at the steady level, from {clock}"),
-             Piece(name="stalls", seconds=stall_s, pieces=stalls, basis="steps at least one step's time above the "
-                                                                        "steady level: their excess"),
+             Piece(name="stalls", seconds=stall_s, pieces=tuple(stalls),
+                   basis="steps at least one step's time above the steady level: their excess"),
              Piece(name="restarts", seconds=None, basis=unknown),
              Piece(name="tail", seconds=None, basis=unknown))
     return Account(clock="step times", span_s=None, gpus=gpus, steps=int(n.sum()), steady_step_s=level, parts=parts)

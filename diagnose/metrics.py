@@ -439,13 +439,16 @@ def _comm_straggler(comms: pl.DataFrame) -> tuple[float | None, float | None]:
     return waited, ((fastest + waited) / fastest if fastest > 0 else None)
 
 
+# A rank's timed step from its global timer line, seconds (forward + backward + optimizer step).
+TIMED_STEP_S = (pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0)) / 1000.0
+
+
 def _imbalance(timers: pl.DataFrame, by: str = "rank") -> tuple[dict, float | None]:
     """Median timed step per rank (or per node) and the slowest one's ratio to the median."""
     glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col(by).is_not_null())
     if glob.height == 0 or glob[by].n_unique() < 2:
         return {}, None
-    per = glob.group_by(by).agg(((pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0))
-                                 .median() / 1000.0).alias("p50")).sort(by)
+    per = glob.group_by(by).agg(TIMED_STEP_S.median().alias("p50")).sort(by)
     out = {(int(k) if by == "rank" else str(k)): float(v) for k, v in per.iter_rows()}
     med = float(per["p50"].median())
     return out, (max(out.values()) / med if med > 0 else None)

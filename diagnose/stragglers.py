@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from diagnose.metrics import IMBALANCE_FACTOR
+from diagnose.metrics import IMBALANCE_FACTOR, TIMED_STEP_S
 
 PERSISTENT_SHARE = 0.6  # the same rank slowest in 60% of the steps or more: persistent
 MIN_STEPS = 3  # steps with every rank's timers, to tell persistent from moving
@@ -36,8 +36,7 @@ def classify(timers: pl.DataFrame) -> Stragglers | None:
     rows = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col("rank").is_not_null())
     if rows.height == 0 or rows["rank"].n_unique() < 2:
         return None
-    total = (pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0)) / 1000.0
-    per = rows.select("rank", "node", "seq", total.alias("t")).unique(["rank", "seq"], keep="first")
+    per = rows.select("rank", "node", "seq", TIMED_STEP_S.alias("t")).unique(["rank", "seq"], keep="first")
     n_ranks = per["rank"].n_unique()
     steps = (per.group_by("seq").agg(pl.len().alias("n"), pl.col("t").max().alias("slowest"),
                                      pl.col("t").median().alias("median"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from io import StringIO
@@ -60,8 +61,6 @@ def _terminal_text(draw: Callable[[Console], None]) -> str:
 def _slug(heading: str) -> str:
     """The anchor GitHub (and most Markdown renderers) give a heading: lower case, punctuation dropped, spaces to
     hyphens."""
-    import re
-
     return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
 
 
