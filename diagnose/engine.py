@@ -92,7 +92,7 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
         acc = goodput.account(model, metrics)
         cps = changepoints.find(metrics.step_series, model.frames["events"], model.frames["steps"],
                                 restarts=acc.restart_steps if acc is not None else ())
-        strag = stragglers.classify(model.frames["timers"])
+        strag = stragglers.classify(model.frames["timers"]) or stragglers.from_report(model.frames["rank_extremes"])
         if acc is not None:
             findings = _priced(findings, costs.Inputs(acc, metrics, cps, strag))
     except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings

@@ -28,6 +28,11 @@ class Stragglers:
     wait_s_per_step: float  # mean of (slowest - median rank) per step: how much later the others wait
     ratio: float  # median over steps of slowest / median rank
     moving_ranks: tuple[int, ...] = ()  # the ranks that took turns being slowest (moving)
+    # What the ranks were compared by: "timers" (every rank's wall_clock_breakdown lines, slowest against the median)
+    # or "megatron" (Megatron's straggler report: the slowest against the fastest rank per report interval).
+    basis: str = "timers"
+    # The slow rank's other readings where the report has them: its clock, power, temperature, data wait.
+    signals: tuple[str, ...] = ()
 
 
 def classify(timers: pl.DataFrame) -> Stragglers | None:
@@ -57,3 +62,72 @@ def classify(timers: pl.DataFrame) -> Stragglers | None:
     turns = tuple(int(r) for r in counts["rank"].to_list()[:8]) if kind == "moving" else ()
     return Stragglers(kind=kind, rank=top, host=str(host[0]) if host.len() else None, share=share,
                       steps=steps.height, ranks=n_ranks, wait_s_per_step=wait, ratio=ratio, moving_ranks=turns)
+
+
+# A reading of the slow rank that names its cause, from the report's other metrics: (column, phrase, which end is
+# the bad one). The slowest rank also running the lowest clock or power, or the highest temperature, points to the
+# GPU (throttling, a power cap); the longest get_batch wait points to the input.
+_SIGNALS: tuple[tuple[str, str, str, str], ...] = (
+    ("clock", "_mhz", "min", "the lowest GPU clock"),
+    ("power", "_w", "min", "the lowest power draw"),
+    ("temp", "_c", "max", "the highest temperature"),
+    ("data_rtt", "_ms", "max", "the longest get_batch wait (DRtt)"),
+)
+_UNITS = {"_ms": "ms", "_w": "W", "_c": "C", "_pct": "%", "_mhz": "MHz", "_tf": "TFLOP/s"}
+SIGNAL_SHARE = 0.5  # the slow rank holds the bad end of a metric in half the reports or more: named as a signal
+
+
+def from_report(extremes: pl.DataFrame) -> Stragglers | None:
+    """From Megatron's straggler report: per report interval the rank with the longest round trip (MxRtt) is the
+    slowest and the others wait up to (max - min) Rtt for it. None below MIN_STEPS reports or when the median
+    interval's max/min is under IMBALANCE_FACTOR (max over min is the wider spread of the two the timers give,
+    so the gate errs towards naming a straggler)."""
+    if "rtt_max_ms" not in extremes.columns:
+        return None
+    rows = extremes.filter(pl.col("rtt_max_ms").is_not_null() & (pl.col("rtt_min_ms") > 0)
+                           & pl.col("rtt_max_rank").is_not_null())
+    if rows.height < MIN_STEPS:
+        return None
+    ratio = float((rows["rtt_max_ms"] / rows["rtt_min_ms"]).median())  # type: ignore[arg-type]
+    if ratio < IMBALANCE_FACTOR:
+        return None
+    counts = rows["rtt_max_rank"].value_counts(sort=True)
+    top, top_n = int(counts["rtt_max_rank"][0]), int(counts["count"][0])
+    share = top_n / rows.height
+    kind = "persistent" if share >= PERSISTENT_SHARE else "moving"
+    ranks = pl.concat([rows["rtt_max_rank"], rows["rtt_min_rank"].drop_nulls()]).n_unique()
+    wait = float(((rows["rtt_max_ms"] - rows["rtt_min_ms"]) / 1000).mean())  # type: ignore[arg-type]
+    return Stragglers(kind=kind, rank=top, host=None, share=share, steps=rows.height, ranks=ranks,
+                      wait_s_per_step=wait, ratio=ratio, basis="megatron", signals=_signals(rows, top) + _bottom(extremes, top),
+                      moving_ranks=tuple(int(r) for r in counts["rtt_max_rank"].to_list()[:8])
+                      if kind == "moving" else ())
+
+
+def _signals(rows: pl.DataFrame, rank: int) -> tuple[str, ...]:
+    out = []
+    for stem, unit, end, phrase in _SIGNALS:
+        col, other = f"{stem}_{end}{unit}", f"{stem}_{'max' if end == 'min' else 'min'}{unit}"
+        at = f"{stem}_{end}_rank"
+        if col not in rows.columns or rows[at].null_count() == rows.height:
+            continue
+        held = rows.filter(pl.col(at) == rank)
+        if held.height < SIGNAL_SHARE * rows.height:
+            continue
+        unit_text = _UNITS[unit]
+        out.append(f"rank {rank} has {phrase} in {held.height} of {rows.height} reports "
+                   f"(median {held[col].median():.4g} {unit_text} against {held[other].median():.4g} on the other "
+                   "end)")
+    return tuple(out)
+
+
+def _bottom(extremes: pl.DataFrame, rank: int) -> tuple[str, ...]:
+    """`--straggler-minmax-count N`'s lines: how often the slow rank is among the N lowest-throughput ranks."""
+    lists = extremes["low_etpt_ranks"].drop_nulls()
+    if lists.len() == 0:
+        return ()
+    ranks = lists.str.extract_all(r"/(\d+)").list.eval(pl.element().str.strip_prefix("/").cast(pl.Int64))
+    held = int(ranks.list.contains(rank).sum())
+    if held < SIGNAL_SHARE * lists.len():
+        return ()
+    return (f"rank {rank} is among the {ranks.list.len().max()} lowest-throughput ranks in {held} of "
+            f"{lists.len()} `Bottom` lines",)

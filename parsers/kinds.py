@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from diagnose.parsers.schema import STRAGGLER_METRICS
+
 F = pl.Float64
 I = pl.Int64
 S = pl.String
@@ -72,6 +74,21 @@ class LineKind:
 def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str) -> LineKind:
     """A run-fact line with one value (the pattern's `value` group) stored under `key`."""
     return LineKind(name, "facts", anchors, pattern, {"value": S}, required="value", constants={"key": key})
+
+
+# Megatron's straggler labels -> the rank_extremes column stems (parsers/schema.py).
+_STRAGGLER_LABELS = {"Rtt": "rtt", "Pwr": "power", "Tmp": "temp", "Utl": "util", "Clk": "clock", "DRtt": "data_rtt",
+                     "Etpt": "etpt"}
+_STRAGGLER_UNITS = {m: u for m, u, _ in STRAGGLER_METRICS}
+_STRAGGLER_FIELDS: dict[str, pl.DataType | type[pl.DataType]] = {}
+_STRAGGLER_PATTERNS: dict[str, str | tuple[str, ...]] = {}
+for _label, _stem in _STRAGGLER_LABELS.items():
+    for _end, _tag in (("min", "Mn"), ("max", "Mx")):
+        _head = r"(?:^|[^A-Za-z])" + _tag + _label + r"/Rnk:\s*"
+        _STRAGGLER_FIELDS[f"{_stem}_{_end}{_STRAGGLER_UNITS[_stem]}"] = F
+        _STRAGGLER_FIELDS[f"{_stem}_{_end}_rank"] = I
+        _STRAGGLER_PATTERNS[f"{_stem}_{_end}{_STRAGGLER_UNITS[_stem]}"] = _head + "(" + NUM + ")"
+        _STRAGGLER_PATTERNS[f"{_stem}_{_end}_rank"] = _head + NUM + r"\s*[A-Za-z%]*/(\d+)"
 
 
 def _hf_key(key: str) -> str:
@@ -247,6 +264,33 @@ KINDS: tuple[LineKind, ...] = (
              r"allocated: (?P<ma_mb>" + NUM + r") \| max allocated: (?P<max_ma_mb>" + NUM + r") \| reserved: (?P<ca_mb>"
              + NUM + r") \| max reserved: (?P<max_ca_mb>" + NUM + r")",
              {"ma_mb": F, "max_ma_mb": F, "ca_mb": F, "max_ca_mb": F}, required="ma_mb"),
+    # ---- Megatron-LM's straggler report (`--log-straggler`; reference/goodput_stragglers.md) ---------------------
+    # `... | MnRtt/Rnk: 3425.12ms/5 | MxRtt/Rnk: 3573.33ms/2 | MnPwr/Rnk: 601.00W/3 | ... | MxEtpt/Rnk: 301.2TF/0`;
+    # each metric is looked for on its own (versions add metrics), with or without its unit.
+    LineKind("megatron_straggler", "rank_extremes", ("/Rnk: ",), "", _STRAGGLER_FIELDS,
+             field_patterns=_STRAGGLER_PATTERNS, required_any=tuple((f"{m}_min{u}", f"{m}_max{u}")
+                                                                    for m, u, _ in STRAGGLER_METRICS),
+             samples=(("[2024-06-01 10:00:00] 1717236000.000 | MnRtt/Rnk: 3425.12ms/5 | MxRtt/Rnk: 4573.33ms/2 | "
+                       "MnPwr/Rnk: 601.00W/2 | MxPwr/Rnk: 699.00W/0 | MnTmp/Rnk: 55.00C/1 | MxTmp/Rnk: 81.00C/2 | "
+                       "MnUtl/Rnk: 97.00%/2 | MxUtl/Rnk: 100.00%/1 | MnClk/Rnk: 1410.00MHz/2 | "
+                       "MxClk/Rnk: 1980.00MHz/3 | MnDRtt/Rnk: 12.01ms/4 | MxDRtt/Rnk: 14.70ms/6 | "
+                       "MnEtpt/Rnk: 301.20TF/2 | MxEtpt/Rnk: 389.55TF/0",
+                       {"rtt_min_ms": 3425.12, "rtt_min_rank": 5, "rtt_max_ms": 4573.33, "rtt_max_rank": 2,
+                        "clock_min_mhz": 1410.0, "clock_min_rank": 2, "data_rtt_max_ms": 14.7, "data_rtt_max_rank": 6,
+                        "etpt_min_tf": 301.2, "etpt_min_rank": 2}),
+                      ("INFO:megatron.core.utils:MnRtt/Rnk: 88.5/3 | MxRtt/Rnk: 120.25/7",
+                       {"rtt_min_ms": 88.5, "rtt_min_rank": 3, "rtt_max_ms": 120.25, "rtt_max_rank": 7}))),
+    # `^^^^ Bottom 4 Ranks with lowest  Etpt(TF): 296.02/1, 296.17/7, 296.26/2, 296.47/0,` and `^^^^ Top    4 Ranks
+    # with highest Etpt(TF): ...` (`--straggler-minmax-count N`)
+    LineKind("megatron_straggler_minmax", "rank_extremes", ("Ranks with lowest", "Ranks with highest"), "",
+             {"low_etpt_ranks": S, "high_etpt_ranks": S},
+             field_patterns={"low_etpt_ranks": r"Ranks with lowest\s+Etpt\S*:\s*(.+?)\s*$",
+                             "high_etpt_ranks": r"Ranks with highest\s+Etpt\S*:\s*(.+?)\s*$"},
+             required_any=(("low_etpt_ranks",), ("high_etpt_ranks",)),
+             samples=(("^^^^ Bottom 4 Ranks with lowest  Etpt(TF): 296.02/1, 296.17/7, 296.26/2, 296.47/0,",
+                       {"low_etpt_ranks": "296.02/1, 296.17/7, 296.26/2, 296.47/0,"}),
+                      ("^^^^ Top    2 Ranks with highest Etpt(TF): 389.20/4, 390.00/3,",
+                       {"high_etpt_ranks": "389.20/4, 390.00/3,"}))),
     LineKind("ds_cpu_memory", "cpu_memory", ("CPU Virtual Memory:",),
              r"CPU Virtual Memory:\s+used = (?P<cpu_used_gb>" + NUM + r") GB, percent = (?P<cpu_percent>" + NUM + r")%",
              {"cpu_used_gb": F, "cpu_percent": F}, required="cpu_used_gb"),

@@ -21,6 +21,18 @@ BASE: dict[str, pl.DataType | type[pl.DataType]] = {
     "ts": pl.Datetime("ms"),
 }
 
+# Megatron's straggler metrics: (column stem, unit suffix of the column, what it is). The report prints each as
+# `Mn<Label>/Rnk: <value><unit>/<rank>` and `Mx<Label>/Rnk: ...`; parsers/kinds.py maps the labels to these stems.
+STRAGGLER_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("rtt", "_ms", "round-trip time of the traced operations per iteration, ms"),
+    ("power", "_w", "GPU power, W"),
+    ("temp", "_c", "GPU temperature, C"),
+    ("util", "_pct", "GPU utilization, %"),
+    ("clock", "_mhz", "GPU clock, MHz"),
+    ("data_rtt", "_ms", "get_batch latency per iteration, ms"),
+    ("etpt", "_tf", "estimated throughput, TFLOP/s"),
+)
+
 FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
     "steps": {
         "global_step": (pl.Int64, "optimizer step (DeepSpeed global_step, HF step, tqdm n, trainer_state step)"),
@@ -118,6 +130,17 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
         "mfu": (pl.Float64, "model FLOPs utilisation as the trainer prints it, a fraction (`mfu 41.2%` -> 0.412)"),
         "other": (pl.String, "named numbers no column reads, `name=value` joined by `;` (`grad_norm=1.2;lrm=1.0`), "
                              "kept rather than dropped"),
+    },
+    # Megatron-LM's straggler report (`--log-straggler`), one row per report line: the lowest and highest value of
+    # each per-rank metric over the ranks, and the rank it was seen on (reference/goodput_stragglers.md).
+    "rank_extremes": {
+        **{f"{m}_{end}{unit}": (pl.Float64, f"{end}imum {what} over the ranks")
+           for m, unit, what in STRAGGLER_METRICS for end in ("min", "max")},
+        **{f"{m}_{end}_rank": (pl.Int32, f"the rank with the {end}imum {m}")
+           for m, _, _ in STRAGGLER_METRICS for end in ("min", "max")},
+        "low_etpt_ranks": (pl.String, "the ranks with the lowest estimated throughput, slowest first, comma-separated "
+                                      "(`--straggler-minmax-count N` adds the line)"),
+        "high_etpt_ranks": (pl.String, "the ranks with the highest estimated throughput, as printed"),
     },
     # Filled from W&B runs (issue 3); empty for logs.
     "system": {

@@ -70,7 +70,8 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
         from diagnose.goodput import PART_LABELS
 
         known = [(PART_LABELS[p.name], p.seconds) for p in acc.parts if p.seconds]
-        unit, scale = ("GPU-hours", acc.gpus / 3600.0) if acc.gpus else ("seconds", 1.0)
+        unit, scale = ((("process-hours" if acc.device == "processes" else "GPU-hours"), acc.gpus / 3600.0)
+                       if acc.gpus else ("seconds", 1.0))
         fig = go.Figure([go.Bar(y=["run"], x=[v * scale], name=k, orientation="h") for k, v in known])
         fig.update_layout(barmode="stack")
         fig = styled(fig, "Where the time went (goodput account)", unit, "run", height=220)

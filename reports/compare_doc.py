@@ -136,7 +136,7 @@ def _display(doc: dict[str, Any]) -> dict[str, Any]:
 
 def _time_rows(b: dict[str, Any] | None, c: dict[str, Any] | None) -> list[dict[str, str]]:
     """The two goodput accounts side by side, part by part."""
-    from diagnose.reports.document import duration
+    from diagnose.reports.document import duration, hours_label
 
     if not (b and b.get("parts")) and not (c and c.get("parts")):
         return []
@@ -150,7 +150,8 @@ def _time_rows(b: dict[str, Any] | None, c: dict[str, Any] | None) -> list[dict[
     names = [p["name"] for p in ((b or {}).get("parts") or (c or {}).get("parts") or [])]
     labels = {p["name"]: p["label"] for g in (b, c) for p in (g or {}).get("parts", [])}
     rows = [{"part": labels[n], "baseline": cell(b, n), "candidate": cell(c, n)} for n in names]
-    for label, key in (("goodput", "goodput"), ("GPU-hours", "gpu_hours")):
+    hours = {hours_label(b), hours_label(c)}
+    for label, key in (("goodput", "goodput"), (" / ".join(sorted(hours)), "gpu_hours")):
         vals = [(g or {}).get(key) for g in (b, c)]
         rows.append({"part": label, "baseline": "" if vals[0] is None else
                      (f"{vals[0]:.0%}" if key == "goodput" else f"{vals[0]:.3g}"),
@@ -233,6 +234,13 @@ def render_terminal(doc: dict[str, Any], console: Console) -> None:
     console.print(t)
     if doc["scaling_text"]:
         console.print(Text("Scaling: " + doc["scaling_text"]))
+    if doc["time_rows"]:
+        t = Table(title="Where the time went", title_justify="left")
+        for col in ("part", "baseline", "candidate"):
+            t.add_column(col)
+        for r in doc["time_rows"]:
+            t.add_row(Text(r["part"]), Text(r["baseline"]), Text(r["candidate"]))
+        console.print(t)
     if doc["explained_by"]:
         console.print(Text("Explained by:", style="bold"))
         for e in doc["explained_by"]:

@@ -165,7 +165,7 @@ def goodput_dict(d: Diagnosis, where: Callable[[int], str]) -> dict[str, Any] | 
     acc = d.goodput
     cps, strag = d.change_points, d.stragglers
     out: dict[str, Any] = {
-        "clock": None, "span_s": None, "gpus": None, "steps": None, "steady_step_s": None, "goodput": None,
+        "clock": None, "span_s": None, "gpus": None, "device": None, "steps": None, "steady_step_s": None, "goodput": None,
         "gpu_hours": None, "launches": None, "parts": [],
         "change_points": None if cps is None else {
             "pattern": cps.pattern, "trend_change": cps.trend_change, "slowdown_s": cps.slowdown_s,
@@ -178,7 +178,7 @@ def goodput_dict(d: Diagnosis, where: Callable[[int], str]) -> dict[str, Any] | 
         "mfu_missing": list(d.metrics.mfu_missing),
     }
     if acc is not None:
-        out.update(clock=acc.clock, span_s=acc.span_s, gpus=acc.gpus, steps=acc.steps,
+        out.update(clock=acc.clock, span_s=acc.span_s, gpus=acc.gpus, device=acc.device, steps=acc.steps,
                    steady_step_s=acc.steady_step_s, goodput=acc.goodput, launches=acc.launches,
                    gpu_hours=acc.gpu_hours(acc.span_s if acc.span_s is not None else acc.measured_s),
                    parts=[_piece_dict(p, acc, where) for p in acc.parts])
@@ -400,6 +400,11 @@ def _share(v: float | None) -> str:
     return "" if v is None else f"{v:.0%}"
 
 
+def hours_label(goodput: dict[str, Any] | None) -> str:
+    """GPU-hours, or process-hours where the account counted CPU processes."""
+    return "process-hours" if (goodput or {}).get("device") == "processes" else "GPU-hours"
+
+
 def time_display(doc: dict[str, Any]) -> dict[str, Any]:
     """Rows of the 'Where the time went' section: the account's parts (and the steps' and stalls' pieces), the
     level shifts, the stragglers, per-finding costs, what MFU lacked."""
@@ -407,13 +412,15 @@ def time_display(doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if g.get("parts"):
         span = g["span_s"]
-        device = "processes" if doc["run"].get("cpu_run") else "GPUs"
+        device = g.get("device") or "GPUs"
         gpus = f"{g['gpus']} {device}" if g["gpus"] else f"{device}: count not in the logs"
+        out["hours_label"] = hours_label(g)
         clock = ("line timestamps" if g["clock"] == "timestamps" else
                  "the steps' own times (no line timestamps: what lies around the steps is unknown)")
         out["time_caption"] = (f"{duration(span) if span is not None else duration(sum(p['seconds'] or 0 for p in g['parts']))} "
                                f"{'from the first to the last line' if span is not None else 'of measured steps'} x "
-                               f"{gpus}" + (f" = {g['gpu_hours']:.3g} GPU-hours" if g["gpu_hours"] is not None else "")
+                               f"{gpus}" + (f" = {g['gpu_hours']:.3g} {out['hours_label']}" if g["gpu_hours"] is not None
+                                            else "")
                                + f"; clock: {clock}"
                                + (f"; goodput {g['goodput']:.0%}" if g["goodput"] is not None else "")
                                + (f"; {g['launches']} launches" if (g["launches"] or 1) > 1 else ""))
@@ -443,7 +450,21 @@ def time_display(doc: dict[str, Any]) -> dict[str, Any]:
             pattern += f", {cps['trend_change']:+.0%} over the run"
         out["shift_caption"] = pattern
     s = g.get("stragglers")
-    if s:
+    if s and s["basis"] == "megatron":
+        where = f"rank {s['rank']}"
+        head = (f"Persistent straggler: {where} had the longest round trip in {s['share']:.0%} of {s['steps']} "
+                "straggler reports" if s["kind"] == "persistent" else
+                f"Moving straggler: the longest round trip changes rank between reports (ranks "
+                f"{', '.join(str(r) for r in s['moving_ranks'])}; {where} most often, {s['share']:.0%} of "
+                f"{s['steps']})")
+        out["straggler_text"] = (f"{head}, {s['ratio']:.2f}x the fastest rank (Megatron's straggler report); the "
+                                 f"fastest waits up to {s['wait_s_per_step']:.3g} s per iteration. "
+                                 + "".join(f"{x[0].upper()}{x[1:]}. " for x in s["signals"])
+                                 + ("The same rank every time points to its GPU, its thermals or its link."
+                                    if s["kind"] == "persistent" else
+                                    "A rank that moves points to the input: data skew, sequence lengths, the data "
+                                    "loader."))
+    elif s:
         where = f"rank {s['rank']}" + (f" on {s['host']}" if s["host"] else "")
         if s["kind"] == "persistent":
             out["straggler_text"] = (f"Persistent straggler: {where} was the slowest of {s['ranks']} ranks in "

@@ -22,7 +22,7 @@ def render(doc: dict[str, Any], console: Console) -> None:
         console.print(Text("  ".join(f"{t['label']}: {t['value']}" for t in doc["tiles"]), style="dim"))
     if doc.get("time_rows"):
         t = Table(title="Where the time went: " + doc["time_caption"], title_justify="left")
-        for col in ("part", "time", "GPU-hours", "share"):
+        for col in ("part", "time", doc["hours_label"], "share"):
             t.add_column(col)
         for r in doc["time_rows"]:
             if r["level"] == 0 or len(doc["time_rows"]) <= 16:

@@ -110,6 +110,9 @@ def test_compare_reports_in_every_format(tmp_path: Path) -> None:
     assert "http://" not in page.split("<script>")[0] and 'src="http' not in page
     txt = run_cli("compare", base, cand, "-f", "text", "-o", "-")
     assert txt.returncode == 0 and "What changed" in txt.stdout and "zero_stage" in txt.stdout
+    # Both goodput accounts side by side in every text format; CPU runs count process-hours, not GPU-hours.
+    assert "Where the time went" in txt.stdout and "steady steps" in txt.stdout and "process-hours" in txt.stdout
+    assert "| part | baseline | candidate |" in text and "| process-hours |" in text and "GPU-hours" not in text
     doc = json.loads(run_cli("compare", base, cand, "-f", "json", "-o", "-").stdout)
     assert doc["schema_version"] == 1 and doc["kind"] == "compare"
     assert set(doc) >= {"baseline", "candidate", "changes", "delta", "scaling", "explained_by", "verdict"}

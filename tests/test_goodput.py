@@ -161,6 +161,66 @@ def test_a_moving_straggler_is_told_from_a_persistent_one(tmp_path: Path) -> Non
     assert s["kind"] == "moving" and s["share"] == 0.25 and sorted(s["moving_ranks"]) == [0, 1, 2, 3]
 
 
+def _megatron_with_straggler_reports(slow_of: list[int], spread: float) -> str:
+    """A Megatron-LM run logging every 10 iterations with `--log-straggler --straggler-minmax-count 2` on 8 ranks:
+    interval i's slowest rank is slow_of[i] (lowest clock, hottest), `spread` its round trip over the fastest's."""
+    lines = []
+    for i, slow in enumerate(slow_of):
+        t = T0 + timedelta(seconds=35 * (i + 1))
+        it = 10 * (i + 1)
+        fast = 3400.0
+        lines.append(f"[{t:%Y-%m-%d %H:%M:%S}] iteration {it:>8}/    1000 | consumed samples: {it * 256:>10} | "
+                     f"elapsed time per iteration (ms): {fast * spread:.1f} | learning rate: 3.000E-04 | global batch "
+                     "size:   256 | lm loss: 7.1E+00 | loss scale: 1.0 | grad norm: 1.2 | number of skipped "
+                     "iterations:   0 | number of nan iterations:   0 |")
+        other = (slow + 3) % 8
+        lines.append(f"[{t:%Y-%m-%d %H:%M:%S}.500] INFO:megatron.core.utils:{t.timestamp():.3f} | "
+                     f"MnRtt/Rnk: {fast:.2f}ms/{other} | MxRtt/Rnk: {fast * spread:.2f}ms/{slow} | "
+                     f"MnPwr/Rnk: 540.00W/{slow} | MxPwr/Rnk: 690.00W/{other} | MnTmp/Rnk: 52.00C/{other} | "
+                     f"MxTmp/Rnk: 84.00C/{slow} | MnUtl/Rnk: 96.00%/{slow} | MxUtl/Rnk: 100.00%/{other} | "
+                     f"MnClk/Rnk: 1290.00MHz/{slow} | MxClk/Rnk: 1980.00MHz/{other} | MnDRtt/Rnk: 3.10ms/{other} | "
+                     f"MxDRtt/Rnk: 4.20ms/{(slow + 1) % 8} | MnEtpt/Rnk: {390 / spread:.2f}TF/{slow} | "
+                     f"MxEtpt/Rnk: 390.00TF/{other}")
+        lines.append(f"^^^^ Bottom 2 Ranks with lowest  Etpt(TF): {390 / spread:.2f}/{slow}, 385.10/{other},")
+        lines.append(f"^^^^ Top    2 Ranks with highest Etpt(TF): 389.20/{(other + 1) % 8}, 390.00/{other},")
+    return "\n".join(lines) + "\n"
+
+
+def test_megatron_straggler_reports_name_a_persistent_rank_and_its_clock(tmp_path: Path) -> None:
+    log = tmp_path / "megatron.log"
+    log.write_text(_megatron_with_straggler_reports([5] * 9 + [2], spread=1.35))
+    a = diagnose.analyse(log)
+    frame = a.runs[0].model.frames["rank_extremes"]
+    assert frame.filter(frame["rtt_max_rank"].is_not_null()).height == 10
+    assert frame["clock_min_mhz"].drop_nulls()[0] == 1290.0 and frame["low_etpt_ranks"].drop_nulls().len() == 10
+    doc = json.loads(a.render("json"))
+    s = doc["goodput"]["stragglers"]
+    assert (s["basis"], s["kind"], s["rank"], s["share"]) == ("megatron", "persistent", 5, 0.9)
+    assert s["ratio"] == pytest.approx(1.35, rel=1e-3)
+    assert s["wait_s_per_step"] == pytest.approx(3.4 * 0.35, rel=1e-3)
+    assert any("lowest GPU clock in 9 of 10 reports (median 1290 MHz against 1980" in x for x in s["signals"])
+    assert any("highest temperature" in x for x in s["signals"])
+    assert any("lowest-throughput ranks in 10 of 10" in x for x in s["signals"])
+    assert not any("get_batch" in x for x in s["signals"])  # the data wait sat on another rank
+    finding = next(f for f in doc["findings"] if f["id"] == "straggler")
+    assert finding["title"].startswith("Rank 5 is the slowest in 90% of Megatron's straggler reports")
+    assert "MxRtt/Rnk: 4590.00ms/5" in finding["evidence"][0]["text"]
+    assert finding["cost"]["lost_s"] == pytest.approx(s["wait_s_per_step"] * doc["goodput"]["steps"], rel=1e-6)
+    assert "Persistent straggler: rank 5 had the longest round trip in 90% of 10 straggler reports" in \
+        a.render("md")
+
+
+def test_megatron_straggler_reports_tell_a_moving_rank_and_stay_quiet_under_the_gate(tmp_path: Path) -> None:
+    log = tmp_path / "megatron.log"
+    log.write_text(_megatron_with_straggler_reports([i % 8 for i in range(10)], spread=1.3))
+    s = json.loads(diagnose.analyse(log).render("json"))["goodput"]["stragglers"]
+    assert (s["basis"], s["kind"], s["share"]) == ("megatron", "moving", 0.2)
+    assert sorted(s["moving_ranks"]) == list(range(8)) and s["signals"] == []
+    log.write_text(_megatron_with_straggler_reports([5] * 10, spread=1.1))
+    doc = json.loads(diagnose.analyse(log).render("json"))
+    assert doc["goodput"]["stragglers"] is None and "straggler" not in {f["id"] for f in doc["findings"]}
+
+
 def test_mfu_says_what_it_lacked() -> None:
     doc = json.loads(diagnose.analyse(SAMPLES / "synthetic" / "checkpoint_stalls").render("json"))
     assert doc["metrics"]["mfu"] is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from diagnose import stragglers
 from diagnose.metrics import Metrics
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
@@ -286,9 +287,11 @@ def _accum_fix(target: int, fits_zero1: bool, plan: object) -> str:
 
 @rule("straggler", "One rank is slower than the others",
       detects="Per-rank step (timer) medians or per-GPU utilization where one rank is 20% slower than the median, "
-              "or a comms-logger straggler breakdown where collectives take 20% longer than on the fastest rank.",
+              "a Megatron straggler report whose slowest rank's round trip is 20% over the fastest's, or a "
+              "comms-logger straggler breakdown where collectives take 20% longer than on the fastest rank.",
       why="Collectives wait for the slowest rank, so one slow GPU, node or link sets everyone's pace.",
-      evidence="wall_clock_breakdown timers from every rank (rank prefixes), per-GPU W&B system metrics, or the "
+      evidence="wall_clock_breakdown timers from every rank (rank prefixes), per-GPU W&B system metrics, "
+               "Megatron-LM's straggler report (`--log-straggler`: MnRtt/MxRtt with their ranks), or the "
                "comms logger's `Breakdown with straggler effect` table (comms_logger + log_summary(show_straggler)).",
       fix="Find the slow node (pairwise all_reduce tests, nvidia-smi clocks/temps/power), exclude or repair it; "
           "keep GPUs homogeneous.",
@@ -314,8 +317,39 @@ def straggler(ctx: Ctx) -> Finding | None:
     if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and len(m.util_per_gpu) >= 2:
         return _straggler_gpu(ctx, m)
     if m.imbalance is None or m.imbalance < STRAGGLER_FACTOR:
+        if (report := stragglers.from_report(ctx.model.frames["rank_extremes"])) is not None:
+            return _straggler_report(ctx, report)
         return _straggler_comms(ctx)
     return _straggler_rank(ctx, m)
+
+
+def _straggler_report(ctx: Ctx, s: stragglers.Stragglers) -> Finding:
+    """Megatron's straggler report: the rank with the longest round trip per interval, and its other readings."""
+    rows = ctx.model.frames["rank_extremes"].filter(pl.col("rtt_max_rank") == s.rank).sort("rtt_max_ms")
+    worst = rows.row(rows.height - 1, named=True)
+    cause = ("The same rank every time points to its GPU, its thermals or its link." if s.kind == "persistent"
+             else "A slowest rank that moves points to the input: data skew, sequence lengths, the data loader.")
+    signals = ("; ".join(s.signals) + ". ") if s.signals else ""
+    return ctx.finding(
+        title=(f"Rank {s.rank} is the slowest in {s.share:.0%} of Megatron's straggler reports, "
+               f"{s.ratio:.2f}x the fastest rank" if s.kind == "persistent" else
+               f"The slowest rank moves between reports ({', '.join(map(str, s.moving_ranks))}), "
+               f"{s.ratio:.2f}x the fastest"),
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=(f"Megatron's straggler report puts the longest round trip on rank {s.rank} in {s.share:.0%} of "
+                 f"{s.steps} reports; the fastest rank waits about {s.wait_s_per_step * 1000:.0f} ms per iteration "
+                 f"for it. {signals}{cause}"),
+        evidence=(Evidence(f"MxRtt/Rnk: {worst['rtt_max_ms']:.2f}ms/{s.rank} against MnRtt/Rnk: "
+                           f"{worst['rtt_min_ms']:.2f}ms/{worst['rtt_min_rank']}",
+                           ctx.model.source_name(worst["source"]), worst["line"]),),
+        fix=Fix(f"Check the GPU behind rank {s.rank} (nvidia-smi clocks, temperature, power cap, PCIe/NIC) and "
+                "exclude or fix it." if s.kind == "persistent" else
+                "Balance the input: pack or bucket sequences by length, check the data loader's workers.", (),
+                "Every rank at the fastest rank's pace."),
+        data={"rank": s.rank, "ratio": s.ratio, "kind": s.kind},
+    )
 
 
 def _straggler_comms(ctx: Ctx) -> Finding | None:
