@@ -94,9 +94,9 @@ def _json_runs(runs: list[Rendered]) -> str:
 
 
 def _md_report(r: Rendered) -> str:
-    from diagnose.reports import markdown
+    from diagnose.reports import markdown, mermaid
 
-    return markdown.render(r.document)
+    return markdown.render(r.document, () if r.document.get("images") else mermaid.blocks(r.figures()))
 
 
 def _html_report(r: Rendered) -> str:

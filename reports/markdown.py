@@ -6,11 +6,13 @@ run inside it, so a hostile line can neither break out nor render as markup.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from jinja2 import Environment, PackageLoader
 
 from diagnose.reports.document import with_display
+from diagnose.reports.mermaid import Block
 
 GITHUB_LIMIT = 65_536
 
@@ -63,19 +65,21 @@ _ENV.filters["code"] = code
 ENV = _ENV  # shared with the compare report (reports/compare_doc.py)
 
 
-def render(doc: dict[str, Any]) -> str:
-    """Render; when too long for GitHub, drop the least important parts first and say so."""
+def render(doc: dict[str, Any], charts: Sequence[Block] = ()) -> str:
+    """Render; when too long for GitHub, drop the least important parts first and say so. `charts` are Mermaid
+    blocks (reports/mermaid.py), drawn where the document links no PNG images (`--images`)."""
     doc = with_display(doc)
     levels = [
         {},
         {"max_evidence": 3},
+        {"max_evidence": 3, "no_charts": True},
         {"max_evidence": 3, "no_sources": True},
         {"max_evidence": 2, "no_sources": True, "no_info": True},
         {"max_evidence": 1, "no_sources": True, "no_info": True, "no_details": True},
     ]
     text = ""
     for i, opts in enumerate(levels):
-        text = _ENV.get_template("report.md.j2").render(doc=doc, opts=opts, cut=i > 0)
+        text = _ENV.get_template("report.md.j2").render(doc=doc, opts=opts, cut=i > 0, charts=charts)
         if len(text) < GITHUB_LIMIT:
             return text
     return text[: GITHUB_LIMIT - 200] + "\n\n_(report shortened to fit a GitHub comment; the HTML report has the rest)_\n"

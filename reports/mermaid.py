@@ -1,0 +1,109 @@
+"""Charts that render on GitHub: the report's plotly figures redrawn as Mermaid `xychart-beta` blocks (issue 24).
+
+GitHub renders a fenced `mermaid` block inline, so a report pasted into an issue keeps its charts without image
+hosting (../shared/reference/github.md). Each block takes its title and axis labels from the HTML chart it stands
+for, so the two read the same. A line chart's points are bucket medians over equal step ranges, at most MAX_POINTS
+(xychart spaces points evenly along its x range, so the buckets must be even in x, not in points); a horizontal
+stacked bar chart (one bar per part) becomes one bar per category.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import plotly.graph_objects as go
+
+MAX_POINTS = 60  # a step-time line of 60 points reads as well as 600 and keeps the comment small
+CHARTS = ("step-time", "breakdown", "goodput")  # the figures (reports/charts.py names) drawn in Markdown
+
+
+@dataclass(frozen=True)
+class Block:
+    name: str
+    title: str
+    text: str  # the xychart-beta source, without the fence
+
+
+def blocks(figures: list[tuple[str, go.Figure]]) -> list[Block]:
+    out = []
+    for name, fig in figures:
+        if name not in CHARTS:
+            continue
+        text = _line(fig) if name == "step-time" else _bars(fig)
+        if text is not None:
+            out.append(Block(name, _title(fig), text))
+    return out
+
+
+def _title(fig: go.Figure) -> str:
+    return str(fig.layout.title.text or "")
+
+
+def _axis(axis: Any) -> str:
+    return str(axis.title.text or "") if axis is not None and axis.title is not None else ""
+
+
+def _label(text: object) -> str:
+    """Quoted text Mermaid accepts: no quotes, backticks or line breaks (the fence and the syntax stay closed)."""
+    s = re.sub(r"[\"`\r\n\[\]]", " ", str(text))
+    return '"' + re.sub(r"\s+", " ", s).strip()[:100] + '"'
+
+
+def _num(v: float) -> str:
+    return f"{v:.4g}"
+
+
+def _line(fig: go.Figure) -> str | None:
+    trace = next((t for t in fig.data if isinstance(t, go.Scatter) and "lines" in (t.mode or "lines")), None)
+    if trace is None or trace.x is None or trace.y is None:
+        return None
+    pts = [(float(x), float(y)) for x, y in zip(trace.x, trace.y)
+           if isinstance(x, (int, float)) and isinstance(y, (int, float)) and math.isfinite(x) and math.isfinite(y)]
+    if len(pts) < 2:
+        return None
+    lo, hi = pts[0][0], pts[-1][0]
+    ys = _buckets(pts, lo, hi) if len(pts) > MAX_POINTS and hi > lo else [y for _, y in pts]
+    top = max(ys)
+    return "\n".join([
+        "xychart-beta",
+        f"    title {_label(_title(fig))}",
+        f"    x-axis {_label(_axis(fig.layout.xaxis))} {_num(lo)} --> {_num(hi)}",
+        f"    y-axis {_label(_axis(fig.layout.yaxis))} 0 --> {_num(top * 1.1)}",
+        "    line [" + ", ".join(_num(y) for y in ys) + "]",
+    ])
+
+
+def _buckets(pts: list[tuple[float, float]], lo: float, hi: float) -> list[float]:
+    """The median of each of MAX_POINTS equal x ranges; an empty range repeats its neighbour's level."""
+    width = (hi - lo) / MAX_POINTS
+    groups: list[list[float]] = [[] for _ in range(MAX_POINTS)]
+    for x, y in pts:
+        groups[min(MAX_POINTS - 1, int((x - lo) / width))].append(y)
+    out: list[float] = []
+    for g in groups:
+        if g:
+            g.sort()
+            out.append(g[len(g) // 2])
+        elif out:
+            out.append(out[-1])
+    first = next((sorted(g)[len(g) // 2] for g in groups if g), 0.0)
+    return [first] * (MAX_POINTS - len(out)) + out
+
+
+def _bars(fig: go.Figure) -> str | None:
+    """A horizontal stacked bar chart of one bar per part -> the parts as categories, drawn horizontally too."""
+    parts = [(t.name, float(t.x[0])) for t in fig.data
+             if isinstance(t, go.Bar) and t.x is not None and len(t.x) == 1 and t.name
+             and isinstance(t.x[0], (int, float)) and math.isfinite(t.x[0])]
+    if not parts:
+        return None
+    top = max(v for _, v in parts)
+    return "\n".join([
+        "xychart-beta horizontal",
+        f"    title {_label(_title(fig))}",
+        "    x-axis [" + ", ".join(_label(k) for k, _ in parts) + "]",
+        f"    y-axis {_label(_axis(fig.layout.xaxis))} 0 --> {_num(top * 1.1 if top > 0 else 1)}",
+        "    bar [" + ", ".join(_num(v) for _, v in parts) + "]",
+    ])

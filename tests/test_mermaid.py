@@ -1,0 +1,56 @@
+"""Charts that render on GitHub (issue 24, must 4): the Markdown report draws its step-time, goodput and breakdown
+charts as Mermaid xychart-beta blocks with the HTML charts' titles and axis labels and a bounded number of points."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import plotly.graph_objects as go
+
+import diagnose
+from conftest import SAMPLES
+from diagnose.reports import charts, mermaid
+
+BLOCK = re.compile(r"```mermaid\n(xychart-beta.*?)\n```", re.S)
+
+
+def test_the_markdown_report_draws_the_html_charts_as_mermaid() -> None:
+    a = diagnose.analyse(SAMPLES / "ds_zero0")
+    md = a.render("md")
+    drawn = BLOCK.findall(md)
+    figs = dict(charts.figures(a.runs[0].model, a.runs[0].diagnosis))
+    assert len(drawn) == 3 and "![" not in md
+    titles = [re.search(r'title "(.*)"', b).group(1) for b in drawn]  # type: ignore[union-attr]
+    assert titles == [figs[n].layout.title.text for n in ("step-time", "goodput", "breakdown")]
+    step = drawn[0]
+    assert 'x-axis "step" 2 --> 40' in step and f'y-axis "{figs["step-time"].layout.yaxis.title.text}"' in step
+    values = re.search(r"line \[(.*)\]", step).group(1).split(", ")  # type: ignore[union-attr]
+    assert len(values) == len(figs["step-time"].data[0].y) == 39 and all(float(v) >= 0 for v in values)
+    breakdown = drawn[2]
+    assert breakdown.startswith("xychart-beta horizontal") and '"forward"' in breakdown and '"milliseconds"' in breakdown
+
+
+def test_a_long_series_is_bucketed_to_the_bound_and_keeps_its_level_shift() -> None:
+    xs = list(range(1, 100_001))
+    ys = [1.0 if x <= 50_000 else 2.0 for x in xs]
+    fig = go.Figure(go.Scatter(x=xs, y=ys, mode="lines"))
+    fig.update_layout(title="Time per training step", xaxis_title="step", yaxis_title="seconds per step")
+    (block,) = mermaid.blocks([("step-time", fig)])
+    values = [float(v) for v in re.search(r"line \[(.*)\]", block.text).group(1).split(", ")]  # type: ignore[union-attr]
+    assert len(values) == mermaid.MAX_POINTS
+    assert values[: mermaid.MAX_POINTS // 2 - 1] == [1.0] * (mermaid.MAX_POINTS // 2 - 1) and values[-1] == 2.0
+    assert 'x-axis "step" 1 --> 1e+05' in block.text
+
+
+def test_labels_from_logs_cannot_break_the_block() -> None:
+    fig = go.Figure([go.Bar(y=["median step"], x=[3.0], name='fwd"] \n```\n@evil', orientation="h")])
+    fig.update_layout(title="Where a step's time goes", xaxis_title="milliseconds")
+    (block,) = mermaid.blocks([("breakdown", fig)])
+    assert "```" not in block.text and "\n@evil" not in block.text and block.text.count('"') % 2 == 0
+
+
+def test_png_images_replace_the_mermaid_blocks(tmp_path: Path) -> None:
+    a = diagnose.analyse(SAMPLES / "ds_zero0")
+    a.runs[0].document["images"] = [{"name": "step-time", "title": "Time per training step", "path": "x.png"}]
+    md = a.render("md")
+    assert "```mermaid" not in md and "![Time per training step](x.png)" in md
