@@ -15,6 +15,8 @@ The transformations (issue 19, must 8):
      a change that rests on a fact or finding whose only evidence was dropped is counted apart as excused
   h  a progress-bar redraw (a data-loading bar, no newline) glued before every fifth line
   i  gzip
+  j  posted to a GitHub issue (logs in fences inside <details>, configs attached, scripts in ```bash fences) and
+     read back through the API of a loopback stand-in (tests/github_standin.py)
 
     python benchmarks/invariance.py [--set real|samples|all] [--only a,b,...] [--json]
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import shutil
 import sys
@@ -170,6 +173,49 @@ def gzipped(folder: Path) -> None:
         p.unlink()
 
 
+_STANDIN: list[object] = []  # the loopback GitHub stand-in (tests/github_standin.py), started on first use
+THREAD_URL = "thread.url"  # left in a case folder by (j): the thread the case was posted to
+
+
+def _standin() -> object:
+    if not _STANDIN:
+        sys.path.insert(0, str(ROOT / "tests"))
+        from github_standin import StandIn
+
+        s = StandIn().__enter__()
+        os.environ.update(s.env())
+        os.environ.pop("GITHUB_TOKEN", None)
+        os.environ.pop("GH_TOKEN", None)
+        _STANDIN.append(s)
+    return _STANDIN[0]
+
+
+def posted_thread(folder: Path) -> None:
+    """(j) The case posted to a GitHub issue the way users do: every log in a fence inside `<details>`, each config
+    attached as a file, each script pasted in a ```bash fence; then read back through the API (the stand-in)."""
+    from diagnose.reports.markdown import fence
+
+    s = _standin()
+    logs = _logs(folder)
+    files = [p for p in sorted(folder.rglob("*")) if p.is_file() and "wandb" not in p.parts]
+    body = [ISSUE_HEAD.split("<details>")[0]]
+    for p in logs:
+        body.append(f"<details>\n<summary>{p.name}</summary>\n\n{fence(p.read_text(errors='replace'))}\n\n"
+                    "</details>\n")
+    for p in files:
+        if p in logs:
+            continue
+        if p.suffix.lower() in CONFIG_SUFFIXES:
+            body.append(f"[{p.name}]({s.attach(p.name, p.read_bytes())})\n")  # type: ignore[attr-defined]
+        else:
+            body.append(f"{p.name}:\n\n{fence(p.read_text(errors='replace'), 'bash')}\n")
+    number = len(s.state.issues) + 1  # type: ignore[attr-defined]
+    s.add_issue(number, "Training is slow", "\n".join(body), "user")  # type: ignore[attr-defined]
+    for p in files:
+        p.unlink()
+    (folder / THREAD_URL).write_text(f"{s.url}/{s.owner}/{s.repo_name}/issues/{number}")  # type: ignore[attr-defined]
+
+
 TRANSFORMS: dict[str, tuple[tuple[str, Callable[[Path], None]], ...]] = {
     "a": (("srun", _prefix(lambda r: f"{r}: ")), ("torchrun", _prefix(lambda r: f"[default{r}]:")),
           ("mpirun", _prefix(lambda r: f"[1,{r}]<stdout>:")), ("pdsh", _prefix(lambda r: "gpu-node1: "))),
@@ -181,6 +227,7 @@ TRANSFORMS: dict[str, tuple[tuple[str, Callable[[Path], None]], ...]] = {
     "g": (("trimmed", trimmed),),
     "h": (("bars", glued_bars),),
     "i": (("gzip", gzipped),),
+    "j": (("thread", posted_thread),),
 }
 
 
@@ -203,8 +250,13 @@ def verdict(folder: Path, label: dict) -> Verdict:
     from diagnose.parsers import InputError, parse
 
     want = label.get("facts") or {}
+    sources = [str(folder)]
+    if (folder / THREAD_URL).exists():  # (j): the thread, and what could not be posted (a W&B run directory)
+        url = (folder / THREAD_URL).read_text()
+        (folder / THREAD_URL).unlink()
+        sources = [url] + ([str(folder)] if any(p.is_file() for p in folder.rglob("*")) else [])
     try:
-        model = parse([str(folder)])
+        model = parse(sources)
     except InputError as e:
         return Verdict(frozenset(), False, (), (), refused=str(e))
     d = diagnose(model)

@@ -307,6 +307,9 @@ def _analyse_or_exit(sources: list[str], options: Options, on_runs: Callable[[li
     def found(runs: list) -> None:
         if len(runs) > 1 and options.run is None:
             _stderr(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)")
+            urls = [r.sources[0] for r in runs if len(r.sources) == 1 and r.sources[0].startswith("http")]
+            if len(urls) == len(runs):  # a thread's runs, each selectable by its post's URL
+                _stderr(f"diagnose: to compare two of them: diagnose compare {urls[0]} {urls[1]}")
 
     try:
         analysis = analyse(sources, options, reader=_load_telling_skipped, on_runs=on_runs or found)
@@ -317,7 +320,7 @@ def _analyse_or_exit(sources: list[str], options: Options, on_runs: Callable[[li
             raise _fail(f"--run {options.run!r} {e.why}") from None
         raise _fail(str(e)) from None
     if analysis.skipped:
-        _stderr(f"diagnose: skipped {len(analysis.skipped)} run(s) with nothing recognisable: "
+        _stderr(f"diagnose: skipped {len(analysis.skipped)} (nothing recognisable, or not read): "
                 + "; ".join(f"{name} ({why})" for name, why in analysis.skipped[:5])
                 + ("; ..." if len(analysis.skipped) > 5 else ""))
     return analysis
@@ -494,6 +497,69 @@ def compare(
     else:
         _write_atomic(output, text, force)
         err.print(f"wrote {output}")
+
+
+@app.command()
+def comment(
+    url: Annotated[Optional[str], typer.Argument(help="The GitHub issue, pull request or discussion to answer "
+                                                "(read as a source too).", show_default=False)] = None,
+    sources: Annotated[Optional[list[str]], typer.Argument(help="More sources read into every run of the thread "
+                                                          "(logs, configs, scripts).", show_default=False)] = None,
+    post: Annotated[bool, typer.Option("--post", help="Post the reply (needs GITHUB_TOKEN or GH_TOKEN); without it, "
+                                       "a dry run prints what would be posted.")] = False,
+    show_hosts: Annotated[bool, typer.Option("--show-hosts", help="Keep hostnames and IP addresses (masked by "
+                                             "default in a reply meant for a public thread).")] = False,
+    event: Annotated[Optional[Path], typer.Option("--event", help="A GitHub Actions event payload (GITHUB_EVENT_PATH)"
+                                                  ": answer the issue it names, if it asks for a report.")] = None,
+    label: Annotated[str, typer.Option("--label", help="With --event: an issue carrying this label asks for a "
+                                       "report.")] = "diagnose",
+    keyword: Annotated[str, typer.Option("--keyword", help="With --event: an issue body or a new comment holding "
+                                         "this text asks for a report.")] = "/diagnose",
+    gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
+                                                        "logs do not name the GPU.")] = None,
+    seq_len: Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens, where the sources "
+                                                   "do not say.")] = None,
+) -> None:
+    """Answer a GitHub thread with its report: read the thread's pasted logs and attached files, render the Markdown
+    report, and post it as one comment (a hidden marker makes later runs edit that comment instead of adding one).
+
+    A dry run by default: the reply goes to stdout. Secrets and hostnames are masked, @mentions and issue references
+    made inert, the body kept under GitHub's 65,536 characters. --event is what the GitHub Action (action.yml)
+    runs: exit 0 without posting when the event does not ask for a report."""
+    import json
+
+    from diagnose import reply
+
+    if event is not None:
+        try:
+            payload = json.loads(event.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise _fail(f"{event}: not a readable event payload ({getattr(e, 'strerror', None) or e})") from None
+        name = os.environ.get("GITHUB_EVENT_NAME") or ("issue_comment" if "comment" in payload else "issues")
+        trigger = reply.from_event(name, payload if isinstance(payload, dict) else {}, label=label, keyword=keyword)
+        if trigger.url is None:
+            _stderr(f"diagnose: not answering: {trigger.why}")
+            raise typer.Exit(EXIT_OK)
+        _stderr(f"diagnose: answering {trigger.url}: {trigger.why}")
+        sources = [url] + list(sources or []) if url else list(sources or [])
+        url = trigger.url
+    if url is None:
+        raise _fail("comment needs the thread's URL (or --event with an Actions payload)")
+    try:
+        answer = reply.prepare(url, list(sources or []), show_hosts=show_hosts, seq_len=seq_len,
+                               gpu_memory_gb=gpu_memory)
+        if not post:
+            _emit(answer.body)
+            _stderr("diagnose: dry run: " + (f"would edit comment {answer.existing}" if answer.existing is not None
+                                              else "would post a new comment") + f" on {answer.ref.thread_url} "
+                    f"({len(answer.body):,} characters, {len(answer.runs)} run(s)); --post posts it")
+            return
+        where = reply.post(answer)
+    except InputError as e:
+        raise _fail(str(e)) from None
+    except ValueError as e:
+        raise _fail(str(e)) from None
+    _stderr(("diagnose: edited " if answer.existing is not None else "diagnose: posted ") + where)
 
 
 def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float]) -> Side:

@@ -22,6 +22,7 @@ from diagnose.engine import Diagnosis
 from diagnose.engine import diagnose as run_diagnosis
 from diagnose.findings import Finding
 from diagnose.parsers.errors import InputError
+from diagnose.parsers.github import parse_thread_url
 from diagnose.parsers.run_model import RunModel
 from diagnose.parsers.sources import Input, Run, find_runs
 from diagnose.reports import document as documents
@@ -131,14 +132,16 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
 
     Raises InputError when nothing is readable (in every run of a directory)."""
     options = options or Options()
+    if isinstance(sources, (str, os.PathLike)):
+        sources = [sources]
+    names = [str(s) for s in sources]
+    if any(parse_thread_url(n) for n in names):
+        return _threads(names, options, files, on_runs, list(inputs or ()))
     if inputs is not None:
         from diagnose.parsers import run_model
 
         model = run_model.build(list(inputs))
         return Analysis((_one("upload", model, options, files),))
-    if isinstance(sources, (str, os.PathLike)):
-        sources = [sources]
-    names = [str(s) for s in sources]
     runs = runs_of(names)
     if on_runs is not None:
         on_runs(runs)
@@ -161,6 +164,33 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
         done.append(_one(r.name, model, options, files))
     if not done:
         raise InputError(names[0], "no run in the directory held anything recognisable")
+    return Analysis(tuple(done), tuple(skipped))
+
+
+def _threads(names: list[str], options: Options, files: dict[str, Path] | None,
+             on_runs: Callable[[list[Run]], None] | None, extra: list[Input]) -> Analysis:
+    """GitHub threads among the sources (parsers/threads.py): a run per post that prints steps, with its author's
+    configs; the other sources (and `extra`, already-resolved inputs such as uploads) are context read into every
+    run."""
+    from diagnose.parsers import run_model, threads
+    from diagnose.parsers.sources import resolve, temp_dir
+
+    with temp_dir() as tmp:
+        found: list[threads.ThreadRun] = []
+        skipped: list[tuple[str, str]] = []
+        for n in names:
+            if (ref := parse_thread_url(n)) is not None:
+                read = threads.read(ref, Path(tmp))
+                found += read.runs
+                skipped += read.skipped
+        context = extra + resolve([n for n in names if parse_thread_url(n) is None], Path(tmp))
+        if on_runs is not None:
+            on_runs([Run(r.name, (r.url,)) for r in found])
+        if options.run is not None:
+            found = [r for r in found if options.run in (r.name, r.url) or r.name.endswith(options.run)]
+            if len(found) != 1:
+                raise InputError(options.run, f"matches {len(found)} of the thread's runs")
+        done = [_one(r.name, run_model.build(list(r.inputs) + context), options, files) for r in found]
     return Analysis(tuple(done), tuple(skipped))
 
 

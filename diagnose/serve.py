@@ -154,19 +154,25 @@ class _MultipartSink:
 
 
 def wandb_field(text: str) -> object:
-    """The page's W&B field, validated as a run reference and nothing else: a run URL on the W&B host this server is
-    configured for (WANDB_BASE_URL, else wandb.ai) or `entity/project/[runs/]id`. Never a server path, `-`, a
+    """The page's URL field, validated as a run reference and nothing else: a GitHub thread on github.com (or
+    GITHUB_SERVER_URL) -> its ThreadRef (issue 24), a run URL on the W&B host this server is configured for
+    (WANDB_BASE_URL, else wandb.ai) or `entity/project/[runs/]id` -> a WandbRef. Never a server path, `-`, a
     `file:` URL or any other URL; the server's file system is not consulted (no path can be probed)."""
     import os
     from urllib.parse import urlparse
 
     from diagnose.parsers.wandb_api import _PATH, PUBLIC_HOSTS, WandbRef, parse_ref
 
+    from diagnose.parsers.github import parse_thread_url
+
     text = text.strip()
+    if (thread := parse_thread_url(text)) is not None:  # github.com (or GITHUB_SERVER_URL) only, read by its API
+        return thread
     if text.startswith(("http://", "https://")):
         ref = parse_ref(text)
         if ref is None:
-            raise InputError(text[:200], "not a W&B run URL (https://wandb.ai/<entity>/<project>/runs/<id>)")
+            raise InputError(text[:200], "neither a W&B run URL (https://wandb.ai/<entity>/<project>/runs/<id>) nor "
+                                         "a GitHub issue, pull request or discussion URL")
         configured = os.environ.get("WANDB_BASE_URL")
         host = urlparse(ref.base_url).netloc if ref.base_url else None
         allowed = urlparse(configured).netloc if configured else None
@@ -191,11 +197,18 @@ def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_
     from diagnose.reports import config_patch, redact
     from diagnose.reports.formats import FORMATS
 
+    from diagnose.parsers.github import ThreadRef
+
     inputs = [Input(name, path, True) for name, path in files]
+    threads: list[str] = []
     if wandb:
-        inputs.append(Input(wandb, None, True, wandb_field(wandb)))
+        ref = wandb_field(wandb)
+        if isinstance(ref, ThreadRef):
+            threads.append(ref.url)
+        else:
+            inputs.append(Input(wandb, None, True, ref))
     uploaded = {name: path for name, path in files}  # only what the client sent is read, never a path it named
-    analysis = run_pipeline([], Options(redact_secrets=redact_secrets), inputs=inputs, files=uploaded)
+    analysis = run_pipeline(threads, Options(redact_secrets=redact_secrets), inputs=inputs, files=uploaded)
     one = analysis.runs[0]
     out.mkdir(parents=True)
     for fmt in FORMATS.values():

@@ -18,5 +18,16 @@ def parse(sources: list[str], progress: Callable[[int], None] | None = None, ref
     total or None). `refresh` refetches W&B runs instead of reading them from the local cache."""
     from pathlib import Path
 
+    from diagnose.parsers import github
+
     with temp_dir() as tmp:
-        return build(resolve(sources, Path(tmp)), progress, refresh, fetch_progress)
+        # A GitHub thread is read through its API, every piece of the posts it names into this one model (the
+        # pipeline keeps a thread's runs apart: parsers/threads.py).
+        inputs = []
+        for src in sources:
+            if (ref := github.parse_thread_url(src)) is not None:
+                thread = github.fetch(ref)
+                inputs += [p.input for p in github.pieces(thread, github.selected(thread), Path(tmp)).pieces]
+            else:
+                inputs += resolve([src], Path(tmp))
+        return build(inputs, progress, refresh, fetch_progress)

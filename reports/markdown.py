@@ -29,10 +29,12 @@ def md(text: Any) -> Safe:
     s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     s = re.sub(r"([\\`*_{}\[\]#|~])", r"\\\1", s)
     s = _MENTION.sub("@\u200b", s)  # a zero-width space: GitHub links no user or team, the text reads the same
+    s = _REFERENCE.sub("\\1\u200b", s)  # nor an issue (`#12`, `GH-12`), nor cross-references another thread by URL
     return Safe(s.replace("\r", " ").replace("\n", " "))
 
 
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_REFERENCE = re.compile(r"(#|\bGH|\bgithub)(?=\d|-\d|\.com/[\w.-]+/[\w.-]+/(?:issues|pull|discussions)/\d)", re.I)
 
 
 def code(text: Any) -> Safe:

@@ -1,0 +1,120 @@
+"""A reply in the thread (issue 24): the Markdown report for a GitHub thread, posted as one comment that later runs
+edit instead of adding another (a hidden marker finds it), and the trigger of the GitHub Action.
+
+What is posted is meant for a public thread: secrets are redacted as in every report, hostnames too unless the
+caller keeps them, @mentions and issue references are inert (reports/markdown.py), and the body stays under
+GitHub's 65,536 characters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from diagnose.parsers import github
+from diagnose.parsers.errors import InputError
+from diagnose.pipeline import Analysis, Options, analyse
+
+LIMIT = 65_536  # characters GitHub accepts in a comment body (reference/github.md)
+CUT_NOTE = "\n\n_(cut to fit a GitHub comment: run `diagnose report` on the thread for the whole report)_\n"
+
+
+@dataclass(frozen=True)
+class Reply:
+    ref: github.ThreadRef
+    body: str
+    existing: int | None  # the id of our earlier reply in the thread, which a post edits
+    runs: tuple[str, ...]  # the runs the report holds, by name
+    node_ids: tuple[str | None, str | None] = (None, None)  # discussions: (the discussion, our earlier reply)
+
+
+def prepare(url: str, sources: list[str] | tuple[str, ...] = (), *, show_hosts: bool = False,
+            seq_len: int | None = None, gpu_memory_gb: float | None = None) -> Reply:
+    ref = github.parse_thread_url(url)
+    if ref is None:
+        raise InputError(url, "not a GitHub issue, pull request or discussion URL")
+    thread = github.fetch(ref)
+    ours = [p for p in thread.posts if github.MARKER in p.body and p.id is not None]
+    analysis = analyse([url, *sources], Options(redact_hosts=not show_hosts, seq_len=seq_len,
+                                                gpu_memory_gb=gpu_memory_gb))
+    return Reply(ref, body(analysis), ours[-1].id if ours else None, tuple(r.name for r in analysis.runs),
+                 (thread.node_id, ours[-1].node_id if ours else None))
+
+
+def body(analysis: Analysis) -> str:
+    text = github.MARKER + "\n" + analysis.render("md")
+    if len(text) >= LIMIT:
+        text = text[: LIMIT - len(CUT_NOTE) - 1].rsplit("\n", 1)[0] + CUT_NOTE
+    return text
+
+
+def post(reply: Reply) -> str:
+    """Post the reply, or edit our earlier one; -> the comment's URL."""
+    if github.token() is None:
+        raise InputError(reply.ref.url, "posting needs a token: set GITHUB_TOKEN or GH_TOKEN (the dry run needs none)")
+    if reply.ref.kind == "discussions":
+        return _post_discussion(reply)
+    base = f"{github.api_url()}/repos/{reply.ref.owner}/{reply.ref.repo}/issues"
+    if reply.existing is not None:
+        answer = github.request("PATCH", f"{base}/comments/{reply.existing}", {"body": reply.body},
+                                what=reply.ref.url)
+    else:
+        answer = github.request("POST", f"{base}/{reply.ref.number}/comments", {"body": reply.body},
+                                what=reply.ref.url)
+    return str((answer.data or {}).get("html_url") or reply.ref.thread_url)
+
+
+_ADD = """mutation($id: ID!, $body: String!) {
+  addDiscussionComment(input: {discussionId: $id, body: $body}) { comment { id url } } }"""
+_UPDATE = """mutation($id: ID!, $body: String!) {
+  updateDiscussionComment(input: {commentId: $id, body: $body}) { comment { id url } } }"""
+
+
+def _post_discussion(reply: Reply) -> str:
+    """Discussions take replies through GraphQL: add a comment to the discussion, or update ours."""
+    discussion, ours = reply.node_ids
+    if ours is not None:
+        mutation, target, key = _UPDATE, ours, "updateDiscussionComment"
+    elif discussion is not None:
+        mutation, target, key = _ADD, discussion, "addDiscussionComment"
+    else:
+        raise InputError(reply.ref.url, "GitHub did not give the discussion's id; nothing posted")
+    answer = github.request("POST", github.graphql_url(), {"query": mutation, "variables": {
+        "id": target, "body": reply.body}}, what=reply.ref.url).data or {}
+    if answer.get("errors"):
+        raise InputError(reply.ref.url, "GitHub GraphQL: " + str(answer["errors"][0].get("message", "error"))[:160])
+    comment = ((answer.get("data") or {}).get(key) or {}).get("comment") or {}
+    return str(comment.get("url") or reply.ref.thread_url)
+
+
+@dataclass(frozen=True)
+class Trigger:
+    url: str | None  # the thread to answer; None: the event does not ask for a report
+    why: str
+
+
+def from_event(event: str, payload: dict[str, Any], *, label: str, keyword: str) -> Trigger:
+    """Whether an `issues` or `issue_comment` event asks for a report: the issue carries `label`, or the new text
+    holds `keyword`. Our own replies (the marker) and bots never trigger one, so a reply cannot answer itself."""
+    issue = payload.get("issue") or {}
+    url = issue.get("html_url")
+    if not url:
+        return Trigger(None, f"the {event or 'unknown'} event names no issue")
+    if event == "issue_comment":
+        comment = payload.get("comment") or {}
+        if payload.get("action") not in (None, "created", "edited"):
+            return Trigger(None, f"comment {payload.get('action')}: nothing to answer")
+        text = comment.get("body") or ""
+        if github.MARKER in text or (comment.get("user") or {}).get("type") == "Bot":
+            return Trigger(None, "a bot's comment (or our own reply): not answered")
+        if keyword and keyword in text:
+            return Trigger(url, f"the comment holds {keyword!r}")
+        return Trigger(None, f"the comment does not hold {keyword!r}")
+    if event == "issues":
+        labels = {str(x.get("name")) for x in issue.get("labels") or []}
+        if label and label in labels and (payload.get("action") != "labeled"
+                                          or (payload.get("label") or {}).get("name") == label):
+            return Trigger(url, f"the issue carries the label {label!r}")
+        if keyword and keyword in (issue.get("body") or ""):
+            return Trigger(url, f"the issue body holds {keyword!r}")
+        return Trigger(None, f"neither the label {label!r} nor {keyword!r} in the issue")
+    return Trigger(None, f"the {event or 'unknown'} event is not one this answers (issues, issue_comment)")

@@ -1,0 +1,429 @@
+"""GitHub issue threads as a source (issue 24): an issue, pull request or discussion URL -> its posts through the
+GitHub API -> the pasted blocks and attached files in them, each a named source.
+
+    https://github.com/OWNER/REPO/issues/N            the body and every comment
+    https://github.com/OWNER/REPO/pull/N              the conversation (review comments on diff lines are not read)
+    https://github.com/OWNER/REPO/discussions/N       body, comments and replies (GraphQL: needs a token)
+    ...#issuecomment-ID / #discussioncomment-ID       that one comment
+    ...#issue-ID                                      that thread's body alone (the id the API gives the issue)
+
+The REST base is GITHUB_API_URL (default https://api.github.com; GitHub Enterprise https://HOST/api/v3), GraphQL is
+GITHUB_GRAPHQL_URL, the web host is GITHUB_SERVER_URL (the names GitHub Actions sets). GITHUB_TOKEN or GH_TOKEN is
+sent as a bearer token to the API host only, never to attachment storage. Shapes and limits:
+../shared/reference/github.md. Plain urllib, like the raw-log download: three GET shapes, one POST, one PATCH.
+
+A post's pieces, in order: fenced blocks (``` or ~~~), `<details>` blocks (the text around fences inside them), the
+rest of the post where it holds log-looking lines, and linked text attachments (user attachments, repository
+files, gists, blob links) downloaded with the raw-log size cap and timeout; zips are opened for the same suffixes.
+Each piece is written to a temporary file with a suffix the readers know (a ```json block is a config) and named by
+where it sits: `#5014 comment 3 (alice) block 2`.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from diagnose.parsers.errors import InputError
+from diagnose.parsers.sources import MAX_DOWNLOAD_BYTES, Input, download
+
+API_TIMEOUT_S = 20.0
+MAX_COMMENT_PAGES = 30  # 3,000 comments: past that a thread is not a bug report
+MAX_ATTACHMENTS = 40  # per thread; more is a thread of screenshots and wheels, not of logs
+MAX_ZIP_MEMBERS = 50
+ATTACHMENT_SUFFIXES = (".log", ".txt", ".out", ".err", ".json", ".yaml", ".yml", ".sh", ".gz", ".zip")
+# The suffix a fenced block's info string gives its temporary file, so that the readers sniff it as what it is.
+_INFO_SUFFIX = {"json": ".json", "jsonc": ".json", "yaml": ".yaml", "yml": ".yaml", "bash": ".sh", "sh": ".sh",
+                "shell": ".sh", "zsh": ".sh", "console": ".log", "text": ".log", "txt": ".log", "log": ".log",
+                "python": ".py", "py": ".py", "toml": ".toml", "diff": ".diff"}
+MARKER = "<!-- diagnose: training-run report -->"  # the hidden line by which `comment` finds its own reply
+
+_THREAD = re.compile(r"^/(?P<owner>[\w.-]+)/(?P<repo>[\w.-]+)/(?P<kind>issues|pull|discussions)/(?P<n>\d+)"
+                     r"(?:/[\w./-]*)?/?$")
+_FRAGMENT = re.compile(r"^(?:(?P<what>issuecomment|discussioncomment|issue|discussion)-(?P<id>\d+))?$")
+
+
+@dataclass(frozen=True)
+class ThreadRef:
+    owner: str
+    repo: str
+    kind: str  # issues | pull | discussions
+    number: int
+    url: str  # as given
+    comment_id: int | None = None  # one comment (#issuecomment-ID, #discussioncomment-ID)
+    body_only: bool = False  # the thread's body alone (#issue-ID)
+
+    @property
+    def thread_url(self) -> str:
+        return f"{server_url()}/{self.owner}/{self.repo}/{self.kind}/{self.number}"
+
+
+@dataclass(frozen=True)
+class Post:
+    index: int  # 0 the body, k the k-th comment (a discussion reply: its comment's index)
+    label: str  # `body`, `comment 3`, `comment 3 reply 1`
+    author: str
+    body: str
+    url: str
+    id: int | None = None
+    node_id: str | None = None  # GraphQL's id (discussions: what a reply edits)
+
+
+@dataclass(frozen=True)
+class Thread:
+    ref: ThreadRef
+    title: str
+    id: int | None  # the issue's id (#issue-ID selects the body)
+    posts: tuple[Post, ...]
+    node_id: str | None = None  # GraphQL's id of a discussion (what a reply is added to)
+
+
+@dataclass(frozen=True)
+class Piece:
+    post: Post
+    name: str  # `#5014 comment 3 (alice) block 2`
+    input: Input
+
+
+@dataclass
+class Pieces:
+    pieces: list[Piece] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (where, why): attachments that did not come
+
+
+def server_url() -> str:
+    return os.environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+
+
+def api_url() -> str:
+    return os.environ.get("GITHUB_API_URL", "https://api.github.com").rstrip("/")
+
+
+def graphql_url() -> str:
+    if os.environ.get("GITHUB_GRAPHQL_URL"):
+        return os.environ["GITHUB_GRAPHQL_URL"]
+    base = api_url()
+    return base[: -len("/v3")] + "/graphql" if base.endswith("/api/v3") else base + "/graphql"
+
+
+def token() -> str | None:
+    return os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
+
+
+def _web_hosts() -> set[str]:
+    return {"github.com", "www.github.com", urlparse(server_url()).netloc}
+
+
+def parse_thread_url(text: str) -> ThreadRef | None:
+    """An issue, pull request or discussion URL on github.com or GITHUB_SERVER_URL's host; None for anything else."""
+    if not text.startswith(("http://", "https://")):
+        return None
+    url = urlparse(text)
+    if url.netloc not in _web_hosts():
+        return None
+    m = _THREAD.match(url.path)
+    if m is None:
+        return None
+    f = _FRAGMENT.match(url.fragment)
+    what, ident = (f.group("what"), int(f.group("id"))) if f and f.group("id") else (None, None)
+    return ThreadRef(m["owner"], m["repo"], m["kind"], int(m["n"]), text,
+                     comment_id=ident if what in ("issuecomment", "discussioncomment") else None,
+                     body_only=what in ("issue", "discussion"))
+
+
+# ---- HTTP -------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    data: Any
+
+
+class GitHubError(InputError):
+    """The API refused or failed: one line that says why and what to do."""
+
+
+def request(method: str, url: str, payload: dict[str, Any] | None = None, *, what: str) -> Answer:
+    """One API call with the token (when set), GitHub's media type and version; errors as one line."""
+    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+               "User-Agent": "diagnose"}
+    if (t := token()) is not None:
+        headers["Authorization"] = f"Bearer {t}"
+    body = None if payload is None else json.dumps(payload).encode()
+    if body is not None:
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(url, data=body, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=API_TIMEOUT_S) as resp:
+            raw = resp.read(MAX_DOWNLOAD_BYTES + 1)
+            hdrs = {k.lower(): v for k, v in resp.headers.items()}
+            return Answer(resp.status, hdrs, json.loads(raw) if raw.strip() else None)
+    except urllib.error.HTTPError as e:
+        raise GitHubError(what, _why(e)) from None
+    except (urllib.error.URLError, TimeoutError, OSError) as e:
+        raise GitHubError(what, f"GitHub API unreachable at {urlparse(url).netloc} "
+                                f"({getattr(e, 'reason', e)})") from None
+    except ValueError:
+        raise GitHubError(what, "the GitHub API answered with something that is not JSON") from None
+
+
+def _why(e: urllib.error.HTTPError) -> str:
+    h = {k.lower(): v for k, v in (e.headers or {}).items()}
+    if e.code in (403, 429) and (h.get("x-ratelimit-remaining") == "0" or e.code == 429):
+        reset = h.get("x-ratelimit-reset")
+        when = (f" until {time.strftime('%H:%M UTC', time.gmtime(int(reset)))}" if reset and reset.isdigit()
+                else "")
+        hint = "" if token() else "; set GITHUB_TOKEN for 5,000 an hour (60 without one)"
+        return f"GitHub API rate limit reached{when}{hint}"
+    if e.code == 401:
+        return "GitHub refused the token (HTTP 401): check GITHUB_TOKEN / GH_TOKEN"
+    if e.code == 404:
+        return ("not found on GitHub (HTTP 404)" + ("" if token() else
+                                                    "; a private repository needs GITHUB_TOKEN"))
+    if e.code == 403:
+        return "GitHub refused the request (HTTP 403): the token lacks the permission" + (
+            "" if token() else "; set GITHUB_TOKEN")
+    return f"GitHub API answered HTTP {e.code} {e.reason}"
+
+
+def _next_link(headers: dict[str, str]) -> str | None:
+    m = re.search(r'<([^>]+)>;\s*rel="next"', headers.get("link", ""))
+    return m.group(1) if m else None
+
+
+# ---- the thread -------------------------------------------------------------------------------------------------
+
+def fetch(ref: ThreadRef) -> Thread:
+    if ref.kind == "discussions":
+        return _discussion(ref)
+    base = f"{api_url()}/repos/{ref.owner}/{ref.repo}"
+    issue = request("GET", f"{base}/issues/{ref.number}", what=ref.url).data
+    posts = [Post(0, "body", _login(issue), issue.get("body") or "", issue.get("html_url") or ref.url,
+                  issue.get("id"))]
+    url: str | None = f"{base}/issues/{ref.number}/comments?per_page=100"
+    pages = 0
+    while url and pages < MAX_COMMENT_PAGES:
+        answer = request("GET", url, what=ref.url)
+        for c in answer.data or []:
+            posts.append(Post(len(posts), f"comment {len(posts)}", _login(c), c.get("body") or "",
+                              c.get("html_url") or "", c.get("id")))
+        url, pages = _next_link(answer.headers), pages + 1
+    return Thread(ref, issue.get("title") or "", issue.get("id"), tuple(posts))
+
+
+def _login(obj: dict[str, Any]) -> str:
+    user = obj.get("user") or obj.get("author") or {}
+    return str(user.get("login") or "ghost")
+
+
+_DISCUSSION = """query($owner: String!, $repo: String!, $n: Int!, $cursor: String) {
+  repository(owner: $owner, name: $repo) { discussion(number: $n) { id databaseId title body url author { login }
+    comments(first: 100, after: $cursor) { nodes { id databaseId body url author { login }
+      replies(first: 100) { nodes { databaseId body url author { login } } } }
+      pageInfo { hasNextPage endCursor } } } } }"""
+
+
+def _discussion(ref: ThreadRef) -> Thread:
+    if token() is None:
+        raise GitHubError(ref.url, "GitHub serves discussions only through its GraphQL API, which needs a token: "
+                                   "set GITHUB_TOKEN")
+    posts: list[Post] = []
+    cursor, title, ident, node = None, "", None, None
+    for _ in range(MAX_COMMENT_PAGES):
+        answer = request("POST", graphql_url(), {"query": _DISCUSSION, "variables": {
+            "owner": ref.owner, "repo": ref.repo, "n": ref.number, "cursor": cursor}}, what=ref.url).data or {}
+        if answer.get("errors"):
+            raise GitHubError(ref.url, "GitHub GraphQL: " + str(answer["errors"][0].get("message", "error"))[:160])
+        d = ((answer.get("data") or {}).get("repository") or {}).get("discussion")
+        if d is None:
+            raise GitHubError(ref.url, "not found on GitHub (no such discussion)")
+        if not posts:
+            title, ident, node = d.get("title") or "", d.get("databaseId"), d.get("id")
+            posts.append(Post(0, "body", _login(d), d.get("body") or "", d.get("url") or ref.url, ident))
+        for c in d["comments"]["nodes"]:
+            k = sum(1 for p in posts if p.label.startswith("comment ") and " reply " not in p.label) + 1
+            posts.append(Post(k, f"comment {k}", _login(c), c.get("body") or "", c.get("url") or "",
+                              c.get("databaseId"), c.get("id")))
+            for j, r in enumerate((c.get("replies") or {}).get("nodes") or [], 1):
+                posts.append(Post(k, f"comment {k} reply {j}", _login(r), r.get("body") or "", r.get("url") or "",
+                                  r.get("databaseId")))
+        info = d["comments"]["pageInfo"]
+        if not info.get("hasNextPage"):
+            break
+        cursor = info.get("endCursor")
+    return Thread(ref, title, ident, tuple(posts), node)
+
+
+def selected(thread: Thread) -> list[Post]:
+    """The posts the URL names: one comment, the body alone, or all (our own earlier replies left out)."""
+    posts = [p for p in thread.posts if MARKER not in p.body]
+    if thread.ref.comment_id is not None:
+        chosen = [p for p in posts if p.id == thread.ref.comment_id]
+        if not chosen:
+            raise GitHubError(thread.ref.url, f"no comment {thread.ref.comment_id} in this thread")
+        return chosen
+    if thread.ref.body_only:
+        return posts[:1]
+    return posts
+
+
+# ---- pieces of a post -------------------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]{0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)"
+                    r"(?:\n[ \t]{0,3}(?P=fence)[`~]*[ \t]*(?=\n|\Z)|\Z)", re.M | re.S)
+_DETAILS = re.compile(r"<details\b[^>]*>(?P<body>.*?)(?:</details\s*>|\Z)", re.S | re.I)
+_SUMMARY = re.compile(r"<summary\b[^>]*>.*?</summary\s*>", re.S | re.I)
+_TAG = re.compile(r"</?(?:details|summary|pre|code|br|p|div|b|i|em|strong|sub|sup)\b[^>]*>", re.I)
+# A line that a training run printed rather than a person wrote: a timestamp, a log level, NCCL, a metrics dict, a
+# progress bar, an environment assignment, a launcher command.
+_LOGGISH = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[(?:INFO|WARNING|ERROR|DEBUG)|\b(?:INFO|WARNING|ERROR):|NCCL |"
+                      r"\{'(?:loss|train_runtime|eval_loss)'|it/s\]|s/it\]|^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,}=\S|"
+                      r"\b(?:deepspeed|torchrun|accelerate launch|srun|mpirun)\b.*--|iteration\s+\d+\s*/", re.M)
+LOGGISH_LINES = 2  # the rest of a post counts as a paste when this many of its lines look printed
+_LINK = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
+
+
+@dataclass(frozen=True)
+class _Text:
+    suffix: str
+    text: str
+
+
+def blocks(body: str) -> tuple[list[_Text], str]:
+    """(fenced and <details> blocks in the order they sit, the text outside them). A fence left open (a paste cut
+    short) runs to the end; a `<details>` inside a fence is log text, not a block."""
+    text = body.replace("\r\n", "\n")
+    found: list[tuple[int, _Text]] = []
+    spans: list[tuple[int, int]] = []
+    for m in _FENCE.finditer(text):
+        info = (m.group("info").strip().split() or [""])[0].lower()
+        found.append((m.start(), _Text(_INFO_SUFFIX.get(info, ".log"), m.group("body"))))
+        spans.append((m.start(), m.end()))
+    fenced = list(spans)
+    for d in _DETAILS.finditer(text):
+        if any(a <= d.start() < b for a, b in fenced):
+            continue
+        inner = _TAG.sub("", _SUMMARY.sub("", _FENCE.sub("\n", d.group("body")))).strip()
+        if inner:
+            found.append((d.start(), _Text(".log", inner)))
+        spans.append((d.start(), d.end()))
+    rest, at = [], 0
+    for a, b in sorted(spans):
+        if a > at:
+            rest.append(text[at:a])
+        at = max(at, b)
+    rest.append(text[at:])
+    return [t for _, t in sorted(found, key=lambda x: x[0])], "\n".join(rest)
+
+
+def links(body: str) -> list[tuple[str, str]]:
+    """(download URL, file name) for each text attachment, repository file or gist the post links."""
+    server = re.escape(server_url())
+    out: list[tuple[str, str]] = []
+    for url in dict.fromkeys(u.rstrip(".,;:") for u in _LINK.findall(body)):
+        name = url.rsplit("/", 1)[-1].split("?")[0]
+        if re.match(server + r"/user-attachments/files/\d+/", url) or \
+                re.match(server + r"/[\w.-]+/[\w.-]+/files/\d+/", url):
+            out.append((url, name))
+        elif m := re.match(server + r"/([\w.-]+/[\w.-]+)/blob/(.+)$", url):
+            out.append((f"{server_url()}/{m.group(1)}/raw/{m.group(2)}", name))
+        elif url.startswith("https://raw.githubusercontent.com/"):
+            out.append((url, name))
+        elif m := re.match(r"https://gist\.github\.com/(?:[\w-]+/)?([0-9a-f]{8,})", url):
+            out.append((f"gist:{m.group(1)}", m.group(1)))
+    return [(u, n) for u, n in out if u.startswith("gist:") or n.lower().endswith(ATTACHMENT_SUFFIXES)]
+
+
+def pieces(thread: Thread, posts: list[Post], tmpdir: Path) -> Pieces:
+    """Every piece of the posts as a temporary file and an Input named by where it sits."""
+    out = Pieces()
+    n_attached = 0
+    for post in posts:
+        where = f"#{thread.ref.number} {post.label} ({post.author})"
+        found, rest = blocks(post.body)
+        for j, b in enumerate(found, 1):
+            _add(out, post, f"{where} block {j}", b.text.encode(), b.suffix, tmpdir)
+        prose = _LINK.sub(" ", rest)
+        if len(_LOGGISH.findall(prose)) >= LOGGISH_LINES:
+            _add(out, post, f"{where} text", rest.encode(), ".md", tmpdir)
+        for url, name in links(post.body):
+            if n_attached >= MAX_ATTACHMENTS:
+                out.skipped.append((f"{where} {name}", f"past {MAX_ATTACHMENTS} attachments in one thread"))
+                break
+            n_attached += 1
+            try:
+                _attachment(out, post, where, url, name, tmpdir)
+            except InputError as e:
+                out.skipped.append((f"{where} {name}", e.why + _private_hint(url)))
+    return out
+
+
+def _private_hint(url: str) -> str:
+    return ("; a private repository's attachment may need a browser login, so save it from the browser and pass "
+            "the file"
+            if "/files/" in url else "")
+
+
+def _add(out: Pieces, post: Post, name: str, data: bytes, suffix: str, tmpdir: Path) -> None:
+    if not data.strip():
+        return
+    path = tmpdir / f"piece-{len(out.pieces):04d}{suffix}"
+    path.write_bytes(data)
+    out.pieces.append(Piece(post, name, Input(name, path, False)))
+
+
+def _attachment(out: Pieces, post: Post, where: str, url: str, name: str, tmpdir: Path) -> None:
+    if url.startswith("gist:"):
+        gist = request("GET", f"{api_url()}/gists/{url[5:]}", what=f"{where} gist {name}").data or {}
+        for fname, f in sorted((gist.get("files") or {}).items()):
+            if not fname.lower().endswith(ATTACHMENT_SUFFIXES + (".md",)) and "." in fname:
+                continue
+            data = (f.get("content") or "").encode()
+            if f.get("truncated") and f.get("raw_url"):
+                data = download(f["raw_url"], tmpdir).read_bytes()
+            _add(out, post, f"{where} gist {fname}", data, _suffix(fname), tmpdir)
+        return
+    fetched = download(url, tmpdir)
+    data = fetched.read_bytes()
+    fetched.unlink()
+    if name.lower().endswith(".zip"):
+        _unzip(out, post, f"{where} {name}", data, tmpdir)
+    else:
+        _add(out, post, f"{where} {name}", data, _suffix(name), tmpdir)
+
+
+def _suffix(name: str) -> str:
+    low = name.lower()
+    if low.endswith(".gz"):
+        return _suffix(low[:-3]) + ".gz" if "." in low[:-3] else ".log.gz"
+    suffix = Path(low).suffix
+    return suffix if suffix in ATTACHMENT_SUFFIXES or suffix == ".md" else ".log"
+
+
+def _unzip(out: Pieces, post: Post, where: str, data: bytes, tmpdir: Path) -> None:
+    try:
+        z = zipfile.ZipFile(io.BytesIO(data))
+        members = [i for i in z.infolist() if not i.is_dir() and i.filename.lower().endswith(ATTACHMENT_SUFFIXES)
+                   and not i.filename.lower().endswith(".zip")][:MAX_ZIP_MEMBERS]
+        total = 0
+        for info in members:
+            total += info.file_size
+            if total > MAX_DOWNLOAD_BYTES:
+                out.skipped.append((where, f"unpacks past the {MAX_DOWNLOAD_BYTES >> 20} MiB cap; the rest skipped"))
+                return
+            with z.open(info) as fh:
+                content = fh.read(MAX_DOWNLOAD_BYTES + 1)
+            _add(out, post, f"{where}/{info.filename}", content, _suffix(info.filename), tmpdir)
+    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as e:
+        out.skipped.append((where, f"not a readable zip ({e})"))
+

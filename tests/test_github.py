@@ -1,0 +1,349 @@
+"""Issue threads in, reports out (issue 24): a GitHub thread as a source, a reply that edits itself, the Action's
+entry command, against a loopback stand-in of the GitHub API (tests/github_standin.py), never the network."""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import ROOT, SAMPLES
+from github_standin import StandIn
+
+SLOW, BASE = SAMPLES / "ds_zero1_straggler", SAMPLES / "ds_zero0"
+NUMBER = 5014
+
+
+def _fence(text: str, lang: str = "") -> str:
+    return f"```{lang}\n{text.rstrip()}\n```"
+
+
+@pytest.fixture()
+def gh() -> Iterator[StandIn]:
+    """A thread as users write them: alice pastes her slow run's log and attaches its config, a maintainer suggests
+    a config (not what ran), alice posts the fast baseline she compares with and then, in a later comment, a gist
+    and a zip with that run's launch script and config."""
+    with StandIn() as s:
+        config = s.attach("ds_config.json", (SLOW / "ds_config.json").read_bytes())
+        body = ("ZeRO-1 on 2 GPUs is much slower than I expect. The launch script and log are below, the config is "
+                f"attached: [ds_config.json]({config})\n\n<details><summary>launch.sh</summary>\n\n"
+                + _fence((SLOW / "launch.sh").read_text(), "bash") + "\n</details>\n\n<details><summary>log</summary>"
+                "\n\n" + _fence((SLOW / "train.log").read_text()) + "\n\n</details>\n")
+        s.add_issue(NUMBER, "ZeRO-1 training slow on 2 GPUs", body, "alice")
+        s.add_comment(NUMBER, "@alice thanks, could you try this (see also #12)?\n\n" + _fence(
+            json.dumps({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}}), "json"), "bob")
+        s.add_comment(NUMBER, "Here is the baseline that runs fine, same machine:\n\n" + _fence(
+            "gpu-node-17:4711:4790 [0] NCCL INFO NET/Socket : Using [0]eth0:10.1.2.17<0>\n"
+            "gpu-node-17:4711:4790 [0] NCCL INFO Using network Socket\n" + (BASE / "train.log").read_text()), "alice")
+        s.state.gists["aa11bb22cc33"] = {"id": "aa11bb22cc33", "files": {
+            "launch.sh": {"filename": "launch.sh", "content": (BASE / "launch.sh").read_text(), "truncated": False}}}
+        zipped = io.BytesIO()
+        with zipfile.ZipFile(zipped, "w") as z:
+            z.writestr("baseline/ds_config.json", (BASE / "ds_config.json").read_text())
+            z.writestr("baseline/notes.png", b"\x89PNG not text")
+        archive = s.attach("baseline.zip", zipped.getvalue())
+        s.add_comment(NUMBER, f"Launch script: https://gist.github.com/alice/aa11bb22cc33 and config: {archive}",
+                      "alice")
+        yield s
+
+
+def cli(gh: StandIn, *args: str, token: str | None = None, env: dict[str, str] | None = None
+        ) -> subprocess.CompletedProcess[str]:
+    e = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")} | gh.env() | (env or {})
+    if token:
+        e["GITHUB_TOKEN"] = token
+    return subprocess.run([sys.executable, "-m", "diagnose", *args], capture_output=True, text=True, env=e,
+                          timeout=180, cwd=ROOT)
+
+
+def thread_url(gh: StandIn, kind: str = "issues", n: int = NUMBER) -> str:
+    return f"{gh.url}/{gh.owner}/{gh.repo_name}/{kind}/{n}"
+
+
+def test_a_thread_is_read_as_runs_kept_apart_by_comment_and_author(gh: StandIn) -> None:
+    r = cli(gh, "report", thread_url(gh), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    names = [x["name"] for x in doc["runs"]]
+    assert names == [f"#{NUMBER} body (alice)", f"#{NUMBER} comment 2 (alice) with comment 3"]
+    slow, base = doc["runs"]
+    # The slow run: its pasted log, its <details> launch script and its attached config, each named where it sits.
+    sources = {s["name"] for s in slow["sources"]}
+    assert sources >= {f"#{NUMBER} body (alice) block 1", f"#{NUMBER} body (alice) block 2",
+                       f"#{NUMBER} body (alice) ds_config.json"}
+    assert slow["run"]["zero_stage"] == 1 and "straggler" in [f["id"] for f in slow["findings"]]
+    straggler = next(f for f in slow["findings"] if f["id"] == "straggler")
+    assert any(e.get("source", "").startswith(f"#{NUMBER} body (alice) block") for e in straggler["evidence"])
+    # The baseline: its log, then the gist and the zip's config from alice's later comment; the maintainer's
+    # suggested ZeRO-3 config is in neither run.
+    base_sources = {s["name"] for s in base["sources"]}
+    assert f"#{NUMBER} comment 2 (alice) block 1" in base_sources
+    assert f"#{NUMBER} comment 3 (alice) gist launch.sh" in base_sources
+    assert f"#{NUMBER} comment 3 (alice) baseline.zip/baseline/ds_config.json" in base_sources
+    assert base["run"]["zero_stage"] == 0 and not any("(bob)" in s for s in sources | base_sources)
+    # Comments come a page of two at a time: the Link header was followed.
+    assert any("page=2" in path for _, path, _ in gh.state.requests)
+    # Offered to compare, by the URLs that select each run's first post.
+    issue_id = gh.state.issues[NUMBER]["id"]
+    assert f"diagnose compare {thread_url(gh)}#issue-{issue_id} {thread_url(gh)}#issuecomment-" in r.stderr
+    assert "(bob)" in r.stderr and "not read into another's run" in r.stderr
+    # No token was sent anywhere, and attachment storage never sees one.
+    assert all(auth is None for _, _, auth in gh.state.requests)
+
+
+def test_one_comment_and_the_offered_compare(gh: StandIn) -> None:
+    second = gh.state.comments[NUMBER][1]["id"]
+    one = cli(gh, "report", f"{thread_url(gh)}#issuecomment-{second}", "-f", "json", "-o", "-")
+    assert one.returncode == 0, one.stderr
+    doc = json.loads(one.stdout)
+    assert doc["run"]["zero_stage"] is None or doc["run"]["zero_stage"] == 0
+    assert {s["name"] for s in doc["sources"]} == {f"#{NUMBER} comment 2 (alice) block 1"}
+    issue_id = gh.state.issues[NUMBER]["id"]
+    cmp = cli(gh, "compare", f"{thread_url(gh)}#issuecomment-{second}", f"{thread_url(gh)}#issue-{issue_id}",
+              "-f", "md", "-o", "-")
+    assert cmp.returncode == 0, cmp.stderr
+    assert "### What changed" in cmp.stdout and "straggler" in cmp.stdout
+
+
+def test_a_token_goes_to_the_api_only(gh: StandIn) -> None:
+    r = cli(gh, "report", thread_url(gh), "-f", "json", "-o", "-", token="ghp_" + "x" * 36)
+    assert r.returncode == 0, r.stderr
+    api = [auth for _, path, auth in gh.state.requests if path.startswith(("/repos", "/gists"))]
+    files = [auth for _, path, auth in gh.state.requests if path.startswith(("/user-attachments", "/storage"))]
+    assert api and all(a == "Bearer ghp_" + "x" * 36 for a in api)
+    assert files and all(a is None for a in files)
+
+
+def test_rate_limit_and_not_found_are_one_line(gh: StandIn) -> None:
+    missing = cli(gh, "report", thread_url(gh, n=77))
+    assert missing.returncode == 2 and "not found on GitHub (HTTP 404)" in missing.stderr
+    assert "needs GITHUB_TOKEN" in missing.stderr and "Traceback" not in missing.stderr
+    gh.state.rate_limited = True
+    limited = cli(gh, "report", thread_url(gh))
+    assert limited.returncode == 2 and len(limited.stderr.strip().splitlines()) == 1
+    assert re.search(r"rate limit reached until \d\d:\d\d UTC; set GITHUB_TOKEN", limited.stderr)
+
+
+def test_a_thread_with_nothing_pasted_is_refused(gh: StandIn) -> None:
+    gh.add_issue(9, "Question", "How do I pick a ZeRO stage? Thanks!", "carol")
+    r = cli(gh, "report", thread_url(gh, n=9))
+    assert r.returncode == 2 and "no pasted block, log-looking text or text attachment" in r.stderr
+
+
+def test_pasted_text_outside_fences_is_read_when_it_looks_printed(gh: StandIn) -> None:
+    log = (BASE / "train.log").read_text()
+    gh.add_issue(10, "slow", "My run prints this (sorry, no fence):\n\n" + log, "dave")
+    r = cli(gh, "report", thread_url(gh, n=10), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [s["name"] for s in doc["sources"]] == ["#10 body (dave) text"]
+    assert doc["metrics"]["steps"]["n"] > 10
+
+
+def test_a_pull_request_conversation_and_a_gzip_attachment(gh: StandIn) -> None:
+    data = gzip.compress((BASE / "train.log").read_bytes())
+    gh.add_issue(11, "perf: faster all-reduce", f"Before: {gh.attach('before.log.gz', data)}", "erin", pull=True)
+    r = cli(gh, "report", thread_url(gh, "pull", 11), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [s["name"] for s in doc["sources"]] == ["#11 body (erin) before.log.gz"]
+    assert doc["metrics"]["steps"]["n"] > 10
+
+
+def test_a_discussion_through_graphql(gh: StandIn) -> None:
+    gh.state.discussions[3] = {
+        "id": "D_kw3", "databaseId": 303, "title": "Slow ZeRO-1", "url": thread_url(gh, "discussions", 3),
+        "body": _fence((SLOW / "train.log").read_text()), "author": {"login": "frank"},
+        "comments": {"nodes": [{"databaseId": 401, "body": "Same here " + _fence((BASE / "train.log").read_text()),
+                                "url": thread_url(gh, "discussions", 3) + "#discussioncomment-401",
+                                "author": {"login": "gina"}, "replies": {"nodes": [
+                                    {"databaseId": 402, "body": "Try NCCL_P2P_DISABLE=0", "author": {"login": "hal"},
+                                     "url": thread_url(gh, "discussions", 3) + "#discussioncomment-402"}]}}],
+                     "pageInfo": {"hasNextPage": False, "endCursor": None}}}
+    anonymous = cli(gh, "report", thread_url(gh, "discussions", 3))
+    assert anonymous.returncode == 2 and "GraphQL API, which needs a token" in anonymous.stderr
+    r = cli(gh, "report", thread_url(gh, "discussions", 3), "-f", "json", "-o", "-", token="ghp_t")
+    assert r.returncode == 0, r.stderr
+    names = [x["name"] for x in json.loads(r.stdout)["runs"]]
+    assert names == ["#3 body (frank)", "#3 comment 1 (gina)"]
+    # The reply goes in through GraphQL too, and is updated, not repeated, the second time.
+    for word in ("posted", "edited"):
+        done = cli(gh, "comment", thread_url(gh, "discussions", 3), "--post", token="ghp_t")
+        assert done.returncode == 0 and f"diagnose: {word} " in done.stderr, done.stderr
+    ours = [c for c in gh.state.discussions[3]["comments"]["nodes"] if "diagnose: training-run report" in c["body"]]
+    assert len(ours) == 1 and "#discussioncomment-" in ours[0]["url"]
+
+
+def test_the_reply_is_a_dry_run_by_default_and_inert(gh: StandIn) -> None:
+    r = cli(gh, "comment", thread_url(gh))
+    assert r.returncode == 0, r.stderr
+    body = r.stdout
+    assert body.startswith("<!-- diagnose: training-run report -->\n") and len(body) < 65_536
+    assert "would post a new comment" in r.stderr and not any(m != "GET" for m, _, _ in gh.state.requests)
+    assert "```mermaid" in body and "straggler" in body
+    # Meant for a public thread: the host alice named is masked, and nothing in it pings or cross-links.
+    assert "gpu-node-17" not in body
+    assert not re.search(r"(?<![`\w])@[A-Za-z0-9]", _outside_code(body))
+    assert not re.search(r"(?<!\\)#\d", _outside_code(body)) and not re.search(r"\\#\d", _outside_code(body))
+    assert "10.1.2.17" not in body
+    shown = cli(gh, "comment", thread_url(gh), "--show-hosts")
+    assert shown.returncode == 0 and "gpu-node-17" in shown.stdout
+
+
+def _outside_code(md: str) -> str:
+    md = re.sub(r"(`{3,})[^\n]*\n.*?\n\1", "", md, flags=re.S)
+    return re.sub(r"`[^`\n]*`", "", md)
+
+
+def test_posting_edits_its_own_comment_the_second_time(gh: StandIn) -> None:
+    no_token = cli(gh, "comment", thread_url(gh), "--post")
+    assert no_token.returncode == 2 and "posting needs a token" in no_token.stderr
+    first = cli(gh, "comment", thread_url(gh), "--post", token="ghs_actions")
+    assert first.returncode == 0, first.stderr
+    ours = [c for c in gh.state.comments[NUMBER] if "diagnose: training-run report" in c["body"]]
+    assert len(ours) == 1 and "diagnose: posted " + ours[0]["html_url"] in first.stderr
+    second = cli(gh, "comment", thread_url(gh), "--post", token="ghs_actions")
+    assert second.returncode == 0, second.stderr
+    assert "diagnose: edited" in second.stderr
+    assert len([c for c in gh.state.comments[NUMBER] if "diagnose: training-run report" in c["body"]]) == 1
+    assert [m for m, _, _ in gh.state.requests if m in ("POST", "PATCH")] == ["POST", "PATCH"]
+    # Our own reply is never read back as a source.
+    again = cli(gh, "report", thread_url(gh), "-f", "json", "-o", "-")
+    assert all("github-actions" not in x["name"] for x in json.loads(again.stdout)["runs"])
+
+
+def _action_command() -> tuple[str, dict[str, str]]:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    step = next(s for s in action["runs"]["steps"] if "diagnose comment" in s.get("run", ""))
+    return step["run"], step.get("env", {})
+
+
+def _event(tmp_path: Path, gh: StandIn, text: str, kind: str = "User") -> Path:
+    payload = {"action": "created", "issue": gh.state.issues[NUMBER],
+               "comment": {"id": 1, "body": text, "user": {"login": "alice", "type": kind}},
+               "repository": {"full_name": f"{gh.owner}/{gh.repo_name}"}}
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_the_action_entry_command_answers_a_keyword_comment(gh: StandIn, tmp_path: Path) -> None:
+    command, env = _action_command()
+    assert "--event" in command and "--post" in command
+    inputs = {"label": "diagnose", "keyword": "/diagnose", "show-hosts": "false", "extra-args": "", "token": "ghs_actions"}
+
+    def run(event: Path) -> subprocess.CompletedProcess[str]:
+        resolved = {k: re.sub(r"\$\{\{\s*inputs\.([\w-]+)\s*\}\}", lambda m: inputs[m.group(1)], str(v))
+                    for k, v in env.items() if "secrets" not in str(v) and "github.token" not in str(v)}
+        e = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")} | gh.env() | resolved
+        e |= {"GITHUB_EVENT_PATH": str(event), "GITHUB_EVENT_NAME": "issue_comment", "GITHUB_TOKEN": "ghs_actions",
+              "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+        return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=e, timeout=180, cwd=ROOT)
+
+    quiet = run(_event(tmp_path, gh, "thanks, will try"))
+    assert quiet.returncode == 0 and "not answering" in quiet.stderr
+    bot = run(_event(tmp_path, gh, "/diagnose", kind="Bot"))
+    assert bot.returncode == 0 and "not answering" in bot.stderr
+    assert not any(m == "POST" for m, _, _ in gh.state.requests)
+    asked = run(_event(tmp_path, gh, "/diagnose please"))
+    assert asked.returncode == 0, asked.stderr
+    assert "answering" in asked.stderr and "diagnose: posted" in asked.stderr
+    assert any("diagnose: training-run report" in c["body"] for c in gh.state.comments[NUMBER])
+
+
+def test_action_yml_is_a_composite_action_with_its_inputs() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    assert action["runs"]["using"] == "composite"
+    assert {"token", "label", "keyword", "show-hosts"} <= set(action["inputs"])
+    assert all(s.get("shell") == "bash" for s in action["runs"]["steps"] if "run" in s)
+    example = (ROOT / "docs" / "github-action.md").read_text()
+    assert "issues: write" in example and "issue_comment" in example and "uses: " in example
+    shlex.split(_action_command()[0])  # one shell command line
+
+
+def test_the_upload_page_takes_a_thread_url_in_its_url_field(gh: StandIn, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from test_serve import server
+
+    for k, v in gh.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    with server(tmp_path) as base:
+        page = httpx.get(base, timeout=10).text
+        assert "GitHub issue URL" in page
+        r = httpx.post(f"{base}/api/diagnose", data={"wandb": thread_url(gh)}, files=[("files", ("", b""))],
+                       timeout=120)
+        assert r.status_code == 200, r.text
+        assert r.json()["verdict"].startswith("Most likely cause: Collectives wait for a late rank")
+        assert {s["name"] for s in r.json()["sources"]} >= {f"#{NUMBER} body (alice) block 2"}
+        # Another host's issue URL is not a thread this server reads: refused like any other URL.
+        r = httpx.post(f"{base}/api/diagnose", data={"wandb": "https://evil.example/a/b/issues/1"},
+                       files=[("files", ("", b""))], timeout=30)
+        assert r.status_code == 400 and "GitHub issue" in r.json()["error"]
+
+
+def test_blocks_fences_details_and_a_paste_cut_short() -> None:
+    from diagnose.parsers.github import blocks
+
+    body = ("intro\n\n~~~yaml\ncompute_environment: LOCAL_MACHINE\n~~~\n\n<details><summary>env</summary>\n\n"
+            "NCCL_DEBUG=INFO\nNCCL_IB_DISABLE=1\n\n```json\n{\"train_batch_size\": 8}\n```\n</details>\n\n"
+            "````\n[INFO] step=1\n```not a close```\n````\n\n```\n[INFO] step=2 (the paste was cut here")
+    found, rest = blocks(body)
+    assert [(b.suffix, b.text.splitlines()[0]) for b in found] == [
+        (".yaml", "compute_environment: LOCAL_MACHINE"), (".log", "NCCL_DEBUG=INFO"),
+        (".json", '{"train_batch_size": 8}'), (".log", "[INFO] step=1"), (".log", "[INFO] step=2 (the paste was "
+                                                                                  "cut here")]
+    assert "```not a close```" in found[3].text and "intro" in rest and "NCCL" not in rest
+
+
+def test_links_keep_text_attachments_on_github_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagnose.parsers.github import links
+
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+    body = ("https://github.com/user-attachments/files/17000/train.log and "
+            "(https://github.com/acme/trainer/files/123/slurm-99.out.) and "
+            "https://github.com/acme/trainer/blob/main/configs/ds.json "
+            "https://github.com/user-attachments/assets/0b1e-4c/shot.png "
+            "https://gist.github.com/alice/aa11bb22cc33 https://evil.example/user-attachments/files/1/x.log "
+            "https://raw.githubusercontent.com/acme/trainer/main/run.sh https://github.com/acme/trainer/files/9/w.whl")
+    assert links(body) == [
+        ("https://github.com/user-attachments/files/17000/train.log", "train.log"),
+        ("https://github.com/acme/trainer/files/123/slurm-99.out", "slurm-99.out"),
+        ("https://github.com/acme/trainer/raw/main/configs/ds.json", "ds.json"),
+        ("gist:aa11bb22cc33", "aa11bb22cc33"),
+        ("https://raw.githubusercontent.com/acme/trainer/main/run.sh", "run.sh")]
+
+
+def test_an_attachment_that_does_not_come_is_named_and_the_rest_is_read(gh: StandIn) -> None:
+    gone = f"{gh.url}/user-attachments/files/99999/private.log"
+    gh.add_issue(12, "slow", "Log: " + gone + "\n\n" + _fence((BASE / "train.log").read_text()), "ivy")
+    r = cli(gh, "report", thread_url(gh, n=12), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    assert "#12 body (ivy) private.log (HTTP 404" in r.stderr and "save it from the browser and pass the file" in r.stderr
+    assert [s["name"] for s in json.loads(r.stdout)["sources"]] == ["#12 body (ivy) block 1"]
+
+
+def test_a_thread_url_on_another_host_is_not_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagnose.parsers.github import parse_thread_url
+
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+    ref = parse_thread_url("https://github.com/deepspeedai/DeepSpeed/issues/5770#issuecomment-2212345678")
+    assert ref is not None and (ref.owner, ref.repo, ref.kind, ref.number, ref.comment_id) == (
+        "deepspeedai", "DeepSpeed", "issues", 5770, 2212345678)
+    assert parse_thread_url("https://github.com/o/r/pull/7/files").kind == "pull"  # type: ignore[union-attr]
+    assert parse_thread_url("https://github.com/o/r/discussions/3#discussioncomment-9").comment_id == 9  # type: ignore[union-attr]
+    assert parse_thread_url("https://gitlab.com/o/r/issues/1") is None
+    assert parse_thread_url("https://github.com/o/r/blob/main/x.log") is None
