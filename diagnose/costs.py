@@ -125,8 +125,8 @@ def cost(measures: tuple[str, ...], x: Inputs) -> Cost | None:
         lost, saved, arithmetic = got
         hours = acc.gpu_hours(lost)
         if hours is not None:
-            arithmetic += f" = {hours:.2f} GPU-hours"
+            arithmetic += f" = {hours:.2f} {acc.hours_unit}"
         return Cost(measure=name, lost_s=lost, gpu_hours=hours, per_1000_steps=per_step_hours(acc, lost),
                     share=lost / acc.span_s if acc.span_s else None, saves_gpu_hours=acc.gpu_hours(saved),
-                    arithmetic=arithmetic)
+                    arithmetic=arithmetic, unit=acc.hours_unit)
     return None

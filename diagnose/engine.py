@@ -183,7 +183,7 @@ def _loss(findings: list[Finding]) -> str:
     top = max(priced, key=lambda f: f.cost.lost_s)  # type: ignore[union-attr]
     c = top.cost
     assert c is not None
-    amount = f"about {c.gpu_hours:.2g} GPU-hours" if c.gpu_hours is not None else f"about {c.lost_s / 60:.2g} min"
+    amount = f"about {c.gpu_hours:.2g} {c.unit}" if c.gpu_hours is not None else f"about {c.lost_s / 60:.2g} min"
     share = f" ({c.share:.0%} of the run)" if c.share is not None else ""  # no span without line timestamps
     return f"; {amount}{share} lost to {costs.LABELS[c.measure]}"
 

@@ -45,6 +45,7 @@ class Cost:
     share: float | None  # of the run's span
     saves_gpu_hours: float | None
     arithmetic: str
+    unit: str = "GPU-hours"  # what the hours count: "process-hours" on a CPU run
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -83,6 +83,10 @@ class Account:
         part = self.part("restarts")
         return tuple(p.step for p in part.pieces if p.step is not None) if part else ()
 
+    @property
+    def hours_unit(self) -> str:
+        return "process-hours" if self.device == "processes" else "GPU-hours"
+
     def gpu_hours(self, seconds: float | None) -> float | None:
         return None if seconds is None or not self.gpus else seconds * self.gpus / 3600.0
 

@@ -20,7 +20,6 @@ where it sits: `#5014 comment 3 (alice) block 2`.
 """
 from __future__ import annotations
 
-import io
 import json
 import os
 import re
@@ -30,7 +29,7 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 from diagnose.parsers.errors import InputError
@@ -394,12 +393,13 @@ def _attachment(out: Pieces, post: Post, where: str, url: str, name: str, tmpdir
             _add(out, post, f"{where} gist {fname}", data, _suffix(fname), tmpdir)
         return
     fetched = download(url, tmpdir)
-    data = fetched.read_bytes()
-    fetched.unlink()
     if name.lower().endswith(".zip"):
-        _unzip(out, post, f"{where} {name}", data, tmpdir)
-    else:
-        _add(out, post, f"{where} {name}", data, _suffix(name), tmpdir)
+        with open(fetched, "rb") as fh:
+            _unzip(out, post, f"{where} {name}", fh, tmpdir)
+        fetched.unlink()
+    elif fetched.stat().st_size:  # moved, not read: an attachment may be hundreds of megabytes
+        path = fetched.rename(tmpdir / f"piece-{len(out.pieces):04d}{_suffix(name)}")
+        out.pieces.append(Piece(post, f"{where} {name}", Input(f"{where} {name}", path, False)))
 
 
 def _suffix(name: str) -> str:
@@ -410,9 +410,9 @@ def _suffix(name: str) -> str:
     return suffix if suffix in ATTACHMENT_SUFFIXES or suffix == ".md" else ".log"
 
 
-def _unzip(out: Pieces, post: Post, where: str, data: bytes, tmpdir: Path) -> None:
+def _unzip(out: Pieces, post: Post, where: str, data: BinaryIO, tmpdir: Path) -> None:
     try:
-        z = zipfile.ZipFile(io.BytesIO(data))
+        z = zipfile.ZipFile(data)
         members = [i for i in z.infolist() if not i.is_dir() and i.filename.lower().endswith(ATTACHMENT_SUFFIXES)
                    and not i.filename.lower().endswith(".zip")][:MAX_ZIP_MEMBERS]
         total = 0

@@ -496,10 +496,16 @@ def runs_index(runs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, str]]:
         st = doc["metrics"]["steps"] or {}
         rows.append({"n": str(i), "name": name, "verdict": doc["verdict"],
                      "step": _num(st.get("p50_s"), ".3g", " s") or UNKNOWN,
-                     "gpu_hours": _hours(g.get("gpu_hours")) or UNKNOWN,
+                     "gpu_hours": _hours(g.get("gpu_hours")) or UNKNOWN, "hours_label": hours_label(g),
                      "goodput": _share(g.get("goodput")) or UNKNOWN,
                      "heading": f"Run {i} of {len(runs)}: `{name.replace('`', '')}`"})
     return rows
+
+
+def index_hours_label(index: list[dict[str, str]]) -> str:
+    """The index's hours column: GPU-hours, process-hours (CPU runs), or both names when the runs differ."""
+    labels = sorted({x["hours_label"] for x in index})
+    return labels[0] if len(labels) == 1 else "GPU- / process-hours"
 
 
 def _sampled(sampled: dict[str, int]) -> str | None:

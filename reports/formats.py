@@ -67,17 +67,18 @@ def _slug(heading: str) -> str:
 def _sections(render: Callable[[Rendered], str], markdown: bool = True) -> Callable[[list[Rendered]], str]:
     """Several runs as one text: an index (run, verdict, step time, GPU-hours, goodput), then a heading per run and
     its report."""
-    from diagnose.reports.document import runs_index
+    from diagnose.reports.document import index_hours_label, runs_index
 
     def join(runs: list[Rendered]) -> str:
         index = runs_index([(r.name, r.document) for r in runs])
+        hours = index_hours_label(index)
         if markdown:
-            head = ["| run | verdict | median step | GPU-hours | goodput |", "|---|---|---|---|---|"]
+            head = [f"| run | verdict | median step | {hours} | goodput |", "|---|---|---|---|---|"]
             head += [f"| [{x['n']}. `{x['name'].replace('`', '')}`](#{_slug(x['heading'])}) | "
                      f"{x['verdict'].replace('|', '/')} | {x['step']} | {x['gpu_hours']} | {x['goodput']} |"
                      for x in index]
         else:
-            head = [f"{x['n']}. {x['name']}: {x['verdict']} (median step {x['step']}, GPU-hours {x['gpu_hours']}, "
+            head = [f"{x['n']}. {x['name']}: {x['verdict']} (median step {x['step']}, {x['hours_label']} {x['gpu_hours']}, "
                     f"goodput {x['goodput']})" for x in index]
         return "\n".join(head) + "\n\n" + "\n\n".join(f"# {x['heading']}\n\n" + render(r)
                                                         for x, r in zip(index, runs))

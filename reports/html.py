@@ -50,6 +50,8 @@ def combine(pages: list[tuple[str, str]], index: list[dict[str, str]] | None = N
     their sections, and each run's <main> in turn, under a heading with the run's name."""
     from markupsafe import escape
 
+    from diagnose.reports.document import index_hours_label
+
     head, _, _ = pages[0][1].partition("<main>")
     mains = []
     if index:
@@ -57,7 +59,8 @@ def combine(pages: list[tuple[str, str]], index: list[dict[str, str]] | None = N
                        f'<td>{escape(x["verdict"])}</td><td>{escape(x["step"])}</td><td>{escape(x["gpu_hours"])}</td>'
                        f'<td>{escape(x["goodput"])}</td></tr>' for x in index)
         mains.append('<main id="runs-index">\n<h1>Runs</h1>\n<table><tr><th>run</th><th>verdict</th>'
-                     f'<th>median step</th><th>GPU-hours</th><th>goodput</th></tr>{rows}</table>\n</main>')
+                     f'<th>median step</th><th>{escape(index_hours_label(index))}</th><th>goodput</th></tr>{rows}'
+                     '</table>\n</main>')
     for i, (name, page) in enumerate(pages, 1):
         body = page.partition("<main>")[2].rpartition("</main>")[0]
         mains.append(f'<main>\n<h1 class="run" id="run-{i}">Run {i} of {len(pages)}: {escape(name)}</h1>\n{body}'
