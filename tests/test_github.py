@@ -347,3 +347,11 @@ def test_a_thread_url_on_another_host_is_not_a_thread(monkeypatch: pytest.Monkey
     assert parse_thread_url("https://github.com/o/r/discussions/3#discussioncomment-9").comment_id == 9  # type: ignore[union-attr]
     assert parse_thread_url("https://gitlab.com/o/r/issues/1") is None
     assert parse_thread_url("https://github.com/o/r/blob/main/x.log") is None
+
+
+def test_parse_reads_every_piece_of_a_thread_into_one_model(gh: StandIn) -> None:
+    r = cli(gh, "parse", thread_url(gh), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    names = {s["name"] for s in json.loads(r.stdout)["sources"]}
+    assert f"#{NUMBER} body (alice) block 2" in names and f"#{NUMBER} comment 2 (alice) block 1" in names
+    assert f"#{NUMBER} comment 1 (bob) block 1" in names  # parse keeps nothing apart: it is the raw run model
