@@ -525,7 +525,8 @@ def comment(
 
     A dry run by default: the reply goes to stdout. Secrets and hostnames are masked, @mentions and issue references
     made inert, the body kept under GitHub's 65,536 characters. --event is what the GitHub Action (action.yml)
-    runs: exit 0 without posting when the event does not ask for a report."""
+    runs: exit 0 without posting when the event does not ask for a report, and a reply saying what to paste when
+    the thread holds nothing to read."""
     import json
 
     from diagnose import reply
@@ -547,7 +548,7 @@ def comment(
         raise _fail("comment needs the thread's URL (or --event with an Actions payload)")
     try:
         answer = reply.prepare(url, list(sources or []), show_hosts=show_hosts, seq_len=seq_len,
-                               gpu_memory_gb=gpu_memory)
+                               gpu_memory_gb=gpu_memory, guide_when_empty=event is not None)
         if not post:
             _emit(answer.body)
             _stderr("diagnose: dry run: " + (f"would edit comment {answer.existing}" if answer.existing is not None

@@ -27,17 +27,31 @@ class Reply:
     node_ids: tuple[str | None, str | None] = (None, None)  # discussions: (the discussion, our earlier reply)
 
 
+GUIDANCE = (f"{github.MARKER}\n## diagnose: training-run report\n\nNothing in this thread reads as a training "
+            "run's output yet. For a report, paste the run's log in a fenced block (three backticks before and "
+            "after it) or attach it as a `.log` or `.txt` file (`.gz` and `.zip` work too), with the DeepSpeed JSON, "
+            "accelerate YAML or launch script if there is one; then ask again. Logs from every rank, with "
+            "`wall_clock_breakdown` on, say the most.\n")
+
+
 def prepare(url: str, sources: list[str] | tuple[str, ...] = (), *, show_hosts: bool = False,
-            seq_len: int | None = None, gpu_memory_gb: float | None = None) -> Reply:
+            seq_len: int | None = None, gpu_memory_gb: float | None = None, guide_when_empty: bool = False) -> Reply:
+    """The reply for the thread. A thread with nothing to read is an InputError, or, with `guide_when_empty` (the
+    Action, which answers a person who asked), a short reply saying what to paste."""
     ref = github.parse_thread_url(url)
     if ref is None:
         raise InputError(url, "not a GitHub issue, pull request or discussion URL")
     thread = github.fetch(ref)
     ours = [p for p in thread.posts if github.MARKER in p.body and p.id is not None]
-    analysis = analyse([url, *sources], Options(redact_hosts=not show_hosts, seq_len=seq_len,
-                                                gpu_memory_gb=gpu_memory_gb))
-    return Reply(ref, body(analysis), ours[-1].id if ours else None, tuple(r.name for r in analysis.runs),
-                 (thread.node_id, ours[-1].node_id if ours else None))
+    existing, node_ids = (ours[-1].id if ours else None), (thread.node_id, ours[-1].node_id if ours else None)
+    try:
+        analysis = analyse([url, *sources], Options(redact_hosts=not show_hosts, seq_len=seq_len,
+                                                    gpu_memory_gb=gpu_memory_gb))
+    except InputError as e:
+        if not guide_when_empty or isinstance(e, github.GitHubError):  # the API's refusals are not the thread's
+            raise
+        return Reply(ref, GUIDANCE, existing, (), node_ids)
+    return Reply(ref, body(analysis), existing, tuple(r.name for r in analysis.runs), node_ids)
 
 
 def body(analysis: Analysis) -> str:

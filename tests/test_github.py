@@ -261,6 +261,21 @@ def test_the_action_entry_command_answers_a_keyword_comment(gh: StandIn, tmp_pat
     assert any("diagnose: training-run report" in c["body"] for c in gh.state.comments[NUMBER])
 
 
+def test_the_action_answers_a_thread_with_nothing_to_read_by_saying_what_to_paste(gh: StandIn, tmp_path: Path
+                                                                                   ) -> None:
+    gh.add_issue(13, "Training slow", "It is slow, any idea? /diagnose", "judy")
+    gh.state.issues[13]["labels"] = [{"name": "diagnose"}]
+    event = tmp_path / "issues.json"
+    event.write_text(json.dumps({"action": "opened", "issue": gh.state.issues[13]}))
+    by_hand = cli(gh, "comment", thread_url(gh, n=13), "--post", token="ghs_actions")
+    assert by_hand.returncode == 2 and "no pasted block" in by_hand.stderr  # by hand: one line, exit 2
+    r = cli(gh, "comment", "--event", str(event), "--post", token="ghs_actions", env={"GITHUB_EVENT_NAME": "issues"})
+    assert r.returncode == 0, r.stderr
+    assert "the issue carries the label 'diagnose'" in r.stderr
+    (reply,) = gh.state.comments[13]
+    assert reply["body"].startswith("<!-- diagnose: training-run report -->") and "fenced block" in reply["body"]
+
+
 def test_action_yml_is_a_composite_action_with_its_inputs() -> None:
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     assert action["runs"]["using"] == "composite"

@@ -116,7 +116,17 @@ def test_one_gpu_different_from_wandb_metrics(tmp_path) -> None:
     (files / "wandb-events.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     d = diagnose(parse([str(tmp_path / "run-20260101_000000-strag001")]))
     f = next(f for f in d.findings if f.id == "straggler")
-    assert f.data["gpu"] == 2
+    assert f.data["gpu"] == 2 and f.data["signals"] == []
+    # Its clock, power and temperature say why: a throttled GPU (a 2% temperature gap is noise, not named).
+    rows = [r | {f"system.gpu.{g}.smClock": (1290.0 if g == 2 else 1980.0) for g in range(4)}
+            | {f"system.gpu.{g}.powerWatts": (300.0 if g == 2 else 390.0) for g in range(4)}
+            | {f"system.gpu.{g}.temp": (62.0 if g == 2 else 61.0) for g in range(4)} for r in rows]
+    (files / "wandb-events.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    f = next(f for f in diagnose(parse([str(tmp_path / "run-20260101_000000-strag001")])).findings
+             if f.id == "straggler")
+    assert f.data["signals"] == ["it also has the lowest SM clock (1290 MHz against 1980 MHz on the others)",
+                                 "it also has the lowest power draw (300 W against 390 W on the others)"]
+    assert "lowest SM clock" in f.summary and "temperature" not in f.summary
 
 
 def test_mfu_uses_the_attention_term_when_the_shape_is_known() -> None:

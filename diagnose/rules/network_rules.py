@@ -408,18 +408,43 @@ def _straggler_gpu(ctx: Ctx, m: object) -> Finding | None:
     odd = max(util, key=lambda g: abs(util[g] - med))
     if med <= 0 or abs(util[odd] - med) / med < STRAGGLER_FACTOR - 1:
         return None
+    signals = _gpu_signals(ctx.model.frames["system"], odd)
     return ctx.finding(
         title=f"GPU {odd} behaves differently from the others",
         severity="warning",
         confidence="medium",
         explains_slowdown=True,
         summary=f"GPU {odd} averages {util[odd]:.0f}% utilization against a median of {med:.0f}%: one device (or "
-                "its link) paces the collectives.",
+                "its link) paces the collectives." + (" " + "; ".join(signals) + "." if signals else ""),
         evidence=(Evidence(", ".join(f"GPU {g}: {v:.0f}%" for g, v in sorted(util.items())), kind="metric"),),
         fix=Fix(f"Check GPU {odd}'s clocks, temperature and power cap; swap or exclude it.", (),
                 "Every GPU at the median's pace."),
-        data={"gpu": odd},
+        data={"gpu": odd, "signals": signals},
     )
+
+
+# W&B's per-GPU system metrics that name why one GPU differs: (metric, the telling end, phrase, unit). A GPU that
+# also runs the lowest SM clock or power, or the highest temperature, is throttled or capped (Greyhound's slow-GPU
+# causes; ../shared/reference/goodput_stragglers.md).
+GPU_SIGNALS: tuple[tuple[str, str, str, str], ...] = (
+    ("smClock", "min", "the lowest SM clock", "MHz"),
+    ("powerWatts", "min", "the lowest power draw", "W"),
+    ("temp", "max", "the highest temperature", "C"),
+)
+GPU_SIGNAL_GAP = 0.05  # 5% from the other GPUs' median: beyond the sampling noise of these gauges
+
+
+def _gpu_signals(system: pl.DataFrame, gpu: int) -> list[str]:
+    out = []
+    for metric, end, phrase, unit in GPU_SIGNALS:
+        med = (system.filter((pl.col("metric") == metric) & pl.col("gpu").is_not_null())
+               .group_by("gpu").agg(pl.col("value").median()).sort("value", descending=end == "max"))
+        if med.height < 2 or int(med["gpu"][0]) != gpu:
+            continue
+        mine, others = float(med["value"][0]), float(med["value"][1:].median())  # type: ignore[arg-type]
+        if others > 0 and abs(mine - others) / others >= GPU_SIGNAL_GAP:
+            out.append(f"it also has {phrase} ({mine:.0f} {unit} against {others:.0f} {unit} on the others)")
+    return out
 
 
 @rule("world-size-mismatch", "What ran disagrees with what was launched or allocated",
