@@ -7,6 +7,7 @@ GitHub's 65,536 characters.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,8 +58,23 @@ def prepare(url: str, sources: list[str] | tuple[str, ...] = (), *, show_hosts: 
 def body(analysis: Analysis) -> str:
     text = github.MARKER + "\n" + analysis.render("md")
     if len(text) >= LIMIT:
-        text = text[: LIMIT - len(CUT_NOTE) - 1].rsplit("\n", 1)[0] + CUT_NOTE
+        cut = text[: LIMIT - len(CUT_NOTE) - 64].rsplit("\n", 1)[0]
+        text = cut + _close_fence(cut) + CUT_NOTE
     return text
+
+
+def _close_fence(text: str) -> str:
+    """The line that closes a code fence the cut left open (else the note would render as code)."""
+    fence = None
+    for line in text.split("\n"):
+        m = re.match(r"^ {0,3}(`{3,}|~{3,})", line)
+        if m is None:
+            continue
+        if fence is None:
+            fence = m.group(1)
+        elif m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(m.group(1)):]:
+            fence = None
+    return "" if fence is None else "\n" + fence
 
 
 def post(reply: Reply) -> str:

@@ -370,3 +370,15 @@ def test_parse_reads_every_piece_of_a_thread_into_one_model(gh: StandIn) -> None
     names = {s["name"] for s in json.loads(r.stdout)["sources"]}
     assert f"#{NUMBER} body (alice) block 2" in names and f"#{NUMBER} comment 2 (alice) block 1" in names
     assert f"#{NUMBER} comment 1 (bob) block 1" in names  # parse keeps nothing apart: it is the raw run model
+
+
+def test_a_reply_cut_to_fit_closes_the_fence_it_cut() -> None:
+    from types import SimpleNamespace
+
+    from diagnose import reply
+
+    long = "## report\n\n```\n" + "[INFO] step=1 loss=2.0\n" * 4000 + "```\n\nthe end\n"
+    text = reply.body(SimpleNamespace(render=lambda fmt: long))  # type: ignore[arg-type]
+    assert len(text) < reply.LIMIT and text.endswith(reply.CUT_NOTE)
+    before_note = text[: -len(reply.CUT_NOTE)]
+    assert before_note.endswith("\n```") and before_note.count("```") == 2
