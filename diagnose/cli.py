@@ -31,8 +31,9 @@ app = typer.Typer(
     name="diagnose",
     help="Tell why a distributed training run was slow and which config change fixes it.\n\n"
          "SOURCES may be any mix of log files (any name, .gz too), directories, '-' for stdin, http(s) URLs of raw "
-         "logs, DeepSpeed config JSON, accelerate config YAML, trainer_state.json and launch scripts. The kind of "
-         "each file is sniffed from its content.",
+         "logs, W&B runs, GitHub issue / pull request / discussion URLs (their pasted logs and attachments), "
+         "DeepSpeed config JSON, accelerate config YAML, trainer_state.json and launch scripts. The kind of each file "
+         "is sniffed from its content.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -58,8 +59,8 @@ _flag_metavar()
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, soft_wrap=True)
 
-SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, W&B runs "
-                                                      "or '-'.",
+SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, W&B runs, "
+                                                      "GitHub threads or '-'.",
                                                  show_default=False)]
 
 
@@ -611,9 +612,9 @@ def serve(
     no_access_log: Annotated[bool, typer.Option("--no-access-log", help="Do not log one line per request to "
                                                 "stderr.")] = False,
 ) -> None:
-    """Serve an upload page and API: drop a run's logs, configs and launch script (or paste a W&B run URL) in the
-    browser and get the report, with the Markdown one click away. API: POST /api/diagnose (multipart `files`,
-    optional `wandb`), GET /reports/{id}[.md|.json], GET /healthz."""
+    """Serve an upload page and API: drop a run's logs, configs and launch script (or paste a W&B run or GitHub issue
+    URL) in the browser and get the report, with the Markdown one click away. API: POST /api/diagnose (multipart
+    `files`, optional `wandb`: a W&B run or a GitHub thread URL), GET /reports/{id}[.md|.json], GET /healthz."""
     from diagnose.serve import ServeConfig, run
 
     if workers < 1 or max_upload_mb <= 0 or keep_minutes <= 0 or (queue is not None and queue < 0) \
