@@ -45,18 +45,25 @@ def prepare(url: str, sources: list[str] | tuple[str, ...] = (), *, show_hosts: 
     thread = github.fetch(ref)
     ours = [p for p in thread.posts if github.MARKER in p.body and p.id is not None]
     existing, node_ids = (ours[-1].id if ours else None), (thread.node_id, ours[-1].node_id if ours else None)
+    found: list[str] = []  # each run's URL (its first post), in order
     try:
         analysis = analyse([url, *sources], Options(redact_hosts=not show_hosts, seq_len=seq_len,
-                                                    gpu_memory_gb=gpu_memory_gb))
+                                                    gpu_memory_gb=gpu_memory_gb),
+                           on_runs=lambda runs: found.extend(r.sources[0] for r in runs))
     except InputError as e:
         if not guide_when_empty or isinstance(e, github.GitHubError):  # the API's refusals are not the thread's
             raise
         return Reply(ref, GUIDANCE, existing, (), node_ids)
-    return Reply(ref, body(analysis), existing, tuple(r.name for r in analysis.runs), node_ids)
+    return Reply(ref, body(analysis, found), existing, tuple(r.name for r in analysis.runs), node_ids)
 
 
-def body(analysis: Analysis) -> str:
-    text = github.MARKER + "\n" + analysis.render("md")
+def body(analysis: Analysis, run_urls: list[str] | tuple[str, ...] = ()) -> str:
+    """The reply: the marker, the report, and for a thread of several runs the command that compares two."""
+    offer = ""
+    if len(analysis.runs) > 1 and len(run_urls) == len(analysis.runs):
+        offer = (f"This thread holds {len(analysis.runs)} runs, reported one by one below. To compare two of them: "
+                 f"`diagnose compare {run_urls[0]} {run_urls[1]}`\n\n")
+    text = github.MARKER + "\n" + offer + analysis.render("md")
     if len(text) >= LIMIT:
         cut = text[: LIMIT - len(CUT_NOTE) - 64].rsplit("\n", 1)[0]
         text = cut + _close_fence(cut) + CUT_NOTE

@@ -191,6 +191,9 @@ def test_the_reply_is_a_dry_run_by_default_and_inert(gh: StandIn) -> None:
     assert body.startswith("<!-- diagnose: training-run report -->\n") and len(body) < 65_536
     assert "would post a new comment" in r.stderr and not any(m != "GET" for m, _, _ in gh.state.requests)
     assert "```mermaid" in body and "straggler" in body
+    issue_id = gh.state.issues[NUMBER]["id"]
+    assert (f"This thread holds 2 runs, reported one by one below. To compare two of them: `diagnose compare "
+            f"{thread_url(gh)}#issue-{issue_id} {thread_url(gh)}#issuecomment-") in body
     # Meant for a public thread: the host alice named is masked, and nothing in it pings or cross-links.
     assert "gpu-node-17" not in body
     assert not re.search(r"(?<![`\w])@[A-Za-z0-9]", _outside_code(body))
@@ -378,7 +381,7 @@ def test_a_reply_cut_to_fit_closes_the_fence_it_cut() -> None:
     from diagnose import reply
 
     long = "## report\n\n```\n" + "[INFO] step=1 loss=2.0\n" * 4000 + "```\n\nthe end\n"
-    text = reply.body(SimpleNamespace(render=lambda fmt: long))  # type: ignore[arg-type]
+    text = reply.body(SimpleNamespace(render=lambda fmt: long, runs=()))  # type: ignore[arg-type]
     assert len(text) < reply.LIMIT and text.endswith(reply.CUT_NOTE)
     before_note = text[: -len(reply.CUT_NOTE)]
     assert before_note.endswith("\n```") and before_note.count("```") == 2
