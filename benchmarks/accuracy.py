@@ -113,7 +113,7 @@ def _account_line(acc: object) -> str | None:
         return None
     parts = ", ".join(f"{PART_LABELS[p.name]} {'?' if p.seconds is None else f'{p.seconds / total:.0%}'}"
                       for p in acc.parts if p.seconds is None or p.seconds >= 0.01 * total)
-    gpus = f"{acc.gpus} GPUs" if acc.gpus else "GPUs ?"
+    gpus = f"{acc.gpus} {acc.device}" if acc.gpus else f"{acc.device} ?"
     good = f", goodput {acc.goodput:.0%}" if acc.goodput is not None else ""
     return f"{acc.clock}, {total:,.0f} s x {gpus}{good}: {parts}"
 

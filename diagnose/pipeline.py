@@ -22,7 +22,7 @@ from diagnose.engine import Diagnosis
 from diagnose.engine import diagnose as run_diagnosis
 from diagnose.findings import Finding
 from diagnose.parsers.errors import InputError
-from diagnose.parsers.github import parse_thread_url
+from diagnose.parsers.github import Thread, parse_thread_url
 from diagnose.parsers.run_model import RunModel
 from diagnose.parsers.sources import Input, Run, find_runs
 from diagnose.reports import document as documents
@@ -72,6 +72,7 @@ class Analysis:
 
     runs: tuple[RunAnalysis, ...]
     skipped: tuple[tuple[str, str], ...] = field(default=())
+    threads: tuple[Thread, ...] = field(default=())  # the GitHub threads read, as fetched (their posts, our replies)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -175,15 +176,11 @@ def _threads(names: list[str], options: Options, files: dict[str, Path] | None,
     from diagnose.parsers import run_model, threads
     from diagnose.parsers.sources import resolve, temp_dir
 
+    refs = {n: parse_thread_url(n) for n in names}
     with temp_dir() as tmp:
-        found: list[threads.ThreadRun] = []
-        skipped: list[tuple[str, str]] = []
-        for n in names:
-            if (ref := parse_thread_url(n)) is not None:
-                read = threads.read(ref, Path(tmp))
-                found += read.runs
-                skipped += read.skipped
-        context = extra + resolve([n for n in names if parse_thread_url(n) is None], Path(tmp))
+        read = [threads.read(ref, Path(tmp)) for ref in refs.values() if ref is not None]
+        found = [r for t in read for r in t.runs]
+        context = extra + resolve([n for n, ref in refs.items() if ref is None], Path(tmp))
         if on_runs is not None:
             on_runs([Run(r.name, (r.url,)) for r in found])
         if options.run is not None:
@@ -191,7 +188,7 @@ def _threads(names: list[str], options: Options, files: dict[str, Path] | None,
             if len(found) != 1:
                 raise InputError(options.run, f"matches {len(found)} of the thread's runs")
         done = [_one(r.name, run_model.build(list(r.inputs) + context), options, files) for r in found]
-    return Analysis(tuple(done), tuple(skipped))
+    return Analysis(tuple(done), tuple(x for t in read for x in t.skipped), tuple(t.thread for t in read))
 
 
 def _one(name: str, model: RunModel, options: Options, files: dict[str, Path] | None) -> RunAnalysis:

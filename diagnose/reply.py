@@ -42,9 +42,6 @@ def prepare(url: str, sources: list[str] | tuple[str, ...] = (), *, show_hosts: 
     ref = github.parse_thread_url(url)
     if ref is None:
         raise InputError(url, "not a GitHub issue, pull request or discussion URL")
-    thread = github.fetch(ref)
-    ours = [p for p in thread.posts if github.MARKER in p.body and p.id is not None]
-    existing, node_ids = (ours[-1].id if ours else None), (thread.node_id, ours[-1].node_id if ours else None)
     found: list[str] = []  # each run's URL (its first post), in order
     try:
         analysis = analyse([url, *sources], Options(redact_hosts=not show_hosts, seq_len=seq_len,
@@ -53,8 +50,15 @@ def prepare(url: str, sources: list[str] | tuple[str, ...] = (), *, show_hosts: 
     except InputError as e:
         if not guide_when_empty or isinstance(e, github.GitHubError):  # the API's refusals are not the thread's
             raise
-        return Reply(ref, GUIDANCE, existing, (), node_ids)
-    return Reply(ref, body(analysis, found), existing, tuple(r.name for r in analysis.runs), node_ids)
+        return _reply(ref, GUIDANCE, github.fetch(ref), ())
+    return _reply(ref, body(analysis, found), analysis.threads[0], tuple(r.name for r in analysis.runs))
+
+
+def _reply(ref: github.ThreadRef, text: str, thread: github.Thread, runs: tuple[str, ...]) -> Reply:
+    """The reply, aimed at our earlier one in the thread where there is one (the marker finds it)."""
+    ours = [p for p in thread.posts if github.MARKER in p.body and p.id is not None]
+    return Reply(ref, text, ours[-1].id if ours else None, runs,
+                 (thread.node_id, ours[-1].node_id if ours else None))
 
 
 def body(analysis: Analysis, run_urls: list[str] | tuple[str, ...] = ()) -> str:

@@ -53,15 +53,20 @@ def classify(timers: pl.DataFrame) -> Stragglers | None:
     ratio = float((steps["slowest"] / steps["median"]).median())  # type: ignore[arg-type]
     if ratio < IMBALANCE_FACTOR:
         return None
-    counts = steps["rank"].value_counts(sort=True)
-    top, top_n = int(counts["rank"][0]), int(counts["count"][0])
-    share = top_n / steps.height
+    kind, top, share, turns = _slowest(steps["rank"])
     host = steps.filter(pl.col("rank") == top)["node"].drop_nulls()
     wait = float((steps["slowest"] - steps["median"]).mean())  # type: ignore[arg-type]
-    kind = "persistent" if share >= PERSISTENT_SHARE else "moving"
-    turns = tuple(int(r) for r in counts["rank"].to_list()[:8]) if kind == "moving" else ()
     return Stragglers(kind=kind, rank=top, host=str(host[0]) if host.len() else None, share=share,
                       steps=steps.height, ranks=n_ranks, wait_s_per_step=wait, ratio=ratio, moving_ranks=turns)
+
+
+def _slowest(slowest: pl.Series) -> tuple[str, int, float, tuple[int, ...]]:
+    """From the slowest rank of each step (or report): persistent or moving, the rank slowest most often, its
+    share of the steps, and for a moving straggler the ranks that took turns (most often first)."""
+    counts = slowest.value_counts(sort=True, name="n")
+    top, share = int(counts[slowest.name][0]), int(counts["n"][0]) / slowest.len()
+    kind = "persistent" if share >= PERSISTENT_SHARE else "moving"
+    return kind, top, share, tuple(int(r) for r in counts[slowest.name].to_list()[:8]) if kind == "moving" else ()
 
 
 # A reading of the slow rank that names its cause, from the report's other metrics: (column, phrase, which end is
@@ -82,8 +87,6 @@ def from_report(extremes: pl.DataFrame) -> Stragglers | None:
     slowest and the others wait up to (max - min) Rtt for it. None below MIN_STEPS reports or when the median
     interval's max/min is under IMBALANCE_FACTOR (max over min is the wider spread of the two the timers give,
     so the gate errs towards naming a straggler)."""
-    if "rtt_max_ms" not in extremes.columns:
-        return None
     rows = extremes.filter(pl.col("rtt_max_ms").is_not_null() & (pl.col("rtt_min_ms") > 0)
                            & pl.col("rtt_max_rank").is_not_null())
     if rows.height < MIN_STEPS:
@@ -91,16 +94,12 @@ def from_report(extremes: pl.DataFrame) -> Stragglers | None:
     ratio = float((rows["rtt_max_ms"] / rows["rtt_min_ms"]).median())  # type: ignore[arg-type]
     if ratio < IMBALANCE_FACTOR:
         return None
-    counts = rows["rtt_max_rank"].value_counts(sort=True)
-    top, top_n = int(counts["rtt_max_rank"][0]), int(counts["count"][0])
-    share = top_n / rows.height
-    kind = "persistent" if share >= PERSISTENT_SHARE else "moving"
+    kind, top, share, turns = _slowest(rows["rtt_max_rank"])
     ranks = pl.concat([rows["rtt_max_rank"], rows["rtt_min_rank"].drop_nulls()]).n_unique()
     wait = float(((rows["rtt_max_ms"] - rows["rtt_min_ms"]) / 1000).mean())  # type: ignore[arg-type]
     return Stragglers(kind=kind, rank=top, host=None, share=share, steps=rows.height, ranks=ranks,
-                      wait_s_per_step=wait, ratio=ratio, basis="megatron", signals=_signals(rows, top) + _bottom(extremes, top),
-                      moving_ranks=tuple(int(r) for r in counts["rtt_max_rank"].to_list()[:8])
-                      if kind == "moving" else ())
+                      wait_s_per_step=wait, ratio=ratio, basis="megatron",
+                      signals=_signals(rows, top) + _bottom(extremes, top), moving_ranks=turns)
 
 
 def _signals(rows: pl.DataFrame, rank: int) -> tuple[str, ...]:

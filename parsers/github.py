@@ -284,10 +284,11 @@ _DETAILS = re.compile(r"<details\b[^>]*>(?P<body>.*?)(?:</details\s*>|\Z)", re.S
 _SUMMARY = re.compile(r"<summary\b[^>]*>.*?</summary\s*>", re.S | re.I)
 _TAG = re.compile(r"</?(?:details|summary|pre|code|br|p|div|b|i|em|strong|sub|sup)\b[^>]*>", re.I)
 # A line that a training run printed rather than a person wrote: a timestamp, a log level, NCCL, a metrics dict, a
-# progress bar, an environment assignment, a launcher command.
+# progress bar, an environment assignment, a launcher command, a metric and its number (`loss 4.23`, `lr=3e-4`).
 _LOGGISH = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[(?:INFO|WARNING|ERROR|DEBUG)|\b(?:INFO|WARNING|ERROR):|NCCL |"
                       r"\{'(?:loss|train_runtime|eval_loss)'|it/s\]|s/it\]|^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,}=\S|"
-                      r"\b(?:deepspeed|torchrun|accelerate launch|srun|mpirun)\b.*--|iteration\s+\d+\s*/", re.M)
+                      r"\b(?:deepspeed|torchrun|accelerate launch|srun|mpirun)\b.*--|iteration\s+\d+\s*/|"
+                      r"\b(?:loss|lr|grad_norm)\b\s*[=:]?\s*[-+]?\d", re.M)
 LOGGISH_LINES = 2  # the rest of a post counts as a paste when this many of its lines look printed
 _LINK = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 

@@ -79,16 +79,23 @@ def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str) -> LineKi
 # Megatron's straggler labels -> the rank_extremes column stems (parsers/schema.py).
 _STRAGGLER_LABELS = {"Rtt": "rtt", "Pwr": "power", "Tmp": "temp", "Utl": "util", "Clk": "clock", "DRtt": "data_rtt",
                      "Etpt": "etpt"}
-_STRAGGLER_UNITS = {m: u for m, u, _ in STRAGGLER_METRICS}
-_STRAGGLER_FIELDS: dict[str, pl.DataType | type[pl.DataType]] = {}
-_STRAGGLER_PATTERNS: dict[str, str | tuple[str, ...]] = {}
-for _label, _stem in _STRAGGLER_LABELS.items():
-    for _end, _tag in (("min", "Mn"), ("max", "Mx")):
-        _head = r"(?:^|[^A-Za-z])" + _tag + _label + r"/Rnk:\s*"
-        _STRAGGLER_FIELDS[f"{_stem}_{_end}{_STRAGGLER_UNITS[_stem]}"] = F
-        _STRAGGLER_FIELDS[f"{_stem}_{_end}_rank"] = I
-        _STRAGGLER_PATTERNS[f"{_stem}_{_end}{_STRAGGLER_UNITS[_stem]}"] = _head + "(" + NUM + ")"
-        _STRAGGLER_PATTERNS[f"{_stem}_{_end}_rank"] = _head + NUM + r"\s*[A-Za-z%]*/(\d+)"
+
+
+def _straggler_fields() -> tuple[dict[str, pl.DataType | type[pl.DataType]], dict[str, str | tuple[str, ...]]]:
+    """Each metric's min and max value and rank as `Mn<Label>/Rnk: <value>[unit]/<rank>` -> (fields, patterns)."""
+    units = {m: u for m, u, _ in STRAGGLER_METRICS}
+    fields: dict[str, pl.DataType | type[pl.DataType]] = {}
+    patterns: dict[str, str | tuple[str, ...]] = {}
+    for label, stem in _STRAGGLER_LABELS.items():
+        for end, tag in (("min", "Mn"), ("max", "Mx")):
+            head = r"(?:^|[^A-Za-z])" + tag + label + r"/Rnk:\s*"
+            value, rank = f"{stem}_{end}{units[stem]}", f"{stem}_{end}_rank"
+            fields |= {value: F, rank: I}
+            patterns |= {value: head + "(" + NUM + ")", rank: head + NUM + r"\s*[A-Za-z%]*/(\d+)"}
+    return fields, patterns
+
+
+_STRAGGLER_FIELDS, _STRAGGLER_PATTERNS = _straggler_fields()
 
 
 def _hf_key(key: str) -> str:
@@ -284,13 +291,15 @@ KINDS: tuple[LineKind, ...] = (
     # with highest Etpt(TF): ...` (`--straggler-minmax-count N`)
     LineKind("megatron_straggler_minmax", "rank_extremes", ("Ranks with lowest", "Ranks with highest"), "",
              {"low_etpt_ranks": S, "high_etpt_ranks": S},
-             field_patterns={"low_etpt_ranks": r"Ranks with lowest\s+Etpt\S*:\s*(.+?)\s*$",
-                             "high_etpt_ranks": r"Ranks with highest\s+Etpt\S*:\s*(.+?)\s*$"},
+             field_patterns={"low_etpt_ranks": r"Ranks with lowest\s+Etpt[^:]*:\s*(.+?)\s*$",
+                             "high_etpt_ranks": r"Ranks with highest\s+Etpt[^:]*:\s*(.+?)\s*$"},
              required_any=(("low_etpt_ranks",), ("high_etpt_ranks",)),
              samples=(("^^^^ Bottom 4 Ranks with lowest  Etpt(TF): 296.02/1, 296.17/7, 296.26/2, 296.47/0,",
                        {"low_etpt_ranks": "296.02/1, 296.17/7, 296.26/2, 296.47/0,"}),
                       ("^^^^ Top    2 Ranks with highest Etpt(TF): 389.20/4, 390.00/3,",
-                       {"high_etpt_ranks": "389.20/4, 390.00/3,"}))),
+                       {"high_etpt_ranks": "389.20/4, 390.00/3,"}),
+                      ("3: [2024-06-01 10:00:00] ^^^^ Bottom 2 Ranks with lowest  Etpt (TF): 296.02/1, 296.17/7",
+                       {"low_etpt_ranks": "296.02/1, 296.17/7"}))),
     LineKind("ds_cpu_memory", "cpu_memory", ("CPU Virtual Memory:",),
              r"CPU Virtual Memory:\s+used = (?P<cpu_used_gb>" + NUM + r") GB, percent = (?P<cpu_percent>" + NUM + r")%",
              {"cpu_used_gb": F, "cpu_percent": F}, required="cpu_used_gb"),

@@ -40,20 +40,17 @@ def read(ref: github.ThreadRef, tmpdir: Path) -> ThreadRuns:
     if not found.pieces:
         raise InputError(ref.url, "no pasted block, log-looking text or text attachment in "
                          + ("this comment" if ref.comment_id else "the thread"))
-    by_post: dict[int, list[Input]] = {}
-    order: list[github.Post] = []
+    by_post: dict[github.Post, list[Input]] = {}  # in the order the posts sit
     for p in found.pieces:
-        if id(p.post) not in by_post:
-            order.append(p.post)
-        by_post.setdefault(id(p.post), []).append(p.input)
+        by_post.setdefault(p.post, []).append(p.input)
+    order = list(by_post)
     if len(order) == 1:
         return ThreadRuns(thread, (_run(thread, order, by_post),), tuple(skipped))
-    steps = {id(p): _prints_steps(by_post[id(p)]) for p in order}
     groups: list[list[github.Post]] = []
-    pending: dict[str, list[github.Post]] = {}
-    latest: dict[str, list[github.Post]] = {}
+    pending: dict[str, list[github.Post]] = {}  # an author's posts without steps, before their first run
+    latest: dict[str, list[github.Post]] = {}  # an author's latest run
     for post in order:
-        if steps[id(post)]:
+        if _prints_steps(by_post[post]):
             group = pending.pop(post.author, []) + [post]
             groups.append(group)
             latest[post.author] = group
@@ -77,11 +74,11 @@ def _prints_steps(inputs: list[Input]) -> bool:
         return False
 
 
-def _run(thread: github.Thread, posts: list[github.Post], by_post: dict[int, list[Input]]) -> ThreadRun:
+def _run(thread: github.Thread, posts: list[github.Post], by_post: dict[github.Post, list[Input]]) -> ThreadRun:
     first = posts[0]
     name = f"#{thread.ref.number} {first.label} ({first.author})" + (
         " with " + ", ".join(p.label for p in posts[1:]) if len(posts) > 1 else "")
-    return ThreadRun(name, post_url(thread, first), tuple(i for p in posts for i in by_post[id(p)]))
+    return ThreadRun(name, post_url(thread, first), tuple(i for p in posts for i in by_post[p]))
 
 
 def post_url(thread: github.Thread, post: github.Post) -> str:

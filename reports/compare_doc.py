@@ -220,27 +220,16 @@ def render_terminal(doc: dict[str, Any], console: Console) -> None:
     console.print(Text(doc["verdict"], style="bold"))
     console.print(Text(f"baseline:  {doc['baseline']['name']}\ncandidate: {doc['candidate']['name']}", style="dim"))
     if doc["change_rows"]:
-        t = Table(title="What changed", title_justify="left")
-        for col in ("key", "baseline", "candidate"):
-            t.add_column(col)
-        for c in doc["change_rows"]:
-            t.add_row(Text(c["key"]), Text(c["baseline"]), Text(c["candidate"]))
-        console.print(t)
-    t = Table(title="What it cost", title_justify="left")
-    for col in ("metric", "baseline", "candidate", "ratio"):
-        t.add_column(col)
-    for row in doc["delta_rows"]:
-        t.add_row(row["label"], row["baseline"], row["candidate"], row["ratio"], style="red" if row["worse"] else None)
-    console.print(t)
+        _table(console, "What changed", ("key", "baseline", "candidate"),
+               [[Text(c["key"]), Text(c["baseline"]), Text(c["candidate"])] for c in doc["change_rows"]])
+    _table(console, "What it cost", ("metric", "baseline", "candidate", "ratio"),
+           [[r["label"], r["baseline"], r["candidate"], r["ratio"]] for r in doc["delta_rows"]],
+           styles=["red" if r["worse"] else None for r in doc["delta_rows"]])
     if doc["scaling_text"]:
         console.print(Text("Scaling: " + doc["scaling_text"]))
     if doc["time_rows"]:
-        t = Table(title="Where the time went", title_justify="left")
-        for col in ("part", "baseline", "candidate"):
-            t.add_column(col)
-        for r in doc["time_rows"]:
-            t.add_row(Text(r["part"]), Text(r["baseline"]), Text(r["candidate"]))
-        console.print(t)
+        _table(console, "Where the time went", ("part", "baseline", "candidate"),
+               [[Text(r["part"]), Text(r["baseline"]), Text(r["candidate"])] for r in doc["time_rows"]])
     if doc["explained_by"]:
         console.print(Text("Explained by:", style="bold"))
         for e in doc["explained_by"]:
@@ -252,3 +241,13 @@ def render_terminal(doc: dict[str, Any], console: Console) -> None:
             for line in d["diff"].splitlines():
                 console.print(Text(f"   {line}", style="green" if line.startswith("+") else
                                    "red" if line.startswith("-") else "dim"))
+
+
+def _table(console: Console, title: str, columns: tuple[str, ...], rows: list[list[Any]],
+           styles: list[str | None] | None = None) -> None:
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col)
+    for i, row in enumerate(rows):
+        t.add_row(*row, style=styles[i] if styles else None)
+    console.print(t)

@@ -150,6 +150,17 @@ def test_pasted_text_outside_fences_is_read_when_it_looks_printed(gh: StandIn) -
     assert doc["metrics"]["steps"]["n"] > 10
 
 
+def test_an_unfenced_paste_of_a_trainer_without_timestamps_is_read(gh: StandIn) -> None:
+    """nanoGPT's own print format (`iter N: loss X, time Yms, mfu Z%`), pasted as plain text under a question."""
+    lines = [f"iter {i}: loss {4.5 - i / 100:.4f}, time {120 + (i % 3):.2f}ms, mfu {31.2:.2f}%" for i in range(40)]
+    gh.add_issue(14, "slow", "Why is this slower than the README's numbers?\n\n" + "\n".join(lines), "kim")
+    r = cli(gh, "report", thread_url(gh, n=14), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [s["name"] for s in doc["sources"]] == ["#14 body (kim) text"]
+    assert doc["metrics"]["steps"]["p50_s"] == pytest.approx(0.121, rel=0.02)
+
+
 def test_a_pull_request_conversation_and_a_gzip_attachment(gh: StandIn) -> None:
     data = gzip.compress((BASE / "train.log").read_bytes())
     gh.add_issue(11, "perf: faster all-reduce", f"Before: {gh.attach('before.log.gz', data)}", "erin", pull=True)
@@ -190,6 +201,8 @@ def test_the_reply_is_a_dry_run_by_default_and_inert(gh: StandIn) -> None:
     body = r.stdout
     assert body.startswith("<!-- diagnose: training-run report -->\n") and len(body) < 65_536
     assert "would post a new comment" in r.stderr and not any(m != "GET" for m, _, _ in gh.state.requests)
+    # The thread is fetched once: the report and the search for our earlier reply share it.
+    assert sum(path.endswith(f"/issues/{NUMBER}") for _, path, _ in gh.state.requests) == 1
     assert "```mermaid" in body and "straggler" in body
     issue_id = gh.state.issues[NUMBER]["id"]
     assert (f"This thread holds 2 runs, reported one by one below. To compare two of them: `diagnose compare "
@@ -385,3 +398,13 @@ def test_a_reply_cut_to_fit_closes_the_fence_it_cut() -> None:
     assert len(text) < reply.LIMIT and text.endswith(reply.CUT_NOTE)
     before_note = text[: -len(reply.CUT_NOTE)]
     assert before_note.endswith("\n```") and before_note.count("```") == 2
+
+
+def test_markdown_text_from_logs_cannot_reference_an_issue_or_another_thread() -> None:
+    from diagnose.reports.markdown import md
+
+    out = md("fixed in #12 and GH-3, see https://github.com/acme/trainer/issues/4 and owner/repo#5, @bob")
+    assert not re.search(r"#\d|GH-\d|github\.com/|@[A-Za-z]", out)
+    assert out.replace("\u200b", "").replace("\\", "") == (
+        "fixed in #12 and GH-3, see https://github.com/acme/trainer/issues/4 and owner/repo#5, @bob")
+    assert md("step 12 of 40, port 29500, #define") == "step 12 of 40, port 29500, \\#define"  # nothing else touched
