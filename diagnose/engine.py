@@ -213,6 +213,10 @@ def verdict(findings: list[Finding], m: Metrics, picture: str | None) -> str:
         return _fit("No cause of a slowdown found", figures, _more(0, len(tuning)))
     if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):
         return _fit("Utilization is low and no rule explains it", figures, "; see the next measurement.")
+    if m.steps is None and not picture:
+        # Nothing times the run: "no problem" would be a claim the text cannot back.
+        read = f"{m.steps_read} steps read, none timed" if m.steps_read else "no step line read"
+        return _fit(f"Not enough to tell: {read}", figures, "; see the next measurement.")
     return _fit("No problem found", figures, ".")
 
 
@@ -220,6 +224,9 @@ def next_steps(findings: list[Finding], m: Metrics, model: RunModel) -> tuple[st
     """What to measure next when the evidence runs out: the exact switch for each missing signal."""
     f = model.facts
     out = []
+    if m.steps is None and not any(x.explains_slowdown for x in findings):
+        out.append("Paste the lines that print step times (the trainer's progress lines, with their timestamps), "
+                   "or the whole log: no line read here says how long a step took.")
     if m.breakdown is None and f.zero_stage is not None:
         out.append('Add "wall_clock_breakdown": true to the DeepSpeed config: per-step fwd / bwd / allreduce / '
                    "optimizer timers.")

@@ -99,6 +99,8 @@ class Metrics:
     # Megatron's `max allocated`, LLaMA-Factory's memory(GiB).
     peak_mem_gb: float | None = None
     clocks: dict[str, tuple[float, float]] = field(default_factory=dict)  # every step clock -> (p50, p90) seconds
+    # Distinct steps the run printed (one rank), timed or not: what was read where no clock says how long they took.
+    steps_read: int = 0
     timed_totals: tuple[float, ...] = ()  # fwd + bwd + step (+ pipeline waits) ms per timer line, in order (one rank)
     generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
 
@@ -156,7 +158,8 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
                    data_wait_share=_data_wait_share(steps), timed_totals=_timed_totals(model.frames["timers"]),
                    generation_share=_generation_share(steps),
-                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=by_clock)
+                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=by_clock,
+                   steps_read=_steps_read(steps))
 
 
 def _flushes(events: pl.DataFrame) -> pl.DataFrame:
@@ -213,8 +216,25 @@ def _ds_step_clock(steps: pl.DataFrame, _: int | None) -> pl.DataFrame | None:
     return s if s.height >= 3 else None
 
 
+def _steps_read(steps: pl.DataFrame) -> int:
+    """Distinct step numbers of the kind that printed the most (one rank); lines without a number count each."""
+    rows = steps.filter(pl.col("origin") != "hf_train_runtime")
+    if rows.height == 0:
+        return 0
+    origin = rows["origin"].cast(pl.String).value_counts(sort=True)["origin"][0]
+    one = _one_rank(rows.filter(pl.col("origin") == origin))
+    numbered = one["global_step"].drop_nulls()
+    return int(numbered.n_unique()) + int(one["global_step"].null_count())
+
+
 def _ds_throughput_clock(steps: pl.DataFrame, train_batch: int | None) -> pl.DataFrame | None:
     tp = steps.filter((pl.col("origin") == "ds_throughput") & (pl.col("samples_per_sec") > 0))
+    if tp.height >= 4 and not train_batch and tp["ts"].null_count() == 0:
+        # No batch size to turn samples/s into seconds: the lines' own stamps over the steps between them.
+        one = _one_rank(tp).unique("global_step", keep="first").sort("global_step")
+        s = one.select(pl.col("global_step").alias("step"), WALL_PER_STEP.alias("step_time_s"), "ts").filter(
+            pl.col("step_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+        return s if s.height >= 3 else None
     if tp.height < 3 or not train_batch:
         return None
     return tp.unique("global_step", keep="first").sort("global_step").select(
@@ -244,7 +264,7 @@ def _wandb_clock(steps: pl.DataFrame, _: int | None) -> pl.DataFrame | None:
 
 
 # Kinds whose lines print the time of each step (or of each logged interval, per step) directly.
-PRINTED_CLOCKS = ("megatron_iter", "ds_pipe_step", "dschat_rlhf_step", "dschat_step", "progress", "hf_log")
+PRINTED_CLOCKS = ("megatron_iter", "ds_pipe_step", "dschat_rlhf_step", "dschat_step", "progress", "hf_log", "learned")
 
 
 def _printed_series(steps: pl.DataFrame) -> pl.DataFrame | None:

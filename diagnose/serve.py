@@ -100,13 +100,18 @@ class _MultipartSink:
         self.parser = MultipartParser(boundary, {
             "on_part_begin": self._begin, "on_header_field": self._header_field,
             "on_header_value": self._header_value, "on_header_end": self._header_end,
-            "on_headers_finished": self._headers_done, "on_part_data": self._data, "on_part_end": self._end})
+            "on_headers_finished": self._headers_done, "on_part_data": self._data, "on_part_end": self._end,
+            "on_end": self._finished})
+        self.complete = False  # the closing boundary arrived: a body cut or garbled before it is no upload
 
     def feed(self, chunk: bytes) -> None:
         self.received += len(chunk)
         if self.received > self.max_bytes:
             raise UploadError(413, f"upload larger than {self.max_bytes // (1024 * 1024)} MB")
         self.parser.write(chunk)
+
+    def _finished(self) -> None:
+        self.complete = True
 
     def _begin(self) -> None:
         self._headers, self._out, self._field_name, self._field = {}, None, None, bytearray()
@@ -287,6 +292,8 @@ def create_app(config: ServeConfig) -> Starlette:
                 return error(400, f"not a well-formed multipart/form-data body ({e})")
             finally:
                 sink.close()
+            if not sink.complete:
+                return error(400, "not a well-formed multipart/form-data body (it ends before its closing boundary)")
             wandb = sink.fields.get("wandb") or None
             if not sink.files and not wandb:
                 return error(400, "no files and no W&B run given")

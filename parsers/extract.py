@@ -9,6 +9,8 @@ import polars as pl
 from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
+from diagnose.parsers.stamps import STAMP_HINT, find_stamp
+from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
 
 _META = set("\\.+*?()|[]{}^$#&-~")
 
@@ -99,6 +101,10 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
                .str.strip_prefix("[")
                .str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
+    # Any other stamp, wherever it stands (`55:  [2026-06-24 15:09:29.610181] iteration ...`, `02/09/2022 12:13:25 -
+    # INFO -`, detectron2's `[08/22 10:15:03 d2.utils.events]:`): parsers/stamps.py.
+    ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(STAMP_HINT)),
+               lambda idx: find_stamp(text.gather(idx)))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
                               node.alias("node"), ts.alias("ts"), mark.alias("_mark"))
@@ -421,6 +427,19 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
             out.setdefault("env", []).append(env)
     used = [part.select(key) for parts in out.values() for part in parts]
     out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
+    # Lines no anchored kind claimed that hold a number: their templates are learned once the source is read
+    # (parsers/templates.py); the general progress kind's rows on them may give way to a learned stream.
+    free = anchored.filter(pl.col("anchor").is_null() & pl.col("text").str.contains(r"\d"))
+    if free.height:
+        mined, tpls = mine(with_prefix(free, source_id))
+        claimed = out["_lines"][0].with_columns(pl.lit(True).alias("claimed"))
+        if source_id is not None:
+            claimed = claimed.select("line", "claimed")
+        mined = mined.join(claimed, on=key, how="left").with_columns(pl.col("claimed").fill_null(False))
+        out["_mined"], out["_templates"] = [mined], [tpls]
+    else:
+        out["_mined"] = [pl.DataFrame(schema=MINED_SCHEMA | {"claimed": pl.Boolean})]
+        out["_templates"] = [pl.DataFrame(schema=TEMPLATES_SCHEMA)]
     # Highest ranks: the anchored lines' from their prefixes (read once, above), the other lines' by a scan.
     marked = [_ranks_seen(anchored.filter(pl.col("anchor").is_null()), source_id)]
     if tagged.height:

@@ -694,6 +694,8 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
         return None, None
 
     nodes, line = flag("deepspeed.num_nodes", "torchrun.nnodes", "accelerate.num_machines", "srun.nodes", "srun.N")
+    if nodes is None and "torchrun.standalone" in f:  # `torchrun --standalone`: one node, by definition
+        nodes, line = 1, at or f["torchrun.standalone"].line
     c.add("nodes", nodes, o, src, line)
     gpn, line = flag("deepspeed.num_gpus", "torchrun.nproc_per_node", "torchrun.nproc-per-node",
                      "srun.ntasks-per-node", "srun.gpus-per-node")

@@ -17,6 +17,7 @@ from diagnose.parsers.extract import extract_chunk
 from diagnose.parsers.kinds import BLOCK_HEADERS
 from diagnose.parsers.lines import Chunk, ChunkStats, Dense, iter_chunks, lines_frame
 from diagnose.parsers.schema import FRAMES, conform
+from diagnose.parsers.templates import PASTE_MAX_LINES, TEMPLATES_SCHEMA, Learned, learn
 from diagnose.parsers.thinning import THINNED_FRAMES, Summary, Thinner, prepare
 
 
@@ -30,6 +31,8 @@ class LogResult:
     text_lines: int = 0  # logical lines after splitting tqdm redraws
     faults: list[str] = field(default_factory=list)  # line kinds that raised on some chunk (each named once)
     ranks: list[pl.DataFrame] = field(default_factory=list)  # per chunk: the highest rank a prefix names, and where
+    templates: list[pl.DataFrame] = field(default_factory=list)  # per chunk: the templates its unclaimed lines had
+    learned: Learned = field(default_factory=Learned)  # the streams learned from them (parsers/templates.py)
 
 
 # Chunks in flight: polars releases the GIL, so chunks' work overlaps. One more than the cores keeps them busy
@@ -51,6 +54,7 @@ class _Parsed:
     summaries: dict[str, list[Summary]]  # per thinned frame, one per part (parsers/thinning.py)
     faults: tuple[str, ...] = ()
     ranks: pl.DataFrame | None = None
+    templates: pl.DataFrame | None = None
 
 
 def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -> list[_Parsed]:
@@ -84,6 +88,7 @@ def _work_piece(data: bytes, source_id: int, strides: dict[str, int] | None, con
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
     faults = tuple(extracted.pop("_faults")[0]["fault"].to_list())
     ranks = extracted.pop("_ranks")[0]
+    templates = extracted.pop("_templates")[0]
     parts = {name: [conform(name, p)] if name in FRAMES else p for name, p in extracted.items()}
     summaries: dict[str, list[Summary]] = {}
     for name in THINNED_FRAMES:  # numbered within the chunk here, in parallel; the merge adds earlier chunks' counts
@@ -95,7 +100,7 @@ def _work_piece(data: bytes, source_id: int, strides: dict[str, int] | None, con
     # Without a header, only the first WINDOW lines can matter (to a block that began in the chunk before): the rest
     # is not held while the chunk waits to be merged (a copy: a slice would keep the whole buffer alive).
     kept = lines if headers.len() else pl.DataFrame(lines.head(WINDOW).to_dict(as_series=False), schema=lines.schema)
-    return _Parsed(kept, parts, used, headers, stats, lines.height, summaries, faults, ranks)
+    return _Parsed(kept, parts, used, headers, stats, lines.height, summaries, faults, ranks, templates)
 
 
 def _shift(frame: pl.DataFrame, offset: int) -> pl.DataFrame:
@@ -131,6 +136,8 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | Non
         result.faults.extend(f for f in parsed.faults if f not in result.faults)
         if parsed.ranks is not None and parsed.ranks.height:
             result.ranks.append(_shift(parsed.ranks, offset))
+        if parsed.templates is not None and parsed.templates.height:
+            result.templates.append(parsed.templates)
         for name, parts in parsed.parts.items():
             for i, part in enumerate(parts):
                 result.rows[name] = result.rows.get(name, 0) + part.height
@@ -165,8 +172,36 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | Non
         before = set(result.blocks.lines_used)
         _read_blocks(pending, _header_positions(pending), source_id, result.blocks, final=True)
         result.used_lines += _newly_used(result.blocks.lines_used - before, retained)
+    result.learned, fresh = _learn(result.parts, result.templates,
+                                   {source_id: result.stats.physical_lines <= PASTE_MAX_LINES})
+    result.templates = []
+    result.used_lines += fresh.get(source_id, 0)
+    if result.learned.steps:
+        result.rows["steps"] = result.rows.get("steps", 0) + sum(s.height for s in result.learned.steps)
     result.used_lines = min(result.used_lines, result.stats.physical_lines)
     return result
+
+
+def _learn(parts: dict[str, list[pl.DataFrame]], templates: list[pl.DataFrame],
+           paste: dict[int, bool]) -> tuple[Learned, dict[int, int]]:
+    """The mined rows of whole sources (popped from `parts`) -> learned streams, whose step rows join `parts` (they
+    are few, one per printed step of one stream: not thinned); and per source, the stream lines no kind had read."""
+    mined = parts.pop("_mined", [])
+    rows = pl.concat(mined) if len(mined) > 1 else (mined[0] if mined else None)
+    if rows is None or rows.height == 0:
+        return Learned(), {}
+    tpls = pl.concat(templates).unique("tid", keep="first") if templates else pl.DataFrame(schema=TEMPLATES_SCHEMA)
+    learned = learn(rows.drop("claimed"), tpls, paste)
+    if learned.steps:
+        parts.setdefault("steps", []).extend(conform("steps", [s]) for s in learned.steps)
+    if learned.side:
+        parts.setdefault("progress", []).extend(learned.side)
+    fresh: dict[int, int] = {}
+    if learned.lines:
+        stream_lines = pl.concat(learned.lines)
+        new = rows.join(stream_lines, on=["source", "line"], how="semi").filter(~pl.col("claimed"))
+        fresh = {int(s): int(n) for s, n in new["source"].value_counts().iter_rows()}
+    return learned, fresh
 
 
 def _newly_used(block_lines: set[int], retained: list[pl.Series]) -> int:
@@ -207,6 +242,7 @@ class BatchResult:
     blocks: tuple[Blocks, ...]
     faults: tuple[str, ...] = ()
     ranks: pl.DataFrame | None = None  # per file (source): the highest rank a prefix names, and where
+    learned: Learned = field(default_factory=Learned)  # streams learned from the files' lines
 
 
 def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
@@ -226,7 +262,11 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
     used_lines = extracted.pop("_lines")[0]
     faults = tuple(dict.fromkeys(extracted.pop("_faults")[0]["fault"].to_list()))
     ranks = extracted.pop("_ranks")[0]
+    templates = extracted.pop("_templates")
+    learned, fresh = _learn(extracted, templates, {first_source + i: n <= PASTE_MAX_LINES for i, n in enumerate(counts)})
     used_by = {int(s): int(n) for s, n in used_lines["source"].value_counts().iter_rows()}
+    for s, n in fresh.items():
+        used_by[s] = used_by.get(s, 0) + n
     blocks = [Blocks() for _ in texts]
     for source in lines.filter(pl.col("text").str.contains(_HEADER_RE))["source"].unique().to_list():
         own = lines.filter(pl.col("source") == source)
@@ -241,5 +281,5 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
             for s, n in part["source"].value_counts().iter_rows():
                 rows[int(s) - first_source][name] = rows[int(s) - first_source].get(name, 0) + int(n)
     return BatchResult(parts, tuple(counts), tuple(used_by.get(first_source + i, 0) for i in range(len(texts))),
-                       tuple(rows), tuple(blocks), faults, ranks)
+                       tuple(rows), tuple(blocks), faults, ranks, learned)
 

@@ -345,12 +345,17 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("exception", "events", ("Error: ", "Exception: "),
              r"^(?:\[rank\d+\]: )?(?P<detail>[A-Za-z_][\w.]*(?:Error|Exception): .*)$", {"detail": S},
              required="detail", constants={"kind": "exception"}),
+    # Megatron: `saving checkpoint at iteration      10 to /path ...` (the save's start; `successfully saved
+    # checkpoint from iteration 10 to ...` its end, which is no save of its own).
     LineKind("checkpoint_save", "events",
              ("Saving model checkpoint", "is about to be saved!", "[Torch] Saved ", "checkpoint saved ",
-              "saving checkpoint to "),
+              "saving checkpoint to ", "saving checkpoint at iteration", "Saving checkpoint at "),
              r"(?P<detail>(?:Saving model checkpoint|\[Torch\] Checkpoint|\[Torch\] Saved|\w+ checkpoint saved|"
-             r"saving checkpoint to ).*)$",
-             {"detail": S}, required="detail", constants={"kind": "checkpoint_save"}),
+             r"saving checkpoint to |saving checkpoint at iteration|Saving checkpoint at ).*)$",
+             {"detail": S}, required="detail", constants={"kind": "checkpoint_save"},
+             samples=(("[2026-06-24 15:09:43.548480] saving checkpoint at iteration      10 to /scratch/ckpt",
+                       {"kind": "checkpoint_save"}),
+                      ("Saving checkpoint at step 100...", {"kind": "checkpoint_save"}))),
     # nanoGPT-style evaluation lines: `step 2000: train loss 2.91, val loss 2.95`.
     LineKind("eval_val_loss", "events", (", val loss ",), r"(?P<detail>\S.*, val loss " + NUM + r")",
              {"detail": S}, required="detail", constants={"kind": "eval"}),
@@ -372,7 +377,8 @@ KINDS: tuple[LineKind, ...] = (
     # without CUDA, PyTorch / Lightning saying CUDA is unavailable.
     LineKind("no_gpu", "events",
              ("Using cpu_amp half precision backend", "compiled without GPU support", "CUDA is not available",
-              "No CUDA GPUs are available", "GPU available: False", "torch.cuda.is_available() is False"),
+              "No CUDA GPUs are available", "GPU available: False", "torch.cuda.is_available() is False",
+              "using device:cpu", "using device: cpu", "Using device: cpu", "Using device:cpu"),
              r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "no_gpu"}),
     LineKind("recompile", "events", ("recompile_limit", "cache_size_limit"), r"(?P<detail>.+)$", {"detail": S},
              required="detail", constants={"kind": "recompile"}),
@@ -440,8 +446,16 @@ KINDS: tuple[LineKind, ...] = (
     # Lightning: `Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4`.
     _fact("lightning_member", ("Initializing distributed: GLOBAL_RANK:",), r"MEMBER: \d+/(?P<value>\d+)",
           "job.world_size"),
-    # Any `world_size=N` a script prints (`trainer.world_size=1`, `dist.get_world_size()`).
-    _fact("world_size_print", ("world_size=",), r"\bworld_size=(?P<value>\d+)", "job.world_size"),
+    # Any world size a script prints: `world_size=N` (`trainer.world_size=1`, `dist.get_world_size()`),
+    # `world_size: 8` (ms-swift's `rank: 0, local_rank: 0, world_size: 8`), `World size: 4`.
+    LineKind("world_size_print", "facts",
+             ("world_size=", "world_size: ", "World size: ", "world size: ", "World Size: ", "world_size = ",
+              "World size = ", "WORLD SIZE: "),
+             r"(?i)\bworld[_ ]size\s*[:=]\s*(?P<value>\d+)\b", {"value": S}, required="value",
+             constants={"key": "job.world_size"},
+             samples=(("[INFO:swift] rank: 0, local_rank: 0, world_size: 8, local_world_size: 8",
+                       {"value": "8", "key": "job.world_size"}),
+                      ("World size: 4", {"value": "4"}), ("trainer.world_size=1", {"value": "1"}))),
     # Megatron: `using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, pipeline-model-parallel
     # size: 16` (older: `using world size: 64 and model-parallel size: 4`), one row per number.
     _fact("megatron_world", ("using world size: ",), r"using world size: (?P<value>\d+)", "megatron.world_size"),

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,7 +18,8 @@ from diagnose.parsers.facts import FactInputs, RunFacts, assemble
 from diagnose.parsers.ingest import LogResult, ingest_batch, ingest_log
 from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.schema import FRAMES, conform
-from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, open_input, read_text
+from diagnose.parsers.templates import Learned, Stream, Unread
+from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, is_program, open_input, read_text
 from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
 
 CONFIG_MAX_BYTES = 4 * 1024 * 1024  # configs and launch scripts are small; anything bigger is read as a log
@@ -56,6 +56,10 @@ class RunModel:
     thinned: dict[str, int] = field(default_factory=dict)
     # readers and line kinds that raised on some input ("line kind X: ValueError: ..."); the rest was read
     faults: tuple[str, ...] = ()
+    # progress streams learned from the logs' own templates (parsers/templates.py), and the most frequent templates
+    # no reader understood, each with a sample line
+    streams: tuple[Stream, ...] = ()
+    unread: tuple[Unread, ...] = ()
 
     def frame(self, name: str) -> pl.DataFrame:
         return self.frames[name]
@@ -83,6 +87,9 @@ class _Acc:
     batch: list[_SmallLog] = field(default_factory=list)  # small logs waiting to be read together
     faults: list[str] = field(default_factory=list)  # line kinds that raised (named once each)
     reading: int | None = None  # the source id the input being read was given
+    streams: list[Stream] = field(default_factory=list)
+    unread: list[Unread] = field(default_factory=list)
+    stream_lines: list[pl.DataFrame] = field(default_factory=list)  # (source, line) of every learned stream's lines
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,9 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     for name in THINNED_FRAMES:
         acc.parts[name] = acc.thinner.take(name) + acc.parts.get(name, [])
     frames = {name: conform(name, acc.parts.get(name, [])) for name in FRAME_NAMES}
+    frames["steps"], summaries = _learned_precedence(frames["steps"], acc)
+    if summaries.height:
+        frames["events"] = conform("events", [frames["events"], summaries])
     frames["events"] = once_per_step(frames["events"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
@@ -117,7 +127,42 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1} | {
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
-    return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults))
+    unread = tuple(sorted(acc.unread, key=lambda u: -u.lines))
+    return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults),
+                    tuple(acc.streams), unread)
+
+
+def _learned_precedence(steps: pl.DataFrame, acc: _Acc) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Where a learned stream reads a source's steps, the general `progress` kind gives way: its rows on the
+    stream's lines go (the stream read them whole), and its rows elsewhere in that source are lines that do not
+    advance with the stream (totals, `Overall training speed`, summaries): events, not steps."""
+    clocked = {s.source for s in acc.streams if s.step_clock}
+    if not acc.stream_lines or not clocked:
+        return steps, pl.DataFrame()
+    lines = pl.concat(acc.stream_lines).unique()
+    progress = (pl.col("origin") == "progress") & pl.col("source").is_in(sorted(clocked))
+    on_stream = steps.join(lines.with_columns(pl.lit(True).alias("_on")), on=["source", "line"], how="left")
+    summaries = on_stream.filter(progress & pl.col("_on").is_null())
+    kept = on_stream.filter(~progress).drop("_on")
+    events = summaries.select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
+                              pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
+    return kept, events
+
+
+def _take_learned(learned: Learned, acc: _Acc, renumber: dict[int, int] | None = None) -> None:
+    """A log's (or a batch's) learned streams into the model, with the source ids the model gave them."""
+    import dataclasses as dc
+
+    def new(source: int) -> int | None:
+        return source if renumber is None else renumber.get(source)
+
+    acc.streams.extend(dc.replace(s, source=new(s.source)) for s in learned.streams if new(s.source) is not None)
+    acc.unread.extend(dc.replace(u, source=new(u.source)) for u in learned.unread if new(u.source) is not None)
+    for lines in learned.lines:
+        if renumber is not None:
+            lines = lines.filter(pl.col("source").is_in(list(renumber))).with_columns(
+                pl.col("source").replace_strict(renumber, return_dtype=pl.UInt16))
+        acc.stream_lines.append(lines)
 
 
 def _read_guarded(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, refresh: bool = False,
@@ -162,6 +207,8 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
         return
     if is_binary(head):
         raise InputError(inp.name, "binary file, not a log, config or launch script")
+    if not inp.explicit and is_program(head, path):
+        raise InputError(inp.name, "program source, not a log, config or launch script (name it to read it)")
     size = path.stat().st_size
     if wandb_offline.sniff_panel_csv(head[:4096].decode("utf-8", "replace")):
         run = wandb_offline.read_panel_csv(path)
@@ -213,10 +260,15 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
                       note="; ".join(notes))
     acc.faults.extend(f for f in result.faults if f not in acc.faults)
     if not is_script and result.used_lines == 0 and not any(result.rows.values()) and not result.ranks:
+        # Text that no reader understood still gets a report of what could be read (nothing, and the layouts it
+        # holds); only an empty input is refused.
+        if result.text_lines == 0 or (size <= CONFIG_MAX_BYTES and not text.strip()):
+            raise InputError(inp.name, "empty: no text to read")
         cut = f", {result.stats.cut_lines} over {MAX_LINE_BYTES >> 20} MiB cut" if result.stats.cut_lines else ""
-        raise InputError(inp.name, f"nothing recognisable in {max(result.text_lines, result.stats.physical_lines)} "
-                                   f"lines{cut} (not a DeepSpeed, accelerate, HF Trainer, torchrun or NCCL log)")
+        notes.append(f"nothing recognised in {max(result.text_lines, result.stats.physical_lines)} lines{cut}")
+        info = dataclasses.replace(info, note="; ".join(notes))
     acc.sources.append(info)
+    _take_learned(result.learned, acc)
     for name, parts in result.parts.items():
         acc.parts.setdefault(name, []).extend(parts)
     if result.ranks:
@@ -288,6 +340,7 @@ def _add_wandb_run(name: str, run: wandb_offline.WandbRun, source_id: int, acc: 
     acc.sources.append(SourceInfo(name, kind, lines=lines,
                                   recognised=len(run.history) + len(run.stats) + result.used_lines, bytes=size,
                                   note=note))
+    _take_learned(result.learned, acc)
     for frame, parts in result.parts.items():
         acc.parts.setdefault(frame, []).extend(parts)
     if result.ranks:
@@ -302,10 +355,9 @@ def _sniff_small(inp: Input, text: str) -> tuple[str, Any] | None:
     """A config or launch script -> (kind, its data); None when the file is a log after all."""
     stripped = text.lstrip()
     if stripped.startswith("{"):
-        sniffed = configs.sniff_json(stripped)
-        if sniffed is None and _looks_json(stripped):
-            raise InputError(inp.name, "JSON that is neither a DeepSpeed config nor a trainer_state.json")
-        return sniffed
+        # JSON that is no config we know (`metrics.json`, JSON lines) is read line by line like any text: its
+        # `"name": value` pairs are what the template reader learns from.
+        return configs.sniff_json(stripped)
     if (py_cfg := configs.sniff_python_dict(text)) is not None:
         return "ds_config", py_cfg
     if (yaml_cfg := configs.sniff_yaml(text)) is not None:
@@ -372,18 +424,20 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
     acc.faults.extend(f for f in result.faults if f not in acc.faults)
     for i, small in enumerate(batch):
         named_ranks = result.ranks is not None and (result.ranks["source"] == first + i).any()
-        if result.used[i] == 0 and not any(result.rows[i].values()) and not named_ranks:
-            acc.skipped.append(Skipped(small.inp.name, f"nothing recognisable in {result.lines[i]} lines (not a "
-                                                   f"DeepSpeed, accelerate, HF Trainer, torchrun or NCCL log)"))
+        unread = result.used[i] == 0 and not any(result.rows[i].values()) and not named_ranks
+        if unread and not small.data.strip():
+            acc.skipped.append(Skipped(small.inp.name, "empty: no text to read"))
             continue
         final[first + i] = len(acc.sources)
         acc.sources.append(SourceInfo(small.inp.name, "log", lines=result.lines[i], recognised=result.used[i],
-                                      bytes=len(small.data)))
+                                      bytes=len(small.data),
+                                      note=f"nothing recognised in {result.lines[i]} lines" if unread else ""))
         acc.blocks.append((final[first + i], result.blocks[i]))
         _comms_from_table(result.blocks[i], final[first + i], acc)
         if (embedded := launch_script.embedded_script(plain_text(small.data.decode("utf-8")))) is not None:
             acc.embedded.append((final[first + i], launch_script.parse_script(embedded)))
     renumber = pl.col("source").replace_strict(final, return_dtype=pl.UInt16)
+    _take_learned(result.learned, acc, final)
     if result.ranks is not None and result.ranks.height:
         kept = result.ranks.filter(pl.col("source").is_in(list(final)))
         if kept.height:
@@ -397,14 +451,6 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
                 acc.parts.setdefault(name, []).append(part)
     if progress:
         progress(sum(len(s.data) for s in batch))
-
-
-def _looks_json(text: str) -> bool:
-    try:
-        json.loads(text)
-        return True
-    except ValueError:
-        return False
 
 
 def _comms_from_table(blocks: Blocks, source_id: int, acc: _Acc) -> None:

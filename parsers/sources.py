@@ -26,10 +26,8 @@ from diagnose.parsers.errors import InputError
 MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024  # a raw log attachment larger than this is not a paste; ask for the file
 DOWNLOAD_TIMEOUT_S = 20.0
 SNIFF_BYTES = 64 * 1024
-# Files a directory walk reads; anything else there is skipped (checkpoints, tensors, images, code).
-# `.md`: issue pastes and experiment notes hold logs too.
-LOG_SUFFIXES = {".log", ".out", ".output", ".err", ".error", ".txt", ".gz", ".json", ".yaml", ".yml", ".sh", ".bash",
-                ".sbatch", ".slurm", ".stdout", ".stderr", ".csv", ".md", ".markdown", ""}
+# A directory walk reads every file whose content is text, whatever its name (`.o123`, `.jsonl`, `metrics.json`,
+# an MMEngine `.py` config): binary files and program source are listed as skipped, with why.
 SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", "checkpoints"}
 
 
@@ -71,7 +69,7 @@ def _local(src: str, tmpdir: Path | None = None) -> Iterator[Input]:
         if is_legacy_run_dir(path):
             yield Input(src, path, True)
             return
-        found = sorted(_walk(path))
+        found = sorted(_walk(path, unread=True))
         if not found:
             raise InputError(src, "directory holds no log, config or launch-script files")
         for f in found:
@@ -93,7 +91,9 @@ def input_files(sources: list[str]) -> set[str]:
     return found
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path, unread: bool = False) -> Iterator[Path]:
+    """The files under `root` that are read: text that is not one of our own reports. `unread`: also the files
+    that are not (binary, program source), so that reading lists them as skipped with why."""
     from diagnose.parsers.wandb_offline import find_run_files
 
     for dirpath, dirnames, filenames in os.walk(root):
@@ -106,15 +106,33 @@ def _walk(root: Path) -> Iterator[Path]:
             dirnames[:] = []
             continue
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))
-        for name in filenames:
+        for name in sorted(filenames):
             p = Path(dirpath) / name
-            suffix = file_suffix(p)
-            if suffix in LOG_SUFFIXES or re.search(r"\.(?:out|log|err)\.\d+$", name):
-                if not p.is_file() and not p.is_dir() and p.exists():
-                    yield p  # a FIFO, socket or device: listed as skipped when read, never opened here
-                elif p.is_file() and os.access(p, os.R_OK) and not is_binary(head := head_bytes(p)) \
-                        and not is_own_report(head):
+            if not p.is_file() and not p.is_dir() and p.exists():
+                yield p  # a FIFO, socket or device: listed as skipped when read, never opened here
+            elif p.is_file() and os.access(p, os.R_OK) and not is_own_report(head := head_bytes(p)):
+                if unread or not (is_binary(head) or is_program(head, p)):
                     yield p
+
+
+# Program source is not a log or a config: Python that compiles, with top-level definitions beside imports (a config
+# file in Python, such as MMEngine's `model = dict(...)`, has no definitions; a log that pastes the training script
+# before its output does not compile).
+_DEFINITION = re.compile(rb"^(?:async\s+)?(?:def|class)\s+\w+", re.M)
+_IMPORT = re.compile(rb"^(?:import\s+\w|from\s+[\w.]+\s+import\s)", re.M)
+PROGRAM_MAX_BYTES = 4 * 1024 * 1024  # a larger file is no script: read as a log
+
+
+def is_program(head: bytes, path: Path | None = None) -> bool:
+    if not (_DEFINITION.search(head) and _IMPORT.search(head)):
+        return False
+    if path is None or path.stat().st_size > PROGRAM_MAX_BYTES:
+        return False
+    try:
+        compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 # What `diagnose report` and `compare` write, in each format: a report saved into the folder it reports on
@@ -133,7 +151,9 @@ def is_own_report(head: bytes) -> bool:
 
 
 _JOB_ID = re.compile(r"(?:slurm|job)[-_.]?(\d{3,})|[-_.](\d{5,})\.(?:out|err|log)$", re.I)
-_LOG_LIKE = {".log", ".out", ".output", ".err", ".error", ".txt", ".gz", ".stdout", ".stderr", ".md", ".markdown", ""}
+# Suffixes of files that hold a run's output (job-id logs, the several-runs split); configs and scripts are context.
+_LOG_LIKE = {".log", ".out", ".output", ".err", ".error", ".txt", ".gz", ".stdout", ".stderr", ".md", ".markdown", "",
+             ".jsonl"}
 
 
 def file_suffix(path: Path) -> str:

@@ -185,10 +185,22 @@ def goodput_dict(d: Diagnosis, where: Callable[[int], str]) -> dict[str, Any] | 
     return out
 
 
+def _steps_dict(m: Any) -> dict[str, Any] | None:
+    """The timed steps' statistics; where steps were read but nothing times them, their count with every time
+    null (`source: "untimed"`)."""
+    if m.steps is not None:
+        return dict(dataclasses.asdict(m.steps))
+    if not m.steps_read:
+        return None
+    return {"source": "untimed", "n": m.steps_read, "p50_s": None, "p90_s": None, "max_s": None, "mean_s": None,
+            "spikes": [], "spike_period": None, "first_quarter_p50_s": None, "last_quarter_p50_s": None,
+            "quarter_p50_s": []}
+
+
 def metrics_dict(d: Diagnosis) -> dict[str, Any]:
     m = d.metrics
     out: dict[str, Any] = {
-        "steps": None if m.steps is None else {k: v for k, v in dataclasses.asdict(m.steps).items()},
+        "steps": _steps_dict(m),
         "samples_per_sec": m.samples_per_sec, "tokens_per_sec": m.tokens_per_sec, "mfu": m.mfu,
         "mfu_basis": m.mfu_basis,
         "time_breakdown": None if m.breakdown is None else dataclasses.asdict(m.breakdown),
@@ -308,10 +320,50 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
                    + [{"name": r(s.name), "kind": "skipped", "lines": 0, "recognised": 0, "why": r(s.why)}
                       for s in model.skipped],
         "unparsed_lines": model.unrecognised_lines,
+        # what the template reader learned (parsers/templates.py): each stream's layout and what each number means,
+        # with how that was decided; and the most frequent layouts nothing understood, one line of each
+        "reading": reading_dict(model),
         # frame -> N: a long log's other ranks were sampled 1 in N (parsers/thinning.py); {} when all rows were read
         "sampled": dict(model.thinned),
     }
     return r(doc)  # the one pass: every string of the document, whatever field it sits in
+
+
+READING_UNREAD_SHOWN = 5  # layouts nothing understood, listed in a report
+SAMPLE_CHARS = 200  # a sample line shown for one of them, cut to this
+
+
+def reading_dict(model: RunModel) -> dict[str, Any]:
+    return {
+        "streams": [{"source": model.source_name(st.source), "template": st.template, "lines": st.lines,
+                     "step_clock": st.step_clock, "note": st.note,
+                     "roles": [{"name": x.name, "role": x.role, "how": x.how} for x in st.roles]}
+                    for st in model.streams],
+        "unread": [{"source": model.source_name(u.source), "template": u.template[:SAMPLE_CHARS], "lines": u.lines,
+                    "sample": u.sample[:SAMPLE_CHARS]} for u in model.unread[:READING_UNREAD_SHOWN]],
+    }
+
+
+# How a role reads in a report.
+ROLE_LABELS = {"counter": "step counter", "total": "total steps", "epoch": "epoch", "step_time": "step time",
+               "avg_step_time": "average step time", "cum_time": "elapsed time", "eta": "time left",
+               "data_time": "data wait", "iter_rate": "steps/s", "sec_per_iter": "s/step",
+               "samples_per_sec": "samples/s", "tokens_per_sec": "tokens/s", "loss": "loss", "lr": "learning rate",
+               "grad_norm": "gradient norm", "mem": "memory", "mfu": "MFU", "tflops": "TFLOPs",
+               "generate_time": "generation time", "count": "a count (not a time)",
+               "running_average": "running average of the one before"}
+
+
+def reading_rows(reading: dict[str, Any]) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """(streams, unread) as display rows: `Time: step time (by name)`."""
+    streams = [{"template": st["template"], "lines": str(st["lines"]),
+                "use": "step clock" if st["step_clock"] else (st["note"] or "not the step clock"),
+                "roles": ", ".join(f"{x['name']}: {ROLE_LABELS.get(x['role'], x['role'])} (by {x['how']})"
+                                   for x in st["roles"])}
+               for st in reading.get("streams", [])]
+    unread = [{"template": u["template"], "lines": str(u["lines"]), "sample": u["sample"]}
+              for u in reading.get("unread", [])]
+    return streams, unread
 
 
 def _num(v: float | None, fmt: str, unit: str = "") -> str | None:
@@ -322,6 +374,16 @@ def with_display(doc: dict[str, Any]) -> dict[str, Any]:
     """The document and the rows a renderer shows (tiles, the run table, the facts and plan tables): derived at
     render time, so the JSON contract carries data only."""
     return {**doc, **display(doc)}
+
+
+def _step_time_text(st: dict[str, Any]) -> str | None:
+    """`median 0.85 s, p90 0.9 s, max 1.2 s (60 steps)`; `60 steps read, none timed` where nothing prints a time."""
+    if not st:
+        return None
+    if st.get("p50_s") is None:
+        return f"{st['n']} steps read, none timed (no duration, rate or stamp on their lines)"
+    return (f"median {st['p50_s']:.3g} s, p90 {st['p90_s']:.3g} s, max {st['max_s']:.3g} s "
+            f"({st['n']} steps)")
 
 
 def display(doc: dict[str, Any]) -> dict[str, Any]:
@@ -339,7 +401,8 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
         ("ZeRO stage", None if run["zero_stage"] is None else str(run["zero_stage"])), ("precision", run["precision"]),
     ]
     out: dict[str, Any] = {"tiles": [{"label": k, "value": v} for k, v in tiles if v is not None],
-                           "run_rows": run_rows(run, cpu=cpu)}
+                           "run_rows": run_rows(run, cpu=cpu), "step_time_text": _step_time_text(st)}
+    out["stream_rows"], out["unread_rows"] = reading_rows(doc.get("reading") or {})
     plan = doc["plan"]
     if plan:
         out["plan_caption"] = (f"{plan['params'] / 1e9:.2f}B parameters on {plan['gpus']} GPUs of "

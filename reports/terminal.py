@@ -66,6 +66,14 @@ def render(doc: dict[str, Any], console: Console) -> None:
         console.print(Text("Could not run (the report comes from the rest):", style="bold yellow"))
         for s in doc["faults"]:
             console.print(Text(f" - {s}"))
+    clocks = [r for r in doc.get("stream_rows", []) if r["use"] == "step clock"]
+    for r in clocks[:3]:  # a layout the tool has no kind for, learned from the log: say how it was read
+        console.print(Text(f"learned layout ({r['lines']} lines): {r['template']}", style="dim"), soft_wrap=True)
+        console.print(Text(f"   {r['roles']}", style="dim"), soft_wrap=True)
+    if not doc["metrics"]["steps"] and doc.get("unread_rows"):
+        console.print(Text("Most frequent lines nothing understood:", style="bold"))
+        for r in doc["unread_rows"][:3]:
+            console.print(Text(f" - {r['lines']} lines like: {r['sample']}", style="dim"), soft_wrap=True)
     if doc["next_steps"]:
         console.print(Text("Next measurement:", style="bold"))
         for s in doc["next_steps"]:

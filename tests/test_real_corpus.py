@@ -34,13 +34,31 @@ def test_sample_facts_match_their_labels(case: tuple[str, list[str], dict]) -> N
     assert res.facts_got == res.facts_want
 
 
-# The real-corpus figures may only rise (issues 11, 19): raise these when benchmarks/accuracy.py reaches more.
-REAL_HITS_FLOOR = 45  # of 50 cases that expect a finding, 2026-12-01 (73 cases)
+# The real-corpus figures may only rise (issues 11, 19, 30): raise these when benchmarks/accuracy.py reaches more.
+# The first 73 cases and the 33 held back until 2026-12-02 (benchmarks/corpus_waves.json) are counted apart.
+REAL_HITS_FLOOR = 45  # of 50 cases of the first 73 that expect a finding, 2026-12-01
+ADDED_HITS_FLOOR = 12  # of 24 added cases that expect a finding, 2026-12-02 (9 before issue 30's reader; goal 80%)
+ADDED_FALSE_ALARMS_CEILING = 1  # of 9 healthy added cases (b-autotrain: no-mixed-precision on a 4-bit QLoRA run)
+ADDED_FACTS_UNKNOWN_CEILING = 24  # of 50 labelled facts of the added cases, 2026-12-02 (24 before, and 1 wrong)
+ADDED_NOT_RAISED_CEILING = 2  # ids a label rules out, raised as a cause (verl: progressive-slowdown; e-so: stalls)
+
+
+@pytest.mark.skipif(not REAL_CASES, reason="../shared/corpus/real is not beside the checkout")
+def test_added_corpus_ratchet() -> None:
+    """The 33 added cases: every one read, none of their facts wrong, hits and unknowns held where they are."""
+    s = accuracy.summary(accuracy.run_set("added"))
+    assert s["refused"] == []
+    assert s["hits"] >= ADDED_HITS_FLOOR, s["rules"]
+    assert s["false_alarms"] <= ADDED_FALSE_ALARMS_CEILING
+    assert s["facts_total"] - s["facts_matched"] - s["facts_unknown"] == 0, s["facts_wrong"]
+    assert s["facts_unknown"] <= ADDED_FACTS_UNKNOWN_CEILING, s["facts_wrong"]
+    assert sum(len(v) for v in s["not_raised"].values()) <= ADDED_NOT_RAISED_CEILING, s["not_raised"]
 
 
 @pytest.mark.skipif(not REAL_CASES, reason="../shared/corpus/real is not beside the checkout")
 def test_real_corpus_ratchet() -> None:
-    s = accuracy.summary(accuracy.run_set("real"))
+    s = accuracy.summary(accuracy.run_set("first"))
+    assert s["cases"] == 73
     assert s["refused"] == []
     assert s["hits"] >= REAL_HITS_FLOOR, s["rules"]
     assert s["false_alarms"] == 0

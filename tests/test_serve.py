@@ -113,8 +113,12 @@ def test_bad_uploads_get_one_sentence_and_the_right_status(tmp_path: Path) -> No
         assert too_big.status_code == 413 and "larger than 1 MB" in too_big.json()["error"]
         r = _upload(base, [binary])
         assert r.status_code == 400 and r.json()["error"] == "model.bin: binary file, not a log, config or launch script"
-        r = _upload(base, [noise])
-        assert r.status_code == 400 and "nothing recognisable" in r.json()["error"]
+        r = _upload(base, [noise])  # text nothing recognises: a report that says so (issue 30, must 8)
+        assert r.status_code == 200 and r.json()["verdict"].startswith("Not enough to tell")
+        empty = tmp_path / "empty.log"
+        empty.write_bytes(b"")
+        r = _upload(base, [empty])
+        assert r.status_code == 400 and r.json()["error"] == "empty.log: empty: no text to read"
         r = httpx.post(f"{base}/api/diagnose", data={"other": "x"}, files=[("x", ("", b""))], timeout=30)
         assert r.status_code == 400
         r = httpx.post(f"{base}/api/diagnose", content=b"{}", headers={"content-type": "application/json"})
@@ -220,12 +224,12 @@ def test_the_page_uploads_and_shows_the_report_in_chromium(tmp_path: Path) -> No
             page.click("#copy-md")
             page.wait_for_function("document.getElementById('md').value.length > 100", timeout=10_000)
             assert page.input_value("#md").startswith("## diagnose: training-run report")
-            noise = tmp_path / "notes.txt"
-            noise.write_text("nothing to see here\n")
-            page.set_input_files("#files", [str(noise)])
+            empty = tmp_path / "notes.txt"
+            empty.write_text("\n\n")
+            page.set_input_files("#files", [str(empty)])
             page.click("#analyse")
             page.wait_for_selector("#error:not([hidden])", timeout=30_000)
-            assert page.inner_text("#error").startswith("notes.txt: nothing recognisable")
+            assert page.inner_text("#error").startswith("notes.txt: empty")
             page.screenshot(path=str(tmp_path / "serve.png"), full_page=False)
         finally:
             browser.close()

@@ -36,10 +36,19 @@ def test_directory_walk_sniffs_each_file(tmp_path: Path) -> None:
     (run / "cfg.json").write_text((SAMPLES / "ds_zero0" / "ds_config.json").read_text())
     (run / "go").write_text((SAMPLES / "ds_zero2_debug_env" / "launch.sh").read_text())  # no suffix: sniffed
     (run / "model.bin").write_bytes(bytes(range(256)) * 64)  # skipped: binary
-    (run / "notes.md").write_text("not read")
+    (run / "notes.md").write_text("read, though nothing in it is recognised")
+    # No name decides: an LSF job's output, JSON lines; program source is skipped with why.
+    (run / "train.o4242").write_text("".join(f"step {i} loss {3 - i / 100:.3f} time {0.5 + i / 1000:.3f}\n"
+                                             for i in range(1, 6)))
+    (run / "metrics.jsonl").write_text("".join(f'{{"step": {i}, "loss": {2 - i / 10}, "step_time": 0.41}}\n'
+                                               for i in range(1, 6)))
+    (run / "train.py").write_text("import torch\n\n\ndef main():\n    print('step 1 loss 2.0')\n")
     doc = _summary(str(run))
     kinds = {Path(s["name"]).name: s["kind"] for s in doc["sources"]}
-    assert kinds == {"cfg.json": "ds_config", "go": "launch_script", "rank0.out": "log"}
+    assert kinds == {"cfg.json": "ds_config", "go": "launch_script", "rank0.out": "log", "notes.md": "log",
+                     "train.o4242": "log", "metrics.jsonl": "log"}
+    skipped = {Path(s["name"]).name: s["why"] for s in doc["skipped"]}
+    assert "binary" in skipped["model.bin"] and "program source" in skipped["train.py"]
     assert doc["facts"]["env"]["CUDA_LAUNCH_BLOCKING"] == "1"
     assert doc["facts"]["zero_stage"] == 0
 
@@ -83,12 +92,25 @@ def _write(path: Path, data: bytes | None) -> Path:
     return path
 
 
+@pytest.mark.parametrize("name, data", [("t.log", b"hello\nworld\n"), ("x.json", b'{"a": 1}')])
+def test_any_text_gives_a_report_of_what_was_read(tmp_path: Path, name: str, data: bytes) -> None:
+    """Issue 30, must 8: printable text is never refused; the report says nothing was recognised and what to
+    paste."""
+    path = _write(tmp_path / name, data)
+    proc = run_cli("report", str(path), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["verdict"].startswith("Not enough to tell: no step line read")
+    assert doc["sources"][0]["why"].startswith("nothing recognised in ")
+    assert doc["next_steps"][0].startswith("Paste the lines that print step times")
+
+
 @pytest.mark.parametrize("name, data, why", [
     ("missing.log", b"", "no such file or directory"),
     ("empty", None, "directory holds no log"),
     ("b.log", b"\x00\x01\x02" * 500, "binary file"),
-    ("t.log", b"hello\nworld\n", "nothing recognisable"),
-    ("x.json", b'{"a": 1}', "neither a DeepSpeed config"),
+    ("e.log", b"", "empty"),
+    ("blank.log", b"\n \n\t\n", "empty"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, name: str, data: bytes | None, why: str) -> None:
     path = tmp_path / name if name == "missing.log" else _write(tmp_path / name, data)

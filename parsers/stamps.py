@@ -1,0 +1,55 @@
+"""Wall-clock stamps wherever a line holds them: ISO and space-separated date-times with any fraction of a second, in
+brackets or not, `YYYY/MM/DD`, `MM/DD/YYYY`, the year-less `MM/DD HH:MM:SS` and `MM-DD HH:MM:SS` of detectron2,
+MMEngine and OpenRLHF's loggers, behind any launcher prefix. One pattern finds the first stamp of a line; the formats
+are tried as polars expressions over the whole column (no per-line Python).
+
+A year-less stamp is placed in YEARLESS_YEAR, a leap year so that `02/29` parses: only differences between stamps
+are ever used, and a stream does not cross New Year often enough to matter (a difference that goes negative is not
+a step time: metrics drop it).
+"""
+from __future__ import annotations
+
+import polars as pl
+
+YEARLESS_YEAR = "2000"
+_FRAC = r"(?:[.,]\d{1,9})?"
+_HMS = r"\d\d:\d\d:\d\d" + _FRAC
+# Alternatives, most specific first; each is also its own normalisation below.
+_YMD = r"\d{4}-\d\d-\d\d[T ]" + _HMS
+_YMD_SLASH = r"\d{4}/\d\d/\d\d[ T]" + _HMS
+_MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
+_MD_SLASH = r"\d\d/\d\d " + _HMS
+_MD_DASH = r"\d\d-\d\d " + _HMS
+STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MD_SLASH, _MD_DASH))
+# The cheap pre-filter: a clock time with seconds next to a date-like part.
+STAMP_HINT = r"\d[-/]\d\d[ T,]+\d\d:\d\d:\d\d|\d{4}[ T]\d\d:\d\d:\d\d"
+
+
+def _parse(stamp: pl.Expr) -> pl.Expr:
+    """A found stamp (any of the formats) -> Datetime(ms)."""
+    s = stamp.str.replace(",", ".", literal=True).str.replace(r"\. ", " ")  # `12/09/2022, 12:13:25`; `,123` ms
+    iso = s.str.replace("T", " ", literal=True).str.replace_all("/", "-", literal=True)
+    fmt = "%Y-%m-%d %H:%M:%S%.f"
+    mdy = s.str.extract(r"^(\d{1,2})/(\d{1,2})/(\d{4})", 0)
+    return pl.coalesce(
+        pl.when(s.str.contains(r"^\d{4}[-/]")).then(iso.str.to_datetime(fmt, strict=False, time_unit="ms")),
+        pl.when(mdy.is_not_null()).then(
+            s.str.replace(r"^(\d{1,2})/(\d{1,2})/(\d{4})", "${3}-${1}-${2}")
+            .str.replace(r"^(\d{4})-(\d)-", "${1}-0${2}-").str.replace(r"^(\d{4}-\d\d)-(\d) ", "${1}-0${2} ")
+            .str.to_datetime(fmt, strict=False, time_unit="ms")),
+        pl.when(s.str.contains(r"^\d\d[-/]\d\d ")).then(
+            (pl.lit(YEARLESS_YEAR + "-") + s.str.replace("/", "-", literal=True))
+            .str.to_datetime(fmt, strict=False, time_unit="ms")),
+    )
+
+
+def find_stamp(text: pl.Series) -> pl.Series:
+    """The first stamp each line holds, parsed (null where none or unparseable)."""
+    found = text.str.extract(STAMP, 0)
+    return pl.select(_parse(pl.lit(found))).to_series().alias("ts") if found.len() else \
+        pl.Series("ts", [], dtype=pl.Datetime("ms"))
+
+
+def stamp_expr(column: str = "text") -> pl.Expr:
+    """`find_stamp` as an expression."""
+    return _parse(pl.col(column).str.extract(STAMP, 0))

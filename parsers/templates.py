@@ -1,0 +1,475 @@
+"""A reader that learns each log's format: line templates mined from the log itself, and the numbers in them given
+roles by one vocabulary (parsers/vocabulary.py) and by their statistics.
+
+Mining (per chunk, polars): every line that no anchored line kind claimed and that holds a digit is peeled of its
+launcher and logger prefix; stamps, hex ids, paths, progress bars and the digits inside identifiers (`fp16`,
+`acc5`) are masked, and every number (`3.2e-05`, `80,314`, `-0.5`) and clock duration (`0:08:01`, `00:24`) becomes
+a slot. The masked text, white space folded, is the line's template: `iter 120: loss 3.2, time 350ms` and `iter
+130: loss 3.1, time 352ms` share `iter #: loss #, time #ms`. Rows keep the template's hash and the slots' values.
+
+Learning (per source, once its lines are all read): a template of at least MIN_LINES lines (MIN_LINES_PASTE in a
+paste) whose slots include a counter is a progress stream. Each slot is named by the text before it (`Time`,
+`data_time`, `timing_s/gen`, `tps`) and given a role: by that name (the vocabulary), else by the unit after it
+(`ms/step`, `it/s`, `img/sec`), else by statistics (a slot that only grows is cumulative; `v (w)` is a value and its
+running average; integers that step up are a counter, `i/n` a counter and its total, `[e][i/n]` an epoch beside).
+A duration's unit comes from its suffix or name, else from agreement with the line stamps (within UNIT_AGREEMENT),
+which also tell a per-step time from one printed per interval. Each role carries how it was decided.
+
+What this gives: steps-frame rows (origin `learned`) for the training streams, one step clock per source; the
+streams and their roles (RunModel.streams) and the most frequent templates no reader understood, each with a sample
+line (RunModel.unread), for the report. Known line kinds keep their meaning and precedence: learning sees only the
+lines no anchored kind claimed, and where a learned stream and the general `progress` kind read the same lines the
+learned stream's reading stands (run_model.build).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from diagnose.parsers import vocabulary as vocab
+from diagnose.parsers.prefixes import OUTER_PREFIX
+from diagnose.parsers.stamps import STAMP
+
+MIN_LINES = 3  # a template printed fewer times is not a stream
+MIN_LINES_PASTE = 2  # ... except in a paste, where two lines of one layout are all a user may have
+PASTE_MAX_LINES = 400  # a source of at most this many lines is a paste
+MAX_TEMPLATES = 200  # templates examined per source, most frequent first (a log has a handful that matter)
+UNREAD_SHOWN = 5  # templates no reader understood, listed in the report
+UNIT_AGREEMENT = 0.3  # a printed duration agrees with the stamps when within 30% of the wall time per step
+MONOTONE_SHARE = 0.7  # a counter steps up (or holds) between at least 70% of consecutive lines
+CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consecutive lines
+# Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
+GENERIC_TIME = frozenset({"time", "t"})
+COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
+
+# Placeholders in a template: \x05 a clock slot, \x06 a number slot; \x01 a stamp, \x02 a digit run inside a name,
+# \x03 a hex id, \x04 a path, \x07 a progress bar (masked, not slots).
+CLOCK_SLOT, NUMBER_SLOT = "\x05", "\x06"
+_SLOTS = re.compile("[\x05\x06]")
+CLOCK = r"\b\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?\b"
+NUMBER = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+          r"|\b(?:nan|NaN|inf|Inf)\b")
+SLOT = f"{CLOCK}|{NUMBER}"
+# Ids that are not quantities: `0x7f3a...`, UUIDs, commit hashes and digests (a long decimal tail is a number).
+_HEX = r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{40,64}\b"
+_PATH = r"(^|[\s'\"=(])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)+"
+# A bar's glyphs come and go as it fills (Keras prints none at first): they are white space to a template; tqdm's
+# `NN%|...|` is one masked part whatever it holds.
+_GLYPHS = r"[\u2580-\u259F\u2500-\u257F]+"
+_TQDM_BAR = r"%\|[^|]{0,120}\|"
+
+
+def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Unclaimed lines with a digit (source, line, rank, ts, text) -> (rows: source, line, rank, ts, tid, vals;
+    templates: tid, template, sample). Vectorised over the chunk."""
+    body = (pl.col("text").str.replace(OUTER_PREFIX, "").str.replace_all(STAMP, "\x01")
+            .str.replace_all(_HEX, "\x03").str.replace_all(_PATH, "${1}\x04").str.replace_all(_TQDM_BAR, "%\x07")
+            .str.replace_all(_GLYPHS, " ")
+            .str.replace_all(r"([A-Za-z_])\d+", "${1}\x02").str.replace_all(r"([A-Za-z_]\x02[A-Za-z_]+)\d+", "${1}\x02")
+            .str.replace_all(r"(\d)-(\d)", "${1} - ${2}"))
+    tpl = (pl.col("_body").str.replace_all(CLOCK, CLOCK_SLOT).str.replace_all(NUMBER, NUMBER_SLOT)
+           .str.replace_all(r"\s+", " ").str.strip_chars(" .;,"))
+    el = pl.element()
+    clock = el.str.split(":")
+    part = [clock.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) for i in range(3)]
+    clock_s = pl.when(clock.list.len() == 3).then(part[0] * 3600 + part[1] * 60 + part[2]).otherwise(
+        part[0] * 60 + part[1])
+    value = pl.when(el.str.contains(":", literal=True)).then(clock_s).otherwise(
+        el.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False))
+    out = (rows.with_columns(body.alias("_body"))
+           .with_columns(tpl.alias("template"), pl.col("_body").str.extract_all(SLOT).alias("_tok"))
+           .filter(pl.col("_tok").list.len() > 0)
+           .with_columns(pl.col("template").hash().alias("tid"), pl.col("_tok").list.eval(value).alias("vals")))
+    templates = out.group_by("tid").agg(pl.col("template").first(), pl.col("text").first().alias("sample"))
+    return out.select("source", "line", "rank", "ts", "tid", "vals"), templates
+
+
+MINED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "rank": pl.Int32, "ts": pl.Datetime("ms"), "tid": pl.UInt64,
+                "vals": pl.List(pl.Float64)}
+TEMPLATES_SCHEMA = {"tid": pl.UInt64, "template": pl.String, "sample": pl.String}
+
+
+# ---- learning ---------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SlotRole:
+    """One numeric slot of a stream: the name printed before it, the role it was given, and how that was decided
+    (`name`: the vocabulary; `unit`: the unit printed after it; `statistics`: how its values move; `timestamps`:
+    agreement with the line stamps)."""
+
+    name: str
+    role: str
+    how: str
+
+
+@dataclass(frozen=True)
+class Stream:
+    """A learned progress stream of one source."""
+
+    source: int
+    template: str  # the masked layout, slots shown as `#`
+    lines: int
+    step_clock: bool  # its lines are the source's steps
+    roles: tuple[SlotRole, ...]
+    note: str = ""  # why it is not the step clock, or what its clock is
+
+
+@dataclass(frozen=True)
+class Unread:
+    """A frequent template no reader understood: its layout, how many lines, one of them."""
+
+    source: int
+    template: str
+    lines: int
+    sample: str
+
+
+@dataclass
+class Learned:
+    steps: list[pl.DataFrame] = field(default_factory=list)
+    side: list[pl.DataFrame] = field(default_factory=list)  # mfu and what else the progress side frame carries
+    streams: list[Stream] = field(default_factory=list)
+    unread: list[Unread] = field(default_factory=list)
+    lines: list[pl.DataFrame] = field(default_factory=list)  # (source, line) of every stream line
+    used: dict[int, int] = field(default_factory=dict)  # source -> stream lines
+
+
+@dataclass(frozen=True)
+class _Slot:
+    index: int
+    name: str  # as printed before it ('' when none)
+    norm: str
+    clock: bool
+    unit: str
+    name_role: str | None
+    unit_role: str | None
+    scale: float | None  # seconds per unit, from the unit or the name
+    total_of: int | None = None  # this slot is the `n` of `i/n` for slot total_of
+    avg_of: int | None = None  # this slot is the running average `(w)` of slot avg_of
+    mem_scale: float | None = None  # GB per unit for a memory value
+
+
+_LEVELS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "trace", "notice", "i", "w", "e"})
+_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_/().%@\x02\- ]*?)\s*$")
+
+
+def display(template: str) -> str:
+    """A template as people read it: slots as `#`, masked parts as `<...>`."""
+    return (template.replace(CLOCK_SLOT, "#").replace(NUMBER_SLOT, "#").replace("\x01", "<time>")
+            .replace("\x02", "N").replace("\x03", "<id>").replace("\x04", "<path>").replace("\x07", "<bar>"))
+
+
+def _slots(template: str) -> list[_Slot]:
+    pieces = _SLOTS.split(template)
+    kinds = _SLOTS.findall(template)
+    slots: list[_Slot] = []
+    for i, kind in enumerate(kinds):
+        pre, post = pieces[i], pieces[i + 1]
+        unit, unit_role, unit_scale = vocab.unit_of(post)
+        if i > 0:  # the text before this slot starts with the previous slot's unit
+            prev_unit = slots[-1].unit
+            if prev_unit and pre.lstrip().startswith(prev_unit):
+                pre = pre.lstrip()[len(prev_unit):]
+        stripped = pre.rstrip(" :=|,'\"[\t#")
+        m = _NAME.search(stripped) if stripped and stripped[-1:] not in "([/<" else None
+        name = m.group(1).strip(" -") if m else ""
+        if name.lower() in _LEVELS or name.lower().split(" ")[-1] in _LEVELS:  # `- INFO - [ 9/5000]`: no name
+            name = ""
+        norm, name_scale = vocab.normalise(name.replace("\x02", "")) if name else ("", None)
+        avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
+        total_of = i - 1 if i > 0 and pre.strip() == "/" else None
+        mem = vocab.MEM_UNITS.get(unit.lower()) if unit else None
+        name_role = vocab.role_of(norm) if norm else None
+        if name_role is None and norm and (named_mem := vocab.memory_name(norm)) is not None:
+            name_role, mem = vocab.role_of(named_mem[0]), named_mem[1]
+        slots.append(_Slot(i, name, norm, kind == CLOCK_SLOT, unit, name_role, unit_role,
+                           unit_scale if unit_scale is not None else name_scale, total_of, avg_of, mem))
+    return slots
+
+
+def _lead(template: str) -> str:
+    return _SLOTS.split(template, maxsplit=1)[0]
+
+
+def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -> Learned:
+    """Mined rows of whole sources -> their streams' step rows and what the report says of them. `paste`: per source,
+    whether it is short enough to count two lines of one layout as a stream."""
+    out = Learned()
+    if rows.height == 0:
+        return out
+    names = dict(zip(templates["tid"].to_list(), templates["template"].to_list()))
+    samples = dict(zip(templates["tid"].to_list(), templates["sample"].to_list()))
+    counts = rows.group_by("source", "tid").len().sort("len", "tid", descending=[True, False])
+    for (source,), per_source in counts.partition_by("source", as_dict=True, maintain_order=True).items():
+        floor = MIN_LINES_PASTE if paste.get(int(source), False) else MIN_LINES
+        cand = per_source.filter(pl.col("len") >= floor).head(MAX_TEMPLATES)
+        own = rows.filter((pl.col("source") == source) & pl.col("tid").is_in(cand["tid"].implode()))
+        found: list[tuple[Stream, pl.DataFrame, pl.DataFrame | None]] = []
+        unread: list[Unread] = []
+        groups = own.partition_by("tid", as_dict=True) if own.height else {}
+        for tid, n in cand.select("tid", "len").iter_rows():
+            template = names.get(tid, "")
+            got = _stream(int(source), template, groups[(tid,)].sort("line"), n)
+            if got is None:
+                unread.append(Unread(int(source), display(template), n, samples.get(tid, "")))
+            else:
+                found.append(got)
+        # One step clock per source: the training stream with the most lines (a timed one before an untimed one).
+        train = [f for f in found if f[0].step_clock]
+        train.sort(key=lambda f: (f[0].note != "", -f[0].lines))
+        for j, (stream, steps, side) in enumerate(train):
+            if j == 0:
+                out.steps.append(steps)
+                if side is not None and side.height:
+                    out.side.append(side)
+            else:
+                stream = Stream(stream.source, stream.template, stream.lines, False, stream.roles,
+                                "another stream of this source is its step clock")
+            out.streams.append(stream)
+            out.lines.append(steps.select("source", "line"))
+        for stream, steps, _ in found:
+            if not stream.step_clock:
+                out.streams.append(stream)
+                out.lines.append(steps.select("source", "line"))
+        out.used[int(source)] = sum(s.lines for s in out.streams if s.source == int(source))
+        # Templates a reader may have understood after all (a line kind read those lines) are not "unread".
+        out.unread.extend(sorted(unread, key=lambda u: -u.lines)[:UNREAD_SHOWN * 4])
+    return out
+
+
+def _stats(frame: pl.DataFrame, col: str) -> dict[str, float]:
+    s = frame[col]
+    d = frame.select(pl.col(col).diff().over("rank"))[col].drop_nulls()
+    nonnull = s.drop_nulls()
+    return {
+        "integral": float(nonnull.len() > 0 and bool((nonnull == nonnull.round(0)).all())),
+        "constant": float(nonnull.n_unique() <= 1),
+        "up_or_hold": float((d >= 0).mean()) if d.len() else 0.0,
+        "up": float((d > 0).mean()) if d.len() else 0.0,
+        "median": float(nonnull.median()) if nonnull.len() else math.nan,  # type: ignore[arg-type]
+        "max": float(nonnull.max()) if nonnull.len() else math.nan,  # type: ignore[arg-type]
+    }
+
+
+_TIMING_ROLES = {"step_time", "avg_step_time", "cum_time", "iter_rate", "sec_per_iter", "samples_per_sec",
+                 "tokens_per_sec", "data_time", "generate_time"}
+_TRAINING_ROLES = _TIMING_ROLES | {"loss", "lr", "grad_norm", "tflops", "mfu"}
+
+
+def _stream(source: int, template: str, sub: pl.DataFrame, n: int) -> tuple[Stream, pl.DataFrame, pl.DataFrame | None] | None:
+    slots = _slots(template)
+    if not slots:
+        return None
+    width = sub["vals"].list.len().max()
+    if width is None or int(width) < len(slots):  # a garbled group: the template and its values disagree
+        return None
+    wide = sub.with_columns(pl.col("vals").list.get(i, null_on_oob=True).alias(f"s{i}") for i in range(len(slots)))
+    stats = [_stats(wide, f"s{i}") for i in range(len(slots))]
+    roles: dict[int, tuple[str, str]] = {}  # slot -> (role, how)
+    # Totals of `i/n` (constant, at least the counter) and running averages of `v (w)`.
+    totals = {s.total_of: s.index for s in slots if s.total_of is not None and stats[s.index]["constant"]
+              and stats[s.index]["max"] >= stats[s.total_of]["max"]}
+    for s in slots:
+        if s.avg_of is not None:
+            roles[s.index] = ("running_average", "statistics")
+        elif s.index in totals.values():
+            roles[s.index] = ("total", "statistics")
+    counter = _counter(slots, stats, totals, roles)
+    ordinal = False
+    if counter is None:
+        # No counter, but a time named as a step's (`load_data_time: 0.0001, train_step_time: 0.665`): each line
+        # is one step, numbered in line order.
+        if not any(s.name_role == "step_time" and _PER_STEP.search(s.norm) for s in slots):
+            return None
+        ordinal = True
+        counter = len(slots)
+        wide = wide.with_columns(pl.int_range(1, pl.len() + 1).over("rank").cast(pl.Float64).alias(f"s{counter}"))
+    else:
+        roles[counter] = ("counter", "name" if slots[counter].name_role in ("counter", "epoch") else "statistics")
+    for s in slots:
+        if s.index in roles:
+            continue
+        if s.name_role is not None and s.name_role != "counter":
+            roles[s.index] = (s.name_role, "name")
+        elif s.unit_role is not None:
+            roles[s.index] = (s.unit_role, "unit")
+        elif s.clock or (s.scale is not None and s.unit):
+            # an unnamed duration: cumulative when it only grows, a countdown (eta) when it only falls
+            st = stats[s.index]
+            if st["up"] >= CUMULATIVE_SHARE:
+                roles[s.index] = ("cum_time", "statistics")
+            elif st["up_or_hold"] <= 1 - CUMULATIVE_SHARE:
+                roles[s.index] = ("eta", "statistics")
+    # A time named like a per-step one that only grows, in step with the counter, is the run's elapsed time
+    # (`time: 0.5s ... time: 412s`); one that grows while the steps slow down is not.
+    for i, (role, how) in list(roles.items()):
+        if role in ("step_time", "avg_step_time") and slots[i].norm in GENERIC_TIME and n >= 5 and not ordinal \
+                and stats[i]["up"] >= CUMULATIVE_SHARE \
+                and _through_origin(wide, f"s{i}", f"s{counter}"):
+            roles[i] = ("cum_time", "statistics")
+    lead = _lead(template)
+    is_eval = bool(vocab.EVAL_WORDS.search(display(lead)))
+    has_ts = sub["ts"].null_count() < sub.height
+    training = any(r in _TRAINING_ROLES for r, _ in roles.values()) or \
+        (not ordinal and slots[counter].name_role == "counter")
+    shown = tuple(SlotRole(slots[i].name or f"#{i + 1}", r, how) for i, (r, how) in sorted(roles.items()))
+    if not training:
+        return None
+    rank = pl.col("rank")
+    c = pl.col(f"s{counter}")
+    total = totals.get(counter)
+    # A counter that starts again (per epoch) continues from where it was: + its total, else + the last maximum.
+    reset = (c < c.shift(1).over(rank)).fill_null(False).cum_sum().over(rank)
+    if total is not None:
+        offset = reset * pl.col(f"s{total}")
+    else:
+        seg_max = c.max().over(rank, reset)
+        offset = (pl.when(c.shift(1).over(rank) > c).then(c.shift(1).over(rank)).otherwise(0)).cum_sum().over(rank)
+        del seg_max
+    frame = wide.with_columns((c + offset).cast(pl.Int64, strict=False).alias("global_step"))
+    step_time, how = _step_time(slots, stats, roles, frame, has_ts)
+    if how:
+        shown = tuple(SlotRole(r.name, r.role, how if r.role in ("step_time", "avg_step_time", "sec_per_iter")
+                               and how == "timestamps" else r.how) for r in shown)
+    cols = [pl.col("source"), pl.col("line"), pl.col("rank"), pl.col("ts"), pl.lit("learned").alias("origin"),
+            pl.col("global_step"), (pl.lit(None, pl.Float64) if step_time is None else step_time).alias("step_time_s")]
+    if total is not None:
+        cols.append(pl.col(f"s{total}").cast(pl.Int64, strict=False).alias("total_steps"))
+    taken: set[str] = set()
+    scale = _data_scale(slots, roles)
+    for i, (role, _) in sorted(roles.items()):
+        column = vocab.ROLE_COLUMNS.get(role)  # type: ignore[call-overload]
+        if column is None or column in taken:
+            continue
+        taken.add(column)
+        v = pl.col(f"s{i}")
+        if role == "mem":
+            per = slots[i].mem_scale or (1 / 1024 if stats[i]["median"] > 1000 else 1.0)
+            v = v * per
+        elif role in ("data_time", "generate_time"):
+            v = v * (slots[i].scale or scale)
+        cols.append(v.alias(column))
+    steps = frame.select(cols)
+    note = "" if step_time is not None and how else "no step time printed: steps counted, their time unknown"
+    if has_ts and not how:
+        note = "step time from the line stamps"
+    side = None
+    mfu = [i for i, (r, _) in roles.items() if r == "mfu"]
+    if mfu:
+        m = pl.col(f"s{mfu[0]}")
+        side = frame.select("source", "line", "rank", pl.lit(None, pl.String).alias("node"), "ts",
+                            pl.when(m > 1).then(m / 100.0).otherwise(m).alias("mfu"),
+                            pl.lit("learned").alias("origin"))
+    stream = Stream(source, display(template), n, not is_eval, shown,
+                    "an evaluation or test pass, not training steps" if is_eval else note)
+    return stream, steps, side
+
+
+def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:
+    """Whether a growing value is a running total of the counter's steps: at the first and the last line it is
+    within 2x of (steps so far) x (its median growth per step). A per-step time that climbs (a slowdown) starts far
+    above that line; a cumulative time starts near it, however late in the run the log begins."""
+    rows = frame.filter(pl.col(counter) > 0).select(value, counter)
+    d = rows.select((pl.col(value).diff() / pl.col(counter).diff()).alias("r")).filter(pl.col("r") > 0)["r"]
+    if rows.height < 3 or d.len() < 2:
+        return False
+    rate = float(d.median())  # type: ignore[arg-type]
+    ends = (rows.row(0), rows.row(rows.height - 1))
+    return all(rate > 0 and c > 0 and 0.5 <= v / (c * rate) <= 2.0 for v, c in ends if v is not None and c is not None)
+
+
+# A duration whose name says it is a step's (`train_step_time`, `iter_time`, `Time/step`): the only kind of line that
+# is read as one step per line without a counter (a benchmark's `duration: 1.4 sec` is not a training step).
+_PER_STEP = re.compile(r"step|iter|batch")
+
+
+def _counter(slots: list[_Slot], stats: list[dict[str, float]], totals: dict[int, int],
+             roles: dict[int, tuple[str, str]]) -> int | None:
+    """The slot that counts steps: integers that step up (per rank), named as a counter if one is, else the `i` of
+    an `i/n`, else an unnamed one; never a slot named for something else (consumed samples, a loss)."""
+    ok = [s for s in slots if s.index not in roles and stats[s.index]["integral"] and not stats[s.index]["constant"]
+          and stats[s.index]["up_or_hold"] >= MONOTONE_SHARE and stats[s.index]["up"] >= 0.5 and not s.clock]
+    named = [s for s in ok if s.name_role == "counter"]
+    if named:
+        # `iter 16 step 1`: prefer the optimizer step over a micro-batch counter when both are named
+        return next((s.index for s in named if "step" in s.norm), named[0].index)
+    paired = [s for s in ok if s.index in totals]
+    if paired:
+        return paired[0].index
+    loose = [s for s in ok if s.name_role is None and s.unit_role is None and not s.unit]
+    if loose:
+        return loose[0].index
+    # A loop that counts only epochs (`epoch: 10, loss: ..., time delta: ...`) steps by its epoch.
+    epochs = [s for s in ok if s.name_role == "epoch"]
+    return epochs[0].index if epochs else None
+
+
+def _data_scale(slots: list[_Slot], roles: dict[int, tuple[str, str]]) -> float:
+    """Seconds per unit for a data time printed bare: that of the step time beside it, else seconds."""
+    for i, (role, _) in roles.items():
+        if role == "step_time" and slots[i].scale is not None:
+            return slots[i].scale
+    return 1.0
+
+
+def _wall_per_step(frame: pl.DataFrame) -> tuple[float | None, float | None]:
+    """(median wall seconds per step between stamped lines, median steps between prints) for one rank."""
+    rows = frame.filter(pl.col("ts").is_not_null())
+    if rows.height < 3:
+        return None, None
+    first = rows["rank"].drop_nulls().min()
+    if first is not None:
+        rows = rows.filter(pl.col("rank") == first)
+    d = rows.select((pl.col("ts").diff().dt.total_milliseconds() / 1000.0).alias("dt"),
+                    pl.col("global_step").diff().alias("ds")).filter((pl.col("ds") > 0) & (pl.col("dt") >= 0))
+    if d.height < 2:
+        return None, None
+    wall = float((d["dt"] / d["ds"]).median())  # type: ignore[arg-type]
+    return (wall if wall > 0 else None), float(d["ds"].median())  # type: ignore[arg-type]
+
+
+def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[int, tuple[str, str]],
+               frame: pl.DataFrame, has_ts: bool) -> tuple[pl.Expr | None, str]:
+    """The per-step time expression and how it was found ('' when none: the stamps may still time the steps)."""
+    by_role: dict[str, int] = {}
+    for i, (role, _) in sorted(roles.items()):
+        by_role.setdefault(role, i)
+    wall, every = _wall_per_step(frame) if has_ts else (None, None)
+    for role in ("step_time", "sec_per_iter", "avg_step_time"):
+        if role in by_role:
+            i = by_role[role]
+            scale, how = _unit_by_stamps(slots[i], stats[i]["median"], wall, every)
+            return pl.col(f"s{i}") * scale, how
+    if "iter_rate" in by_role:
+        i = by_role["iter_rate"]
+        return 1.0 / pl.col(f"s{i}"), roles[i][1]
+    if "cum_time" in by_role:
+        i = by_role["cum_time"]
+        scale = slots[i].scale or 1.0
+        v, c = pl.col(f"s{i}"), pl.col("global_step")
+        d = v.diff().over("rank") * scale / c.diff().over("rank")
+        # A total printed coarser than a step lasts (`elapsed=0.6s` for 24 ms steps) gives zero differences: there
+        # the stream's mean rate stands for each step (its level is right; its shape is not in the log).
+        zeros = frame.select(((v.diff().over("rank") <= 0) & (c.diff().over("rank") > 0)).mean()).item()
+        if zeros is not None and zeros > COARSE_SHARE:
+            rate = ((v.max() - v.min()) * scale / (c.max() - c.min())).over("rank")
+            return pl.when(c.diff().over("rank") > 0).then(rate), "statistics"
+        return pl.when(d > 0).then(d), "statistics"
+    return None, ""
+
+
+def _unit_by_stamps(slot: _Slot, median: float, wall: float | None, every: float | None) -> tuple[float, str]:
+    """Seconds per printed unit of a step duration, and whether a printed interval total is divided out: the unit
+    printed, else the one that agrees with the stamps, else seconds."""
+    if wall is None or not median or math.isnan(median):
+        return (slot.scale or 1.0), "unit" if slot.scale is not None else "name"
+    scales = [slot.scale] if slot.scale is not None else [1.0, 1e-3, 60.0]
+    per = [1.0] + ([1.0 / every] if every and every > 1 else [])
+    for s in scales:
+        for p in per:
+            if abs(median * s * p - wall) <= UNIT_AGREEMENT * wall:
+                return s * p, "timestamps" if (p != 1.0 or slot.scale is None) else "unit"
+    return (slot.scale or 1.0), "unit" if slot.scale is not None else "name"

@@ -1,0 +1,172 @@
+"""What a number on a progress line means, from the name printed before it or the unit printed after it: one table
+of names and one of units, as data (after HTA's raw-name -> typed-field vocabulary). parsers/templates.py asks it
+for every numeric slot of a learned template; statistics and timestamps decide where neither says.
+
+A name is compared normalised: lower case, every run of separators (space, `_`, `-`, `.`, `/`, `(`, `)`, `:`) made
+one `_`, a unit word at its end taken off (`elapsed time per iteration (ms)` -> `elapsed_time_per_iteration` in ms,
+`train_step_timing in s` -> `train_step_timing` in s). A name matches a role when the whole normalised name, or a
+tail of it that starts at a `_`, is one of the role's names: `actor/grad_norm` and `perf/max_memory_allocated_gb`
+find `grad_norm` and `max_memory_allocated`.
+
+Roles (Role below): the columns of the steps frame they fill are in ROLE_COLUMNS.
+"""
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "eta", "data_time", "iter_rate",
+               "sec_per_iter", "samples_per_sec", "tokens_per_sec", "loss", "lr", "grad_norm", "mem", "mfu", "tflops",
+               "generate_time", "count"]
+
+# role -> the names it is printed under, normalised (see above). Sources: the layouts of ../shared/reference/formats
+# (each library's printing code) and the trainers of the shared corpus.
+NAMES: dict[Role, tuple[str, ...]] = {
+    "counter": ("step", "steps", "global_step", "globalstep", "iter", "iters", "iteration", "iter_num", "it", "batch",
+                "batch_idx", "training_step", "train_step", "update", "updates", "step_num", "num_steps", "global_steps",
+                "local_step", "optimizer_step", "global_step_max_steps"),
+    "epoch": ("epoch", "ep", "training_epoch", "train_epoch"),
+    "step_time": ("time", "dt", "step_time", "iter_time", "batch_time", "time_per_step", "time_step", "time_per_iter",
+                  "time_per_iteration", "elapsed_time_per_iteration", "iteration_time", "step_timing",
+                  "train_step_timing", "train_step_time", "timing_s_step", "timing_step", "step_latency", "latency",
+                  "e2e_latency", "last_time", "batch_time_avg", "sec_per_step", "seconds_per_step", "time_iter",
+                  "train_time_per_step", "forward_backward_time", "step_duration", "time_delta", "delta",
+                  "delta_time", "iteration_time_s", "time_cost", "cost_time", "batch_cost"),
+    "avg_step_time": ("step_avg", "avg_step_time", "step_time_avg", "avg_iter_time", "iter_time_avg", "time_avg",
+                      "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
+    "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
+                 "walltime", "wall", "wallclock", "runtime", "train_runtime", "time_since_start", "total_elapsed"),
+    "eta": ("eta", "remaining", "remaining_time", "time_left", "time_remaining", "eta_s", "left"),
+    "data_time": ("data", "data_time", "data_wait", "dataloader_time", "data_loader_time", "load_time",
+                  "load_data_time", "data_load_time", "dt_data", "data_loading", "data_loading_time", "batch_load_time",
+                  "get_batch", "time_data", "input_time", "data_wait_time", "last_data_time", "timing_s_data",
+                  "batch_generator"),
+    "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
+                  "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
+                  "train_speed_iter_s", "average_steps_s", "train_steps_per_second"),
+    "sec_per_iter": ("s_it", "sec_it", "s_iter", "sec_per_iter", "s_step", "train_speed_s_it", "s_per_it"),
+    "samples_per_sec": ("samples_s", "samples_sec", "sample_s", "samples_per_sec", "samples_per_second", "img_s",
+                        "imgs_s", "images_s", "img_sec", "images_sec", "images_per_sec", "images_per_second",
+                        "seqs_s", "seq_s", "sequences_per_second", "examples_s", "examples_per_sec", "fps",
+                        "samples_per_sec_per_gpu", "train_samples_per_second", "throughput_samples"),
+    "tokens_per_sec": ("tps", "tok_s", "tokens_s", "tokens_sec", "tok_sec", "tokens_per_sec", "tokens_per_second",
+                       "throughput_tokens", "tgs", "wps", "words_s", "tokens_per_sec_per_gpu", "tok_per_sec",
+                       "token_throughput", "average_tokens_s"),
+    "loss": ("loss", "train_loss", "lm_loss", "total_loss", "reduced_train_loss", "loss_train", "avg_loss",
+             "policy_loss", "pg_loss", "training_loss", "mean_loss", "loss_value"),
+    "lr": ("lr", "learning_rate", "lrate", "actor_lr", "lr_0", "learningrate"),
+    "grad_norm": ("grad_norm", "gnorm", "grad_norm_total", "gradient_norm", "actor_grad_norm", "grad_l2_norm"),
+    "mem": ("mem", "memory", "max_mem", "peak_mem", "max_memory_allocated", "max_allocated", "memory_gib",
+            "max_memory", "peak_memory", "gpu_mem", "memory_allocated", "max_memory_reserved", "mem_gb",
+            "memory_gb", "cuda_mem", "allocated"),
+    "mfu": ("mfu", "mfu_pct", "mfu_actor", "model_flops_utilization", "perf_mfu"),
+    "tflops": ("tflops", "tflop_s", "tflops_s", "tflops_per_gpu", "tflop_s_gpu", "achieved_tflops", "tflops_s_gpu",
+               "throughput_per_gpu_tflop_s_gpu", "average_tflops", "tflops_gpu", "tflops_per_second"),
+    "generate_time": ("timing_s_gen", "timing_gen", "gen_time", "generate_time", "generation_time", "rollout_time",
+                      "timing_s_generate_sequences", "timing_s_rollout", "make_experience", "timing_make_experience"),
+    # Counts that grow with the run but are not the step (a monotone integer a counter must not be taken from).
+    "count": ("consumed_samples", "consumed_tokens", "samples_seen", "tokens_seen", "consumed", "global_batch_size",
+              "batch_size", "frames", "num_tokens", "tokens", "samples", "seen", "total", "num_samples", "rank",
+              "world_size", "v_num", "gpu", "gpus", "node", "nodes", "acc", "accuracy", "v"),
+}
+
+# A unit printed right after the number (or after one space): (role where the unit alone says it, seconds per unit
+# for a duration). `ms/step` and `s/it` say both what and how much; `ms`, `s`, `min` only how much.
+UNITS: dict[str, tuple[Role | None, float | None]] = {
+    "ms/step": ("step_time", 1e-3), "s/step": ("step_time", 1.0), "ms/it": ("step_time", 1e-3),
+    "s/it": ("sec_per_iter", 1.0), "s/iter": ("sec_per_iter", 1.0), "sec/it": ("sec_per_iter", 1.0),
+    "s / it": ("sec_per_iter", 1.0), "s/iteration": ("sec_per_iter", 1.0), "ms/iter": ("step_time", 1e-3),
+    "it/s": ("iter_rate", None), "steps/s": ("iter_rate", None), "iter/s": ("iter_rate", None),
+    "its/s": ("iter_rate", None), "step/s": ("iter_rate", None),
+    "samples/s": ("samples_per_sec", None), "samples/sec": ("samples_per_sec", None),
+    "sample/s": ("samples_per_sec", None), "img/s": ("samples_per_sec", None), "img/sec": ("samples_per_sec", None),
+    "images/s": ("samples_per_sec", None), "images/sec": ("samples_per_sec", None),
+    "imgs/s": ("samples_per_sec", None), "ex/s": ("samples_per_sec", None), "seq/s": ("samples_per_sec", None),
+    "examples/s": ("samples_per_sec", None), "examples/sec": ("samples_per_sec", None),
+    "tok/s": ("tokens_per_sec", None), "tokens/s": ("tokens_per_sec", None), "tok/sec": ("tokens_per_sec", None),
+    "tokens/sec": ("tokens_per_sec", None),
+    "ms": (None, 1e-3), "msec": (None, 1e-3), "s": (None, 1.0), "sec": (None, 1.0), "secs": (None, 1.0),
+    "seconds": (None, 1.0), "min": (None, 60.0), "mins": (None, 60.0), "minutes": (None, 60.0), "h": (None, 3600.0),
+    "us": (None, 1e-6), "µs": (None, 1e-6),
+}
+# Memory units -> GB (of 2**30 bytes, as DeepSpeed and PyTorch print them).
+MEM_UNITS: dict[str, float] = {"gb": 1.0, "gib": 1.0, "g": 1.0, "mb": 1 / 1024, "mib": 1 / 1024, "m": 1 / 1024,
+                               "kb": 1 / 2**20, "kib": 1 / 2**20}
+# A unit word at the end of a name: `(ms)`, `_ms`, ` in s`, `_s` (seconds per unit).
+NAME_UNITS: dict[str, float] = {"ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0,
+                                "in_s": 1.0, "in_ms": 1e-3, "min": 60.0, "us": 1e-6}
+DURATION_ROLES: frozenset[Role] = frozenset({"step_time", "avg_step_time", "cum_time", "eta", "data_time",
+                                             "generate_time"})
+
+# The steps-frame column each role fills (roles not here are read, listed, and not stored as steps).
+ROLE_COLUMNS: dict[Role, str] = {
+    "epoch": "epoch", "data_time": "data_time_s", "samples_per_sec": "samples_per_sec",
+    "tokens_per_sec": "tokens_per_sec", "loss": "loss", "lr": "lr", "grad_norm": "grad_norm",
+    "mem": "max_mem_alloc_gb", "tflops": "tflops", "generate_time": "generate_time_s",
+}
+
+# A template whose text before its first number names one of these is an evaluation or test pass, not training.
+EVAL_WORDS = re.compile(r"\b(?:test|val|valid|validation|validate|eval|evaluation|evaluating|inference|predict|"
+                        r"testing|sanity)\b", re.I)
+
+_SEP = re.compile(r"[\s_\-./():\\\[\]{}'\"@#,;=|*<>+]+")
+
+
+def normalise(name: str) -> tuple[str, float | None]:
+    """A printed name -> (normalised name, seconds per unit where a unit word ends it)."""
+    norm = _SEP.sub("_", name.lower()).strip("_")
+    if role_of(norm) is not None:  # `average_steps_s`, `timing_s_step`: the whole name says it, unit word and all
+        return norm, _name_unit(norm)
+    for unit in sorted(NAME_UNITS, key=len, reverse=True):
+        if norm.endswith("_" + unit) and len(norm) > len(unit) + 1:
+            stem = norm[: -len(unit) - 1]
+            # `timing_s_step`, `train_step_timing_in_s`: a unit word kept where the name without it is no role
+            if role_of(stem) is not None or role_of(norm) is None:
+                return stem, NAME_UNITS[unit]
+    return norm, None
+
+
+def _name_unit(norm: str) -> float | None:
+    """Seconds per unit named inside a name that has a role as it stands (`iter_time_ms_avg` -> ms); seconds, the
+    default, need no word."""
+    return next((NAME_UNITS[p] for p in norm.split("_") if p in ("ms", "msec", "us", "min")), None)
+
+
+def memory_name(norm: str) -> tuple[str, float] | None:
+    """`max_memory_allocated_gb`, `memory_mib` -> (the name without its unit, GB per unit); None without one."""
+    for unit, per in MEM_UNITS.items():
+        if len(unit) > 1 and norm.endswith("_" + unit):
+            return norm[: -len(unit) - 1], per
+    return None
+
+
+_BY_NAME: dict[str, Role] = {n: role for role, names in NAMES.items() for n in names}
+
+
+def role_of(norm: str) -> Role | None:
+    """The role of a normalised name: the whole name, else its longest tail that starts after a `_`."""
+    if norm in _BY_NAME:
+        return _BY_NAME[norm]
+    parts = norm.split("_")
+    for i in range(1, len(parts)):
+        tail = "_".join(parts[i:])
+        if tail in _BY_NAME:
+            return _BY_NAME[tail]
+    return None
+
+
+def unit_of(text: str) -> tuple[str, Role | None, float | None]:
+    """The unit that opens `text` (the text right after a number) -> (unit as printed, role, seconds per unit)."""
+    m = re.match(r"\s?([A-Za-zµ%]+(?:\s?/\s?[A-Za-z]+)?)", text)
+    if not m:
+        return "", None, None
+    unit = m.group(1)
+    key = re.sub(r"\s+", " ", unit.lower())
+    if key in UNITS:
+        return unit, *UNITS[key]
+    if key.replace(" ", "") in UNITS:
+        return unit, *UNITS[key.replace(" ", "")]
+    if key in MEM_UNITS or key == "%":
+        return unit, None, None
+    # A word after a space is the next name, not this number's unit; glued letters are a unit we do not know.
+    return (unit, None, None) if not text.startswith(" ") else ("", None, None)
