@@ -352,7 +352,11 @@ def _stats(series: pl.DataFrame, source: str) -> StepStats:
     # Against the lower quartile: when every second step stalls (nanoGPT evaluating and saving every 2 iterations)
     # the median is itself a stalled step.
     base = float(t.quantile(0.25, "lower"))  # type: ignore[arg-type]
-    spikes = body.filter(pl.col("step_time_s") >= SPIKE_FACTOR * base)["step"].to_list()
+    # A stall also stands out from the steps beside it: in a run whose steps slow down steadily (a ramp), the late
+    # steps are long but their neighbours are as long, and none of them is a stall.
+    x = pl.col("step_time_s")
+    beside = pl.min_horizontal(x.shift(1), x.shift(-1)).fill_null(x.shift(1).fill_null(x.shift(-1)))
+    spikes = body.filter((x >= SPIKE_FACTOR * base) & (x >= SPIKE_FACTOR * beside).fill_null(True))["step"].to_list()
     period = None
     if len(spikes) >= 3:  # two spikes always look "regular"
         gaps = [b - a for a, b in zip(spikes, spikes[1:])]

@@ -64,9 +64,9 @@ def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.
     return values.scatter(idx, compute(idx))
 
 
-def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
+def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -> pl.DataFrame:
     """Add source (unless the lines carry theirs: source_id None), rank, node and ts (from outer prefixes) to a
-    frame holding `text`."""
+    frame holding `text`. `node` False: the host is not looked for (the template reader needs rank and time)."""
     text = frame["text"]
     # `[Rank N] `: a literal find and casts of short slices, half the cost of a capture group on a long line.
     digits = text.str.slice(text.str.find(_RANK_DS, literal=True) + len(_RANK_DS), 12)
@@ -85,10 +85,13 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
     mark = _fill(literal, _where(literal.is_null() & rank.is_not_null(),
                                  lambda idx: text.gather(idx).str.contains_any(["[rank", "]<std"])),
                  lambda idx: rank.gather(idx))
-    node = text.str.extract(_HOST, 0).str.strip_suffix(": ")
-    # A container timestamp or accelerate's `stdout: ` may precede the host: keep the last word.
-    node = _fill(node, node.str.contains(" ", literal=True).fill_null(False),
-                 lambda idx: node.gather(idx).str.extract(r"[^ ]+$", 0))
+    if node:
+        host = text.str.extract(_HOST, 0).str.strip_suffix(": ")
+        # A container timestamp or accelerate's `stdout: ` may precede the host: keep the last word.
+        host = _fill(host, host.str.contains(" ", literal=True).fill_null(False),
+                     lambda idx: host.gather(idx).str.extract(r"[^ ]+$", 0))
+    else:
+        host = pl.repeat(None, text.len(), dtype=pl.String, eager=True)
     ts = (text.str.extract(_TS, 0).str.slice(0, 23)
           .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
     ts = _fill(ts, ts.is_null() & (text.str.starts_with("20") | text.str.starts_with("[20")),
@@ -107,7 +110,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
                lambda idx: find_stamp(text.gather(idx)))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
-                              node.alias("node"), ts.alias("ts"), mark.alias("_mark"))
+                              host.alias("node"), ts.alias("ts"), mark.alias("_mark"))
 
 
 def _where(mask: pl.Series, test: Callable[[pl.Series], pl.Series]) -> pl.Series:
@@ -383,6 +386,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     key = ["line"] if source_id is not None else ["source", "line"]
     anchored = lines.with_row_index("_row").with_columns(pl.col("text").str.extract(ANCHOR_RE, 0).alias("anchor"))
     tagged = anchored.filter(pl.col("anchor").is_not_null())
+    loose_keys: list[pl.DataFrame] = []  # lines the anchorless kinds read
     if FALLBACK_RE and tagged.height < anchored.height:
         loose = anchored.filter(pl.col("anchor").is_null())
         loose = loose.filter(loose["text"].str.contains(FALLBACK_RE))
@@ -391,6 +395,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
             for kind in FALLBACK_KINDS:
                 rows = _guarded(kind, loose.filter(pl.col("text").str.contains(kind.prefilter)), faults)
                 if rows is not None and rows.height:
+                    loose_keys.append(rows.select(key))
                     out.setdefault(kind.frame, []).append(rows)
                     extra = _side_rows(rows)
                     if extra is not None:
@@ -431,11 +436,19 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     # (parsers/templates.py); the general progress kind's rows on them may give way to a learned stream.
     free = anchored.filter(pl.col("anchor").is_null() & pl.col("text").str.contains(r"\d"))
     if free.height:
-        mined, tpls = mine(with_prefix(free, source_id))
-        claimed = out["_lines"][0].with_columns(pl.lit(True).alias("claimed"))
         if source_id is not None:
-            claimed = claimed.select("line", "claimed")
-        mined = mined.join(claimed, on=key, how="left").with_columns(pl.col("claimed").fill_null(False))
+            free = free.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))
+        mined, tpls = mine(free)
+        # Rank and time only for the lines that may be a stream's (the prefixes' patterns cost a pass each).
+        mined = with_prefix(mined, source_id, node=False).select(*MINED_SCHEMA)
+        # Only the anchorless kinds and the env pass read lines without an anchor: their rows say which mined
+        # lines a reader already counted (a join with every used line of the chunk would cost a pass over it).
+        loose_used = loose_keys + [part.select(key) for part in out.get("env", [])]
+        if loose_used:
+            claimed = pl.concat(loose_used).unique().with_columns(pl.lit(True).alias("claimed"))
+            mined = mined.join(claimed, on=key, how="left").with_columns(pl.col("claimed").fill_null(False))
+        else:
+            mined = mined.with_columns(pl.lit(False).alias("claimed"))
         out["_mined"], out["_templates"] = [mined], [tpls]
     else:
         out["_mined"] = [pl.DataFrame(schema=MINED_SCHEMA | {"claimed": pl.Boolean})]

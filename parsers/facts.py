@@ -48,7 +48,7 @@ _ORIGIN_TIERS = {
     "sbatch": "scheduler",
     "wandb_metadata": "hardware", "nvidia_smi": "hardware", "estimate": "hardware",
     # a launch script's topology variables, set or echoed (`NUM_NODES: 2`, `GPUS_PER_NODE=4`)
-    "topology_setting": "launcher",
+    "topology_setting": "launcher", "nodes_print": "launcher",
     # a parameter count read from the model's name (`Llama-3.2-1B`): an estimate, below everything printed
     "model_name": "hardware",
     # the highest rank a line prefix names is a lower bound on the world size, never a claim of it (assemble)

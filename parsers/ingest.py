@@ -188,9 +188,11 @@ def _learn(parts: dict[str, list[pl.DataFrame]], templates: list[pl.DataFrame],
     are few, one per printed step of one stream: not thinned); and per source, the stream lines no kind had read."""
     mined = parts.pop("_mined", [])
     rows = pl.concat(mined) if len(mined) > 1 else (mined[0] if mined else None)
-    if rows is None or rows.height == 0:
+    if rows is None or (rows.height == 0 and not templates):
         return Learned(), {}
-    tpls = pl.concat(templates).unique("tid", keep="first") if templates else pl.DataFrame(schema=TEMPLATES_SCHEMA)
+    tpls = pl.concat(templates).group_by("source", "tid", maintain_order=True).agg(
+        pl.col("template", "sample", "clocks").first(), pl.col("n").sum()) if templates else \
+        pl.DataFrame(schema=TEMPLATES_SCHEMA)
     learned = learn(rows.drop("claimed"), tpls, paste)
     if learned.steps:
         parts.setdefault("steps", []).extend(conform("steps", [s]) for s in learned.steps)

@@ -456,6 +456,14 @@ KINDS: tuple[LineKind, ...] = (
              samples=(("[INFO:swift] rank: 0, local_rank: 0, world_size: 8, local_world_size: 8",
                        {"value": "8", "key": "job.world_size"}),
                       ("World size: 4", {"value": "4"}), ("trainer.world_size=1", {"value": "1"}))),
+    # A node count a launch script or job echoes in words: `Training: llama3-1b ... nodes=8 gbs=288`,
+    # `num_nodes: 2`, `Number of nodes: 4` (the launcher's tier, like NUM_NODES=).
+    LineKind("nodes_print", "facts", (" nodes=", " nodes: ", "num_nodes=", "num_nodes: ", "Number of nodes: ",
+                                      "Number of nodes = "),
+             r"(?i)(?:^|[\s,(])(?:num_|number of )?nodes\s*[:=]\s*(?P<value>\d+)\b", {"value": S},
+             required="value", constants={"key": "topology.NUM_NODES"},
+             samples=(("Training: llama3-1b full-attn fineweb40B  nodes=14  gbs=336  steps=15550",
+                       {"value": "14", "key": "topology.NUM_NODES"}), ("num_nodes: 2", {"value": "2"}))),
     # Megatron: `using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, pipeline-model-parallel
     # size: 16` (older: `using world size: 64 and model-parallel size: 4`), one row per number.
     _fact("megatron_world", ("using world size: ",), r"using world size: (?P<value>\d+)", "megatron.world_size"),

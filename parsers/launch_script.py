@@ -21,6 +21,10 @@ _BOOL_FLAGS = {"--use_deepspeed", "--gradient_checkpointing", "--bf16", "--fp16"
                "--no_python", "--standalone", "--deepspeed_multinode_launcher"}
 
 
+# Commands that run the command after them: what follows is read as the command.
+_WRAPPERS = ("nohup", "exec", "time", "stdbuf", "nice", "ionice", "taskset")
+
+
 @dataclass(frozen=True)
 class Setting:
     value: str
@@ -163,6 +167,12 @@ def _command(command: str, lineno: int, out: LaunchScript, shell_vars: dict[str,
         return
     for key, value in inline.items():
         out.env[key] = Setting(value, lineno)
+    while rest and rest[0] in _WRAPPERS:  # `nohup torchrun ...`, `exec deepspeed ...`
+        rest = rest[1:]
+    if rest[:2] in (["bash", "-c"], ["sh", "-c"]) and len(rest) > 2:  # `nohup bash -c "(torchrun ...); ..."`
+        for inner in re.split(r"\s*(?:&&|\|\||;)\s*", rest[2]):
+            _command(inner.strip().strip("()").strip(), lineno, out, shell_vars)
+        return
     _launcher(rest, lineno, out, shell_vars)
 
 

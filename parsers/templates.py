@@ -31,7 +31,7 @@ import polars as pl
 
 from diagnose.parsers import vocabulary as vocab
 from diagnose.parsers.prefixes import OUTER_PREFIX
-from diagnose.parsers.stamps import STAMP
+from diagnose.parsers.stamps import STAMP, STAMP_HINT
 
 MIN_LINES = 3  # a template printed fewer times is not a stream
 MIN_LINES_PASTE = 2  # ... except in a paste, where two lines of one layout are all a user may have
@@ -39,16 +39,18 @@ PASTE_MAX_LINES = 400  # a source of at most this many lines is a paste
 MAX_TEMPLATES = 200  # templates examined per source, most frequent first (a log has a handful that matter)
 UNREAD_SHOWN = 5  # templates no reader understood, listed in the report
 UNIT_AGREEMENT = 0.3  # a printed duration agrees with the stamps when within 30% of the wall time per step
+PRUNE_ROWS = 8  # a template printed this often in one chunk is judged there whether it can be a stream
+PRUNE_HOLD_SHARE, PRUNE_UP_SHARE = 0.5, 0.3  # ... leniently: ranks interleave there, and learning decides
 MONOTONE_SHARE = 0.7  # a counter steps up (or holds) between at least 70% of consecutive lines
 CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consecutive lines
 # Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
 GENERIC_TIME = frozenset({"time", "t"})
 COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
 
-# Placeholders in a template: \x05 a clock slot, \x06 a number slot; \x01 a stamp, \x02 a digit run inside a name,
-# \x03 a hex id, \x04 a path, \x07 a progress bar (masked, not slots).
-CLOCK_SLOT, NUMBER_SLOT = "\x05", "\x06"
-_SLOTS = re.compile("[\x05\x06]")
+# Placeholders in a template: \x06 a slot (a number or a clock duration; which, the template's `clocks` says); \x01 a
+# stamp, \x02 a digit run inside a name, \x03 a hex id, \x04 a path, \x07 a progress bar (masked, not slots).
+SLOT_MARK = "\x06"
+_SLOTS = re.compile("\x06")
 CLOCK = r"\b\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?\b"
 NUMBER = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
           r"|\b(?:nan|NaN|inf|Inf)\b")
@@ -62,16 +64,43 @@ _GLYPHS = r"[\u2580-\u259F\u2500-\u257F]+"
 _TQDM_BAR = r"%\|[^|]{0,120}\|"
 
 
+def _only_where(text: pl.Series, hint: str, pattern: str, repl: str, literal_hint: bool = False) -> pl.Series:
+    """`replace_all(pattern, repl)` on the rows whose cheap `hint` matches: most lines hold no stamp, id, path or
+    bar, and a regex pass over every line costs more than a literal test."""
+    idx = text.str.contains(hint, literal=literal_hint).fill_null(False).arg_true()
+    if idx.len() == 0:
+        return text
+    return text.scatter(idx, text.gather(idx).str.replace_all(pattern, repl))
+
+
+_RARE = "|".join((STAMP_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d"))
+
+
+def _rare_masks(body: pl.Series) -> pl.Series:
+    """Stamps, ids, paths, bars, glyphs, digits in names and `1-10` ranges masked (on rows that hold one)."""
+    body = _only_where(body, STAMP_HINT, STAMP, "\x01")
+    body = _only_where(body, r"0x|[0-9a-f]{8}", _HEX, "\x03")
+    body = _only_where(body, "/", _PATH, "${1}\x04", literal_hint=True)
+    body = _only_where(body, "%|", _TQDM_BAR, "%\x07", literal_hint=True)
+    body = _only_where(body, r"[^\x00-\x7f]", _GLYPHS, " ")
+    body = _only_where(body, r"[A-Za-z_]\d", r"([A-Za-z_])\d+", "${1}\x02")
+    body = _only_where(body, r"[A-Za-z_]\x02[A-Za-z_]+\d", r"([A-Za-z_]\x02[A-Za-z_]+)\d+", "${1}\x02")
+    return _only_where(body, r"\d-\d", r"(\d)-(\d)", "${1} - ${2}")
+
+
 def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Unclaimed lines with a digit (source, line, rank, ts, text) -> (rows: source, line, rank, ts, tid, vals;
-    templates: tid, template, sample). Vectorised over the chunk."""
-    body = (pl.col("text").str.replace(OUTER_PREFIX, "").str.replace_all(STAMP, "\x01")
-            .str.replace_all(_HEX, "\x03").str.replace_all(_PATH, "${1}\x04").str.replace_all(_TQDM_BAR, "%\x07")
-            .str.replace_all(_GLYPHS, " ")
-            .str.replace_all(r"([A-Za-z_])\d+", "${1}\x02").str.replace_all(r"([A-Za-z_]\x02[A-Za-z_]+)\d+", "${1}\x02")
-            .str.replace_all(r"(\d)-(\d)", "${1} - ${2}"))
-    tpl = (pl.col("_body").str.replace_all(CLOCK, CLOCK_SLOT).str.replace_all(NUMBER, NUMBER_SLOT)
-           .str.replace_all(r"\s+", " ").str.strip_chars(" .;,"))
+    """Unclaimed lines with a digit (source, line, text) -> (rows that may belong to a stream: source, line, tid,
+    vals, text; templates: source, tid, template, sample, clocks, n); the caller adds rank and time to the rows. Vectorised over the chunk: one pass finds the rows that hold anything rare
+    (a stamp, an id, a path, a bar, a digit inside a name), and only those go through the masks for them."""
+    body = rows["text"].str.replace(OUTER_PREFIX, "")
+    idx = body.str.contains(_RARE).fill_null(False).arg_true()
+    if idx.len():
+        body = body.scatter(idx, _rare_masks(body.gather(idx)))
+    tpl = body.str.replace_all(SLOT, SLOT_MARK)
+    spaced = tpl.str.contains_any(["  ", "\t"]).fill_null(False).arg_true()
+    if spaced.len():
+        tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
+    tpl = tpl.str.strip_chars(" .;,")
     el = pl.element()
     clock = el.str.split(":")
     part = [clock.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) for i in range(3)]
@@ -79,17 +108,54 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         part[0] * 60 + part[1])
     value = pl.when(el.str.contains(":", literal=True)).then(clock_s).otherwise(
         el.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False))
-    out = (rows.with_columns(body.alias("_body"))
-           .with_columns(tpl.alias("template"), pl.col("_body").str.extract_all(SLOT).alias("_tok"))
+    out = (rows.with_columns(tpl.alias("template"), body.str.extract_all(SLOT).alias("_tok"))
            .filter(pl.col("_tok").list.len() > 0)
            .with_columns(pl.col("template").hash().alias("tid"), pl.col("_tok").list.eval(value).alias("vals")))
-    templates = out.group_by("tid").agg(pl.col("template").first(), pl.col("text").first().alias("sample"))
-    return out.select("source", "line", "rank", "ts", "tid", "vals"), templates
+    # Which slots are clocks (`0:08:01`) is the same on every line of a template: kept with the template.
+    clocks = pl.col("_tok").list.eval(el.str.contains(":", literal=True).cast(pl.String)).list.join("")
+    templates = out.group_by("source", "tid").agg(pl.col("template").first(), pl.col("text").first().alias("sample"),
+                                        clocks.first().alias("clocks"), pl.len().cast(pl.UInt32).alias("n"))
+    out = out.select("source", "line", "tid", "vals", "text")
+    # A copy through Python: a string taken with first() shares the chunk's whole text buffer, which would stay
+    # alive with this small table until the source is read (1 GB of log, 1 GB held).
+    small = pl.DataFrame(templates.to_dict(as_series=False), schema=templates.schema)
+    return _prune(out, small), small
+
+
+def _prune(out: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
+    """Drop the rows of templates that cannot be a stream: printed PRUNE_ROWS times or more in this chunk with no
+    slot of integers that steps up (a counter steps up within every chunk as over the whole log) and no time named
+    as a step's. Their count stays in `templates` (the report lists them as not understood); their values are not
+    held until the source ends (the noise lines of a large log would be)."""
+    big = templates.filter((pl.col("n") >= PRUNE_ROWS) & ~pl.col("template").str.contains(_PER_STEP_TIME))
+    if big.height == 0:
+        return out
+    long = (out.join(big.select("source", "tid"), on=["source", "tid"], how="semi")
+            .select("source", "tid", pl.col("vals"), pl.int_ranges(pl.col("vals").list.len()).alias("slot"))
+            .explode("vals", "slot"))
+    if long.height == 0:
+        return out
+    # In line order, ranks interleaved (the rank is not known yet): lenient, as a prefilter; learning judges per rank.
+    v = pl.col("vals")
+    d = v.diff().over("source", "tid", "slot")
+    stats = long.group_by("source", "tid", "slot").agg((v == v.round(0)).all().alias("integral"), v.n_unique().alias("k"),
+                                             (d >= 0).mean().alias("hold"), (d > 0).mean().alias("up"))
+    # A slot named for something else (`rank 3`, `tokens=...`) is no counter however it moves, as in _counter.
+    named = [(tid, s.index) for tid, template in dict(zip(big["tid"], big["template"])).items()
+             for s in _slots(template) if s.name_role not in (None, "counter", "epoch") or s.unit_role or s.unit]
+    if named:
+        other = pl.DataFrame(named, schema={"tid": pl.UInt64, "slot": pl.Int64}, orient="row")
+        stats = stats.join(other, on=["tid", "slot"], how="anti")
+    counters = stats.filter(pl.col("integral") & (pl.col("k") > 1) & (pl.col("hold") >= PRUNE_HOLD_SHARE)
+                            & (pl.col("up") >= PRUNE_UP_SHARE)).select("source", "tid").unique()
+    drop = big.select("source", "tid").join(counters, on=["source", "tid"], how="anti")
+    return out.join(drop, on=["source", "tid"], how="anti") if drop.height else out
 
 
 MINED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "rank": pl.Int32, "ts": pl.Datetime("ms"), "tid": pl.UInt64,
                 "vals": pl.List(pl.Float64)}
-TEMPLATES_SCHEMA = {"tid": pl.UInt64, "template": pl.String, "sample": pl.String}
+TEMPLATES_SCHEMA = {"source": pl.UInt16, "tid": pl.UInt64, "template": pl.String, "sample": pl.String, "clocks": pl.String,
+                    "n": pl.UInt32}
 
 
 # ---- learning ---------------------------------------------------------------------------------------------------
@@ -158,13 +224,15 @@ _NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_/().%@\x02\- ]*?)\s*$")
 
 def display(template: str) -> str:
     """A template as people read it: slots as `#`, masked parts as `<...>`."""
-    return (template.replace(CLOCK_SLOT, "#").replace(NUMBER_SLOT, "#").replace("\x01", "<time>")
+    return (template.replace(SLOT_MARK, "#").replace("\x01", "<time>")
             .replace("\x02", "N").replace("\x03", "<id>").replace("\x04", "<path>").replace("\x07", "<bar>"))
 
 
-def _slots(template: str) -> list[_Slot]:
+def _slots(template: str, clocks: str = "") -> list[_Slot]:
+    """The slots of a template; `clocks`: per slot, whether its values were clock durations (`true`/`false` run
+    together, as mine() keeps them)."""
     pieces = _SLOTS.split(template)
-    kinds = _SLOTS.findall(template)
+    kinds = ["clock" if c else "number" for c in _clock_flags(clocks, len(pieces) - 1)]
     slots: list[_Slot] = []
     for i, kind in enumerate(kinds):
         pre, post = pieces[i], pieces[i + 1]
@@ -185,9 +253,14 @@ def _slots(template: str) -> list[_Slot]:
         name_role = vocab.role_of(norm) if norm else None
         if name_role is None and norm and (named_mem := vocab.memory_name(norm)) is not None:
             name_role, mem = vocab.role_of(named_mem[0]), named_mem[1]
-        slots.append(_Slot(i, name, norm, kind == CLOCK_SLOT, unit, name_role, unit_role,
+        slots.append(_Slot(i, name, norm, kind == "clock", unit, name_role, unit_role,
                            unit_scale if unit_scale is not None else name_scale, total_of, avg_of, mem))
     return slots
+
+
+def _clock_flags(clocks: str, n: int) -> list[bool]:
+    flags = re.findall("true|false", clocks or "")
+    return [f == "true" for f in flags][:n] + [False] * max(0, n - len(flags))
 
 
 def _lead(template: str) -> str:
@@ -198,11 +271,20 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
     """Mined rows of whole sources -> their streams' step rows and what the report says of them. `paste`: per source,
     whether it is short enough to count two lines of one layout as a stream."""
     out = Learned()
-    if rows.height == 0:
+    if rows.height == 0 and templates.height == 0:
         return out
-    names = dict(zip(templates["tid"].to_list(), templates["template"].to_list()))
-    samples = dict(zip(templates["tid"].to_list(), templates["sample"].to_list()))
+    one = templates.unique("tid", keep="first")
+    names = dict(zip(one["tid"].to_list(), one["template"].to_list()))
+    clocks = dict(zip(one["tid"].to_list(), one["clocks"].to_list()))
+    samples = dict(zip(one["tid"].to_list(), one["sample"].to_list()))
     counts = rows.group_by("source", "tid").len().sort("len", "tid", descending=[True, False])
+    # Sources whose every template was dropped while mining still list those as not understood.
+    bare = (templates.filter(~pl.col("source").is_in(counts["source"].unique().implode()))
+            .select("source", "tid").unique("source").with_columns(pl.lit(0, pl.UInt32).alias("len")))
+    counts = pl.concat([counts.with_columns(pl.col("len").cast(pl.UInt32)), bare])
+    pruned: dict[int, list[tuple[int, int]]] = {}
+    for src, tid, n in templates.filter(pl.col("n") >= PRUNE_ROWS).select("source", "tid", "n").iter_rows():
+        pruned.setdefault(int(src), []).append((tid, int(n)))
     for (source,), per_source in counts.partition_by("source", as_dict=True, maintain_order=True).items():
         floor = MIN_LINES_PASTE if paste.get(int(source), False) else MIN_LINES
         cand = per_source.filter(pl.col("len") >= floor).head(MAX_TEMPLATES)
@@ -212,11 +294,16 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
         groups = own.partition_by("tid", as_dict=True) if own.height else {}
         for tid, n in cand.select("tid", "len").iter_rows():
             template = names.get(tid, "")
-            got = _stream(int(source), template, groups[(tid,)].sort("line"), n)
+            got = _stream(int(source), template, groups[(tid,)].sort("line"), n, clocks.get(tid) or "")
             if got is None:
                 unread.append(Unread(int(source), display(template), n, samples.get(tid, "")))
             else:
                 found.append(got)
+        # Templates whose rows were dropped as no stream while mining (parsers/templates._prune) are unread too.
+        kept = set(per_source["tid"].to_list())
+        for tid, n in pruned.get(int(source), []):
+            if tid not in kept:
+                unread.append(Unread(int(source), display(names.get(tid, "")), n, samples.get(tid, "")))
         # One step clock per source: the training stream with the most lines (a timed one before an untimed one).
         train = [f for f in found if f[0].step_clock]
         train.sort(key=lambda f: (f[0].note != "", -f[0].lines))
@@ -259,8 +346,9 @@ _TIMING_ROLES = {"step_time", "avg_step_time", "cum_time", "iter_rate", "sec_per
 _TRAINING_ROLES = _TIMING_ROLES | {"loss", "lr", "grad_norm", "tflops", "mfu"}
 
 
-def _stream(source: int, template: str, sub: pl.DataFrame, n: int) -> tuple[Stream, pl.DataFrame, pl.DataFrame | None] | None:
-    slots = _slots(template)
+def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
+            clocks: str = "") -> tuple[Stream, pl.DataFrame, pl.DataFrame | None] | None:
+    slots = _slots(template, clocks)
     if not slots:
         return None
     width = sub["vals"].list.len().max()
@@ -384,6 +472,7 @@ def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:
 # A duration whose name says it is a step's (`train_step_time`, `iter_time`, `Time/step`): the only kind of line that
 # is read as one step per line without a counter (a benchmark's `duration: 1.4 sec` is not a training step).
 _PER_STEP = re.compile(r"step|iter|batch")
+_PER_STEP_TIME = r"(?i)(?:step|iter|batch)\w*[ _/]?time|time/(?:step|it)|timing"
 
 
 def _counter(slots: list[_Slot], stats: list[dict[str, float]], totals: dict[int, int],

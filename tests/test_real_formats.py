@@ -266,10 +266,16 @@ def test_one_unreadable_input_is_skipped_not_fatal(tmp_path: Path) -> None:
     good = tmp_path / "good.log"
     good.write_text(PROGRESS[0][0] + "\n")
     empty = tmp_path / "empty.log"
-    empty.write_text("nothing to see\n")
-    m = parse([str(good), str(empty)])
-    assert [s.name for s in m.sources] == [str(good)]
-    assert [(s.name, "nothing recognisable" in s.why) for s in m.skipped] == [(str(empty), True)]
+    empty.write_text("")
+    binary = tmp_path / "model.bin"
+    binary.write_bytes(bytes(range(256)) * 64)
+    prose = tmp_path / "notes.txt"
+    prose.write_text("nothing to see\n")  # text: read, and said to hold nothing recognised (issue 30, must 8)
+    m = parse([str(good), str(empty), str(binary), str(prose)])
+    assert [s.name for s in m.sources] == [str(good), str(prose)]
+    assert m.sources[1].note == "nothing recognised in 1 lines"
+    assert {s.name: s.why.split(":")[0] for s in m.skipped} == {
+        str(empty): "empty", str(binary): "binary file, not a log, config or launch script"}
 
 
 def test_a_folder_of_two_runs_is_reported_as_two_runs(tmp_path: Path) -> None:

@@ -124,7 +124,9 @@ def test_small_logs_read_as_one_batch_give_what_each_read_alone_gives(tmp_path: 
     alone = run_model.build(inputs)
     assert batched.sources == alone.sources
     assert [s.name for s in batched.skipped] == [s.name for s in alone.skipped]
-    assert any(s.name.endswith("zz-noise.log") for s in batched.skipped)
+    assert any(s.name.endswith("zz-empty.log") for s in batched.skipped)
+    noise = [s for s in batched.sources if s.name.endswith("zz-noise.log")]  # text: read, nothing recognised
+    assert noise and noise[0].note == "nothing recognised in 2 lines"
     for name in batched.frames:
         assert_frame_equal(batched.frames[name], alone.frames[name], check_row_order=False)
     assert batched.facts == alone.facts
