@@ -262,7 +262,7 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     if not is_script and result.used_lines == 0 and not any(result.rows.values()) and not result.ranks:
         # Text that no reader understood still gets a report of what could be read (nothing, and the layouts it
         # holds); only an empty input is refused.
-        if result.text_lines == 0 or (size <= CONFIG_MAX_BYTES and not text.strip()):
+        if result.text_lines == 0 or _blank(path):
             raise InputError(inp.name, "empty: no text to read")
         cut = f", {result.stats.cut_lines} over {MAX_LINE_BYTES >> 20} MiB cut" if result.stats.cut_lines else ""
         notes.append(f"nothing recognised in {max(result.text_lines, result.stats.physical_lines)} lines{cut}")
@@ -286,6 +286,15 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
 
 
 EMBEDDED_SCRIPT_BYTES = 4 * 1024 * 1024
+
+
+def _blank(path: Path) -> bool:
+    """Whether a file (gzip read through) holds nothing but white space: read until its first other byte."""
+    with open_input(path) as fh:
+        while block := fh.read(1 << 20):
+            if block.strip():
+                return False
+    return True
 
 
 def _blank_comments(text: str) -> str:
