@@ -200,7 +200,6 @@ class Learned:
     streams: list[Stream] = field(default_factory=list)
     unread: list[Unread] = field(default_factory=list)
     lines: list[pl.DataFrame] = field(default_factory=list)  # (source, line) of every stream line
-    used: dict[int, int] = field(default_factory=dict)  # source -> stream lines
 
 
 @dataclass(frozen=True)
@@ -321,9 +320,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
             if not stream.step_clock:
                 out.streams.append(stream)
                 out.lines.append(steps.select("source", "line"))
-        out.used[int(source)] = sum(s.lines for s in out.streams if s.source == int(source))
-        # Templates a reader may have understood after all (a line kind read those lines) are not "unread".
-        out.unread.extend(sorted(unread, key=lambda u: -u.lines)[:UNREAD_SHOWN * 4])
+        out.unread.extend(sorted(unread, key=lambda u: -u.lines)[:UNREAD_SHOWN])
     return out
 
 
@@ -414,9 +411,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     if total is not None:
         offset = reset * pl.col(f"s{total}")
     else:
-        seg_max = c.max().over(rank, reset)
         offset = (pl.when(c.shift(1).over(rank) > c).then(c.shift(1).over(rank)).otherwise(0)).cum_sum().over(rank)
-        del seg_max
     frame = wide.with_columns((c + offset).cast(pl.Int64, strict=False).alias("global_step"))
     step_time, how = _step_time(slots, stats, roles, frame, has_ts)
     if how:

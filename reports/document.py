@@ -17,6 +17,7 @@ from diagnose.engine import Diagnosis
 from diagnose.findings import Change, Finding
 from diagnose.parsers.facts import RunFacts
 from diagnose.parsers.run_model import RunModel
+from diagnose.parsers.templates import UNREAD_SHOWN
 from diagnose.reports import inert, redact
 
 SCHEMA_VERSION = 1
@@ -329,7 +330,6 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
     return r(doc)  # the one pass: every string of the document, whatever field it sits in
 
 
-READING_UNREAD_SHOWN = 5  # layouts nothing understood, listed in a report
 SAMPLE_CHARS = 200  # a sample line shown for one of them, cut to this
 
 
@@ -340,7 +340,7 @@ def reading_dict(model: RunModel) -> dict[str, Any]:
                      "roles": [{"name": x.name, "role": x.role, "how": x.how} for x in st.roles]}
                     for st in model.streams],
         "unread": [{"source": model.source_name(u.source), "template": u.template[:SAMPLE_CHARS], "lines": u.lines,
-                    "sample": u.sample[:SAMPLE_CHARS]} for u in model.unread[:READING_UNREAD_SHOWN]],
+                    "sample": u.sample[:SAMPLE_CHARS]} for u in model.unread[:UNREAD_SHOWN]],
     }
 
 
