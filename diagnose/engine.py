@@ -77,7 +77,14 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
         p = run_plan(model, gpu_memory_gb, metrics)
     except Exception as e:  # noqa: BLE001 - one unit's fault must not cost the report (the rules run without a plan)
         p, faults = None, [*faults, fault("the ZeRO planner", e)]
-    ctx = Ctx(model, model.facts, metrics, p)
+    # The account comes first: rules read what it measured (the stalls it attributes to checkpoints), and each
+    # finding is priced from it after.
+    acc = None
+    try:
+        acc = goodput.account(model, metrics)
+    except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings
+        faults.append(fault("the goodput account", e))
+    ctx = Ctx(model, model.facts, metrics, p, account=acc)
     findings = []
     for r in load_all().values():
         if only is not None and r.id not in only:
@@ -87,15 +94,14 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
                 findings.append(f)
         except Exception as e:  # noqa: BLE001 - a rule that raises is named in the report; the others still run
             faults.append(fault(f"rule {r.id}", e))
-    acc = cps = strag = None
+    cps = strag = None
     try:
-        acc = goodput.account(model, metrics)
         cps = changepoints.find(metrics.step_series, model.frames["events"], model.frames["steps"],
                                 restarts=acc.restart_steps if acc is not None else ())
         strag = stragglers.classify(model.frames["timers"]) or stragglers.from_report(model.frames["rank_extremes"])
         if acc is not None:
             findings = _priced(findings, costs.Inputs(acc, metrics, cps, strag))
-    except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings
+    except Exception as e:  # noqa: BLE001 - pricing is one unit: its fault must not cost the findings
         faults.append(fault("the goodput account", e))
     findings.sort(key=rank_key)
     findings, recommendation = settle(findings, model.facts, memory_tight(metrics, p))

@@ -7,7 +7,7 @@ train_runtime; the wall_clock_breakdown timers give the compute/communication sp
 from __future__ import annotations
 
 import re
-
+from collections import Counter
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -17,6 +17,15 @@ from diagnose.parsers.run_model import RunModel
 
 WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); the first steps build caches
 SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-time analysis uses the same cut)
+# Spikes recur at a period when PERIOD_SHARE of them (and PERIOD_MIN) have a partner spike p steps away, within
+# PERIOD_TOLERANCE of p: save and eval intervals are exact, a data shard's boundary drifts by a step (190.7 steps a
+# shard); under PERIOD_SHORTEST steps exactness is asked (at p=2 a tolerance of one step would pair any two spikes).
+PERIOD_MIN = 3
+PERIOD_SHARE = 0.5
+PERIOD_TOLERANCE = 0.01
+PERIOD_SHORTEST = 2
+PERIOD_NEIGHBOURS = 4  # distances to each spike's next 4 spikes: enough for two or three interleaved events
+PERIOD_CANDIDATES = 12
 TREND_FACTOR = 1.3  # last quarter's median 30% above the first quarter's = progressive slowdown
 # DeepSpeed 0.18.3 stopped clearing a timer's events when they are summed (deepspeed/utils/timer.py
 # `_get_elapsed_msec`; 0.18.2 still clears them), and the comms logger reads `elapsed(reset=False)` after every call:
@@ -95,6 +104,9 @@ class Metrics:
     # wall median s per step). A printed time far below the cadence means time goes outside the timed region.
     printed_vs_wall: tuple[float, float] | None = None
     data_wait_share: float | None = None  # median data_time / step time where the trainer times data loading
+    # all data waits after the warm-up over the time they and the steps took: intermittent stalls (a 20 s wait every
+    # few steps) that the median does not see; (share, the longest wait's step, its seconds)
+    data_stalls: tuple[float, int, float] | None = None
     # The most memory the run allocated on one GPU, GB: DeepSpeed's MaxMemAllocated, see_memory_usage's Max_MA,
     # Megatron's `max allocated`, LLaMA-Factory's memory(GiB).
     peak_mem_gb: float | None = None
@@ -103,6 +115,9 @@ class Metrics:
     steps_read: int = 0
     timed_totals: tuple[float, ...] = ()  # fwd + bwd + step (+ pipeline waits) ms per timer line, in order (one rank)
     generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
+    training_share: float | None = None  # RLHF: median training-phase time / end-to-end step time
+    # RLHF: how much of the step time's growth (last quarter's median over the first's) is generation's own growth
+    generation_growth: float | None = None
 
 
 def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
@@ -156,8 +171,10 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
                    stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
-                   data_wait_share=_data_wait_share(steps), timed_totals=_timed_totals(model.frames["timers"]),
-                   generation_share=_generation_share(steps),
+                   data_wait_share=_data_wait_share(steps), data_stalls=_data_stalls(steps), timed_totals=_timed_totals(model.frames["timers"]),
+                   generation_share=_phase_share(steps, "generate_time_s"),
+                   training_share=_phase_share(steps, "train_time_s"),
+                   generation_growth=_generation_growth(steps),
                    peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=by_clock,
                    steps_read=_steps_read(steps))
 
@@ -314,11 +331,26 @@ def _timed_totals(timers: pl.DataFrame) -> tuple[float, ...]:
     return tuple(float(v) for v in glob.select(total)["fwd"].to_list())
 
 
-def _generation_share(steps: pl.DataFrame) -> float | None:
-    rows = steps.filter(pl.col("generate_time_s").is_not_null() & (pl.col("step_time_s") > 0))
+def _generation_growth(steps: pl.DataFrame) -> float | None:
+    """(generation's last-quarter median - its first's) / (the step's last-quarter median - its first's): near 1
+    where the steps grew because the rollouts did (answers get longer as the policy learns)."""
+    rows = steps.filter(pl.col("generate_time_s").is_not_null() & (pl.col("step_time_s") > 0)).sort("global_step")
+    q = rows.height // 4
+    if q < 2:
+        return None
+    first, last = rows.head(q), rows.tail(q)
+    grew = float(last["step_time_s"].median()) - float(first["step_time_s"].median())  # type: ignore[arg-type]
+    if grew <= 0:
+        return None
+    return (float(last["generate_time_s"].median()) - float(first["generate_time_s"].median())) / grew  # type: ignore[arg-type]
+
+
+def _phase_share(steps: pl.DataFrame, phase: str) -> float | None:
+    """An RL step's phase (generation, training) over the end-to-end step: the median of its per-step share."""
+    rows = steps.filter(pl.col(phase).is_not_null() & (pl.col("step_time_s") > 0))
     if rows.height < 3:
         return None
-    return float((rows["generate_time_s"] / rows["step_time_s"]).median())  # type: ignore[arg-type]
+    return float((rows[phase] / rows["step_time_s"]).median())  # type: ignore[arg-type]
 
 
 # see_memory_usage labels that are printed inside training steps (the rest are initialisation: partitions created,
@@ -336,6 +368,26 @@ def _peak_mem(steps: pl.DataFrame, memory: pl.DataFrame) -> float | None:
         .otherwise(pl.col("label").fill_null("").str.contains(_STEP_MEMORY_LABEL)))
     values = [float(v) for v in (steps["max_mem_alloc_gb"].max(), mem["max_ma_gb"].max()) if v is not None]
     return max(values) if values else None
+
+
+def _data_stalls(steps: pl.DataFrame) -> tuple[float, int, float] | None:
+    """The data waits' share of the time. A trainer that prints a wait longer than its step time keeps the wait out
+    of the step (`load_data_time: 19.6, train_step_time: 0.69`): the two add up; otherwise the step holds the wait
+    (PyTorch's ProgressMeter: `Time` is the whole iteration, `Data` a part of it)."""
+    rows = steps.filter(pl.col("data_time_s").is_not_null() & (pl.col("step_time_s") > 0)).sort("global_step")
+    if rows.height > WARMUP_STEPS + 3:
+        rows = rows.slice(WARMUP_STEPS)
+    # Only where every step is printed: a line every 50 iterations is one iteration's wait, and the one at an
+    # epoch's first batch (the workers starting) would stand for fifty.
+    if rows.height < 3 or rows["global_step"].diff().drop_nulls().median() != 1:
+        return None
+    data, step = rows["data_time_s"], rows["step_time_s"]
+    outside = bool((data > step).any())
+    total = float(step.sum()) + (float(data.sum()) if outside else 0.0)
+    if not total:
+        return None
+    worst = rows.row(int(data.arg_max() or 0), named=True)  # type: ignore[arg-type]
+    return float(data.sum()) / total, int(worst["global_step"] or 0), float(worst["data_time_s"])
 
 
 def _data_wait_share(steps: pl.DataFrame) -> float | None:
@@ -357,11 +409,7 @@ def _stats(series: pl.DataFrame, source: str) -> StepStats:
     x = pl.col("step_time_s")
     beside = pl.min_horizontal(x.shift(1), x.shift(-1)).fill_null(x.shift(1).fill_null(x.shift(-1)))
     spikes = body.filter((x >= SPIKE_FACTOR * base) & (x >= SPIKE_FACTOR * beside).fill_null(True))["step"].to_list()
-    period = None
-    if len(spikes) >= 3:  # two spikes always look "regular"
-        gaps = [b - a for a, b in zip(spikes, spikes[1:])]
-        if max(gaps) - min(gaps) <= max(1, 0.1 * min(gaps)):
-            period = int(round(sum(gaps) / len(gaps)))
+    period = spike_period(spikes, body.filter(pl.col("step").is_in(spikes))["step_time_s"].to_list() if spikes else [])
     quarters: tuple[float, ...] = ()
     if body.height >= 8:
         q = body.height // 4
@@ -369,6 +417,36 @@ def _stats(series: pl.DataFrame, source: str) -> StepStats:
     return StepStats(source, body.height, p50, float(t.quantile(0.9)), float(t.max()), float(t.mean()),
                      tuple(int(s) for s in spikes), period, quarters[0] if quarters else None,
                      quarters[-1] if quarters else None, quarters)
+
+
+def spike_period(spikes: list[int], times: list[float]) -> int | None:
+    """The interval at which stalls recur, or None. Evenly spaced spikes are periodic; so is a distance p at which
+    at least half the spikes have another spike, within PERIOD_TOLERANCE of p, PERIOD_MIN of them in a row: a run prints
+    other spikes too (one slow step among 29 evaluations), and two periodic events interleave (nanoGPT's evaluation
+    every 250 steps and its data-shard boundary every ~190.7). Of such distances the one whose spikes hold the most
+    time is named: the costly event, not the frequent one."""
+    if len(spikes) < PERIOD_MIN:  # two spikes always look "regular"
+        return None
+    gaps = [b - a for a, b in zip(spikes, spikes[1:])]
+    if max(gaps) - min(gaps) <= max(1, 0.1 * min(gaps)):
+        return int(round(sum(gaps) / len(gaps)))
+    at = set(spikes)
+    weight = dict(zip(spikes, times)) if len(times) == len(spikes) else dict.fromkeys(spikes, 1.0)
+    candidates = Counter(b - a for i, a in enumerate(spikes) for b in spikes[i + 1:i + 1 + PERIOD_NEIGHBOURS])
+    best: tuple[float, int] | None = None
+    for p, _ in candidates.most_common(PERIOD_CANDIDATES):
+        if p < PERIOD_SHORTEST:
+            continue
+        tol = round(PERIOD_TOLERANCE * p)
+        near = range(p - tol, p + tol + 1)
+        on = [s for s in spikes if any(s + d in at or s - d in at for d in near)]
+        # and one run of PERIOD_MIN in a row: two pairs of spikes the same distance apart are not yet a period
+        chained = any(any(s + d in at and any(s + d + e in at for e in near) for d in near) for s in on)
+        if chained and len(on) >= PERIOD_SHARE * len(spikes):
+            held = sum(weight[s] for s in on)
+            if best is None or held > best[0]:
+                best = (held, p)
+    return best[1] if best else None
 
 
 def _samples_per_sec(steps: pl.DataFrame, train_batch: int | None, stats: StepStats | None) -> float | None:

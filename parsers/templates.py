@@ -339,7 +339,7 @@ def _stats(frame: pl.DataFrame, col: str) -> dict[str, float]:
 
 
 _TIMING_ROLES = {"step_time", "avg_step_time", "cum_time", "iter_rate", "sec_per_iter", "samples_per_sec",
-                 "tokens_per_sec", "data_time", "generate_time"}
+                 "tokens_per_sec", "data_time", "generate_time", "train_phase_time"}
 _TRAINING_ROLES = _TIMING_ROLES | {"loss", "lr", "grad_norm", "tflops", "mfu"}
 
 
@@ -432,7 +432,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         if role == "mem":
             per = slots[i].mem_scale or (1 / 1024 if stats[i]["median"] > 1000 else 1.0)
             v = v * per
-        elif role in ("data_time", "generate_time"):
+        elif role in ("data_time", "generate_time", "train_phase_time"):
             v = v * (slots[i].scale or scale)
         cols.append(v.alias(column))
     steps = frame.select(cols)

@@ -17,7 +17,7 @@ from typing import Literal
 
 Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "eta", "data_time", "iter_rate",
                "sec_per_iter", "samples_per_sec", "tokens_per_sec", "loss", "lr", "grad_norm", "mem", "mfu", "tflops",
-               "generate_time", "count"]
+               "generate_time", "train_phase_time", "count"]
 
 # role -> the names it is printed under, normalised (see above). Sources: the layouts of ../shared/reference/formats
 # (each library's printing code) and the trainers of the shared corpus.
@@ -64,6 +64,9 @@ NAMES: dict[Role, tuple[str, ...]] = {
                "throughput_per_gpu_tflop_s_gpu", "average_tflops", "tflops_gpu", "tflops_per_second"),
     "generate_time": ("timing_s_gen", "timing_gen", "gen_time", "generate_time", "generation_time", "rollout_time",
                       "timing_s_generate_sequences", "timing_s_rollout", "make_experience", "timing_make_experience"),
+    # The training phase of an RL step (verl's actor update; DeepSpeed-Chat's own line kind reads its `Training time`)
+    "train_phase_time": ("timing_s_update_actor", "timing_update_actor", "update_actor", "timing_s_update_policy",
+                         "timing_s_train", "timing_train", "actor_update_time", "policy_update_time"),
     # Counts that grow with the run but are not the step (a monotone integer a counter must not be taken from).
     "count": ("consumed_samples", "consumed_tokens", "samples_seen", "tokens_seen", "consumed", "global_batch_size",
               "batch_size", "frames", "num_tokens", "tokens", "samples", "seen", "total", "num_samples", "rank",
@@ -96,13 +99,14 @@ MEM_UNITS: dict[str, float] = {"gb": 1.0, "gib": 1.0, "g": 1.0, "mb": 1 / 1024, 
 NAME_UNITS: dict[str, float] = {"ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0,
                                 "in_s": 1.0, "in_ms": 1e-3, "min": 60.0, "us": 1e-6}
 DURATION_ROLES: frozenset[Role] = frozenset({"step_time", "avg_step_time", "cum_time", "eta", "data_time",
-                                             "generate_time"})
+                                             "generate_time", "train_phase_time"})
 
 # The steps-frame column each role fills (roles not here are read, listed, and not stored as steps).
 ROLE_COLUMNS: dict[Role, str] = {
     "epoch": "epoch", "data_time": "data_time_s", "samples_per_sec": "samples_per_sec",
     "tokens_per_sec": "tokens_per_sec", "loss": "loss", "lr": "lr", "grad_norm": "grad_norm",
     "mem": "max_mem_alloc_gb", "tflops": "tflops", "generate_time": "generate_time_s",
+    "train_phase_time": "train_time_s",
 }
 
 # A template whose text before its first number names one of these is an evaluation or test pass, not training.

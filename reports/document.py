@@ -350,7 +350,8 @@ ROLE_LABELS = {"counter": "step counter", "total": "total steps", "epoch": "epoc
                "data_time": "data wait", "iter_rate": "steps/s", "sec_per_iter": "s/step",
                "samples_per_sec": "samples/s", "tokens_per_sec": "tokens/s", "loss": "loss", "lr": "learning rate",
                "grad_norm": "gradient norm", "mem": "memory", "mfu": "MFU", "tflops": "TFLOPs",
-               "generate_time": "generation time", "count": "a count (not a time)",
+               "generate_time": "generation time", "train_phase_time": "training phase time",
+               "count": "a count (not a time)",
                "running_average": "running average of the one before"}
 
 

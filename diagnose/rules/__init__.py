@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.findings import Change, Evidence, Finding, Fix
+from diagnose.goodput import Account
 from diagnose.metrics import Metrics
 from diagnose.planner import Plan
 from diagnose.parsers.facts import RunFacts
@@ -21,6 +22,7 @@ class Ctx:
     metrics: Metrics
     plan: Plan | None
     rule: Rule | None = None  # the rule being run (engine.diagnose sets it): findings take its id and title
+    account: Account | None = None  # where the time went (diagnose/goodput.py), where a clock allows one
 
     def finding(self, **fields: Any) -> Finding:
         """A finding of the running rule: its id, and its title unless the finding words it otherwise."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from diagnose.metrics import SPIKE_FACTOR, TREND_FACTOR
+from diagnose.metrics import SPIKE_FACTOR, TREND_FACTOR, spike_period
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
 INPUT_GAP_FACTOR = 1.3  # wall step 30% longer than fwd+bwd+step: time outside the engine (causes.md C4)
@@ -48,6 +48,12 @@ def input_bound(ctx: Ctx) -> Finding | None:
                                      kind="metric"))
     if m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE:
         evidence.append(Evidence(f"data_time is {m.data_wait_share:.0%} of each step's time (median)", kind="metric"))
+    stalled = m.data_stalls is not None and m.data_stalls[0] >= DATA_WAIT_SHARE and not (
+        m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE)
+    if stalled and m.data_stalls is not None:
+        share, at, longest = m.data_stalls
+        evidence.append(Evidence(f"waits for data are {share:.0%} of the time though most steps wait for none: the "
+                                 f"longest {longest:.1f} s at step {at}", kind="metric"))
     warn = ctx.model.frames["events"].filter(pl.col("kind") == "dataloader_warning")
     for r in warn.head(2).iter_rows(named=True):
         evidence.append(Evidence(r["detail"], ctx.model.source_name(r["source"]), r["line"]))
@@ -67,12 +73,13 @@ def input_bound(ctx: Ctx) -> Finding | None:
                    or f.framework in ("hf_trainer", "megatron"))
     if measured and not data_signal:
         return _host_side_gap(ctx, gap, printed_gap, tuple(evidence), other)
-    strong = (measured and not other) or (m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE)
+    strong = (measured and not other) or stalled or (
+        m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE)
     return ctx.finding(
         severity="warning" if strong else "info",
         confidence="high" if strong else "low",
         explains_slowdown=strong,
-        summary=_input_summary(gap, printed_gap, m.data_wait_share) if strong else
+        summary=_input_summary(gap, printed_gap, m.data_wait_share, m.data_stalls) if strong else
                 "The data pipeline may not keep up (see evidence).",
         evidence=tuple(evidence),
         fix=Fix("Load data in parallel worker processes.",
@@ -105,9 +112,13 @@ def _host_side_gap(ctx: Ctx, gap: float | None, printed_gap: float | None, evide
     )
 
 
-def _input_summary(gap: float | None, printed_gap: float | None, data_share: float | None) -> str:
+def _input_summary(gap: float | None, printed_gap: float | None, data_share: float | None,
+                   stalls: tuple[float, int, float] | None = None) -> str:
     if data_share is not None and data_share >= DATA_WAIT_SHARE:
         return f"Each step waits {data_share:.0%} of its time for the next batch: the data pipeline cannot keep up."
+    if stalls is not None and stalls[0] >= DATA_WAIT_SHARE:
+        return (f"Some steps wait long for their batch ({stalls[2]:.1f} s at step {stalls[1]}), {stalls[0]:.0%} of "
+                "the time in all: the loader's workers fall behind now and then (slow samples, too few workers).")
     ratio = gap if gap is not None and gap >= INPUT_GAP_FACTOR else printed_gap
     return (f"Each step takes {ratio:.1f}x its timed compute end to end; the difference is spent outside the model "
             "(data loading, host work, logging).")
@@ -125,9 +136,22 @@ def periodic_stalls(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     if m.stalls_in_idle:
         return _stalls_from_utilization(ctx)
-    stats = m.steps
-    if stats is None or not stats.spikes:
+    if m.steps is not None and m.steps.spikes and (f := _stalls_from_spikes(ctx)) is not None:
+        return f
+    return _stalls_from_account(ctx)
+
+
+def _added(extra: float | None, total: float | None) -> float | None:
+    """What the stalls add to the run: their extra time over the run's time without them."""
+    if extra is None or not total or total <= extra:
         return None
+    return extra / (total - extra)
+
+
+def _stalls_from_spikes(ctx: Ctx) -> Finding | None:
+    m = ctx.metrics
+    stats = m.steps
+    assert stats is not None
     saves = {step for kind, step, _ in m.stall_events if step is not None}
     aligned = [s for s in stats.spikes if s in saves or (s - 1) in saves]
     if not aligned and stats.spike_period is None:
@@ -138,25 +162,54 @@ def periodic_stalls(ctx: Ctx) -> Finding | None:
         spiky = series.filter(pl.col("step").is_in(list(stats.spikes)))["step_time_s"]
         extra = float(spiky.sum()) - stats.p50_s * spiky.len()
     total = float(series["step_time_s"].sum()) if series is not None else None
-    share = extra / total if extra is not None and total else None
-    explains = share is not None and share >= STALL_SHARE
+    share = _added(extra, total)
     kinds = sorted({k for k, step, _ in m.stall_events if step is not None and (step in aligned or step + 1 in aligned)})
-    what = " and ".join(kinds) or "a recurring event"
     ev = [Evidence(f"steps {', '.join(map(str, stats.spikes[:8]))} took >= {SPIKE_FACTOR:.0f}x the median "
                    f"{stats.p50_s * 1000:.0f} ms" + (f" (every {stats.spike_period} steps)" if stats.spike_period else ""),
                    kind="metric")]
     ev += [Evidence(f"{k} at step {s}" + (f", next step {t:.2f} s" if t else ""), kind="metric")
            for k, s, t in m.stall_events[:4]]
-    changes = _less_often(ctx, kinds)
+    return _stalls(ctx, kinds, share, ev, "high" if aligned else "medium")
+
+
+def _stalls_from_account(ctx: Ctx) -> Finding | None:
+    """Pauses between step lines that the goodput account measured by the lines' timestamps and placed at a
+    checkpoint save or an evaluation, recurring at a period: the pause can fall outside every step's printed time
+    (Megatron's elapsed time per iteration leaves the save out)."""
+    acc = ctx.account
+    part = acc.part("stalls") if acc is not None else None
+    if acc is None or part is None:
+        return None
+    pieces = sorted((p for p in part.pieces if p.name in STALL_KINDS and p.step is not None and p.seconds),
+                    key=lambda p: p.step or 0)
+    steps = [p.step for p in pieces if p.step is not None]
+    period = spike_period(steps, [p.seconds or 0.0 for p in pieces])
+    if period is None:
+        return None
+    kinds = sorted({STALL_KINDS[p.name] for p in pieces})
+    extra = sum(p.seconds or 0.0 for p in pieces)
+    share = _added(extra, acc.span_s or acc.measured_s)
+    ev = [Evidence(f"{len(pieces)} pauses at a {' or '.join(kinds)} every {period} steps (steps "
+                   f"{', '.join(map(str, steps[:8]))}), {extra:.1f} s beyond the steady {acc.steady_step_s:.3g} s "
+                   "a step, measured by the lines' timestamps", kind="metric")]
+    return _stalls(ctx, kinds, share, ev, "high")
+
+
+STALL_KINDS = {"checkpoint": "checkpoint", "evaluation": "eval"}  # the account's stall names -> stall event kinds
+
+
+def _stalls(ctx: Ctx, kinds: list[str], share: float | None, ev: list[Evidence], confidence: str) -> Finding:
+    what = " and ".join(kinds) or "a recurring event"
+    explains = share is not None and share >= STALL_SHARE
     return ctx.finding(
         title=f"Training stalls at each {what}",
         severity="warning" if explains else "info",
-        confidence="high" if aligned else "medium",
+        confidence=confidence,
         explains_slowdown=explains,
         summary=f"Steps stall periodically{' at ' + what if kinds else ''}"
                 + (f", adding {share:.0%} to the run's time." if share is not None else "."),
         evidence=tuple(ev),
-        fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
+        fix=Fix("Do the periodic work less often, or asynchronously.", tuple(_less_often(ctx, kinds)),
                 "The stall time, spread over fewer events."),
         data={"stall_share": share},
     )
@@ -226,6 +279,23 @@ def progressive_slowdown(ctx: Ctx) -> Finding | None:
     rising = len(q) == 4 and all(b > a * 1.03 for a, b in zip(q, q[1:]))
     if ratio < TREND_FACTOR or not rising:
         return None
+    grown = ctx.metrics.generation_growth
+    if grown is not None and grown >= ROLLOUT_GROWTH:
+        return ctx.finding(
+            title="RL steps get longer as the rollouts do",
+            severity="info",
+            confidence="medium",
+            explains_slowdown=False,
+            summary=f"Median step time grew from {s.first_quarter_p50_s:.2f} s to {s.last_quarter_p50_s:.2f} s "
+                    f"({ratio:.1f}x), {min(grown, 1.0):.0%} of it in generation: the answers grow longer as the "
+                    "policy trains, a change of workload, not a leak.",
+            evidence=(Evidence(f"first-quarter median {s.first_quarter_p50_s:.3f} s, last-quarter median "
+                               f"{s.last_quarter_p50_s:.3f} s; generation's growth is {grown:.0%} of the step's",
+                               kind="metric"),),
+            fix=Fix("Nothing accumulates; if the step must stay short, cap the response length.", (),
+                    "Step time that follows the answers' length."),
+            data={"ratio": ratio, "generation_growth": grown},
+        )
     changes = [Change("env", "WANDB_WATCH", ctx.env("WANDB_WATCH"), "false")] if ctx.env("WANDB_WATCH") not in (
         None, "false") else []
     return ctx.finding(
@@ -242,6 +312,8 @@ def progressive_slowdown(ctx: Ctx) -> Finding | None:
     )
 
 
+# Half of a slowing RL step's growth in generation: the rollouts grew (longer answers), not something per step.
+ROLLOUT_GROWTH = 0.5
 SHORT_RUN_MAX = 8  # fewer samples than this: too few for quarters, read as a sequence
 SHORT_TREND_FACTOR = 1.5  # in a handful of steps, growth by half or more, every step longer than the last
 
@@ -366,18 +438,27 @@ GENERATION_SHARE = 0.5
 
 
 @rule("rlhf-generation-bound", "RLHF steps are dominated by generation",
-      detects="RLHF step lines (DeepSpeed-Chat's `E2E latency | Generate time | Training time`) where generation takes "
-              "more than half of the end-to-end step.",
-      why="Each PPO step first generates answers with the actor; through the training engine (ZeRO-partitioned "
-          "weights, no inference kernels) generation is many times slower than the training that follows.",
+      detects="RL step lines (DeepSpeed-Chat's `E2E latency | Generate time | Training time`, verl's "
+              "`timing_s/gen ... timing_s/update_actor ... timing_s/step`) where generation takes more than half of "
+              "the end-to-end step, or is its largest phase (above training and above the rest together).",
+      why="Each PPO / GRPO step first generates answers with the actor; through the training engine (ZeRO-partitioned "
+          "weights, no inference kernels) generation is many times slower than the training that follows, and even "
+          "through an inference engine it is the step's critical path while the training GPUs wait.",
       evidence="The step lines' generation and training times; the launch command's --enable_hybrid_engine.",
-      fix="--enable_hybrid_engine (inference kernels and one weight layout for generation), with "
-          "--inference_tp_size and --tp_gather_partition_size for large actors; shorter --max_answer_seq_len.",
+      fix="DeepSpeed-Chat: --enable_hybrid_engine (inference kernels and one weight layout for generation), with "
+          "--inference_tp_size and --tp_gather_partition_size for large actors; shorter --max_answer_seq_len. "
+          "An inference-engine rollout (verl, OpenRLHF): more of the GPU's memory for its KV cache, the smallest "
+          "rollout tensor parallelism that fits, a cap on the response length, asynchronous rollout.",
       drivers=(), scenario="synthetic/rlhf_generation")
 def rlhf_generation_bound(ctx: Ctx) -> Finding | None:
-    share = ctx.metrics.generation_share
-    if share is None or share < GENERATION_SHARE:
+    share, train = ctx.metrics.generation_share, ctx.metrics.training_share
+    if share is None:
         return None
+    largest = train is not None and share > train and share > 1.0 - share - train
+    if share < GENERATION_SHARE and not largest:
+        return None
+    if not ctx.model.frames["steps"].filter(pl.col("origin") == "dschat_rlhf_step").height:
+        return _rollout_bound(ctx, share, train)
     hybrid = ctx.facts.hybrid_engine
     ev = [Evidence(f"generation is {share:.0%} of the end-to-end RLHF step (median)", kind="metric")]
     if hybrid:
@@ -405,4 +486,23 @@ def rlhf_generation_bound(ctx: Ctx) -> Finding | None:
                 (Change("trainer_args", "enable_hybrid_engine", hybrid, True),),
                 "Generation several times faster; the step approaches its training time."),
         data={"generation_share": share},
+    )
+
+
+def _rollout_bound(ctx: Ctx, share: float, train: float | None) -> Finding:
+    """Generation by an inference engine of the trainer's own (verl's vLLM / SGLang rollout): the hybrid engine is
+    not the fix; the rollout's batching, parallelism and answer length are."""
+    vs = f", against {train:.0%} for the training phase" if train is not None else ""
+    return ctx.finding(
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"Generation (the rollout) takes {share:.0%} of each RL step{vs}: the largest phase, on the step's "
+                "critical path while the training GPUs wait.",
+        evidence=(Evidence(f"generation is {share:.0%} of the end-to-end RL step (median){vs}", kind="metric"),),
+        fix=Fix("Make the rollout faster: give the inference engine more memory for its KV cache (verl: "
+                "actor_rollout_ref.rollout.gpu_memory_utilization), the smallest rollout tensor parallelism that "
+                "fits, a cap on the response length (data.max_response_length), or overlap rollout with training "
+                "(asynchronous rollout).", (), "Shorter generation time per step."),
+        data={"generation_share": share, "training_share": train},
     )
