@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from diagnose import hardware
+from diagnose import hardware, scaling
 from diagnose.parsers.run_model import RunModel
+from diagnose.scaling import Scaling
 
 WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); the first steps build caches
 SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-time analysis uses the same cut)
@@ -21,6 +22,9 @@ SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-
 # PERIOD_TOLERANCE of p: save and eval intervals are exact, a data shard's boundary drifts by a step (190.7 steps a
 # shard); under PERIOD_SHORTEST steps exactness is asked (at p=2 a tolerance of one step would pair any two spikes).
 PERIOD_MIN = 3
+# A spike period this short, with nothing printed at the spikes, is the loader's: DataLoader num_workers of 2-16 is
+# what trainers set (PyTorch's guidance: a few workers per GPU), and a save or eval every few steps prints its line.
+LOADER_PERIOD_MAX = 16
 PERIOD_SHARE = 0.5
 PERIOD_TOLERANCE = 0.01
 PERIOD_SHORTEST = 2
@@ -94,6 +98,9 @@ class Metrics:
     allocator_flushes: int = 0
     first_flush_step: int | None = None
     stall_events: tuple[tuple[str, int | None, float | None], ...] = ()  # (kind, step, stall seconds)
+    # Spikes every few steps with no checkpoint or evaluation at them: the period of a DataLoader whose workers fall
+    # behind (each of k workers hands over the batch it made, then the loop waits for the next round)
+    loader_period: int | None = None
     utilization: dict[str, float] = field(default_factory=dict)  # from system metrics when present
     util_per_gpu: dict[int, float] = field(default_factory=dict)  # GPU index -> mean utilization %
     util_pattern: str | None = None  # flat | sawtooth | gaps | varied
@@ -115,6 +122,8 @@ class Metrics:
     steps_read: int = 0
     timed_totals: tuple[float, ...] = ()  # fwd + bwd + step (+ pipeline waits) ms per timer line, in order (one rank)
     generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
+    scaling: Scaling | None = None  # the same training at two GPU (or node) counts, as one text shows it
+    comm_stated: tuple[float, int, int] | None = None  # a share of time the text says communication takes, (src, line)
     training_share: float | None = None  # RLHF: median training-phase time / end-to-end step time
     # RLHF: how much of the step time's growth (last quarter's median over the first's) is generation's own growth
     generation_growth: float | None = None
@@ -160,6 +169,7 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
     system = model.frames["system"]
     util = _utilization(system)
     per_gpu, pattern, windows = _util_shape(system)
+    stall_events = _stalls(model, series)
     return Metrics(steps=stats, step_series=series, samples_per_sec=sps, tokens_per_sec=tps, mfu=mfu,
                    mfu_basis=basis, mfu_missing=missing, breakdown=br, comm_total_ms=comm_total, comm_busbw_gbps=busbw, comm_ops=comm_ops,
                    comm_straggler_ms=straggler_ms, comm_straggler_ratio=straggler_ratio,
@@ -168,15 +178,18 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
                    node_imbalance=node_imbalance, skipped_fraction=skipped_frac,
                    overflow_after_warmup=overflow_late, loss_scale_min=lowest_scale, allocator_flushes=flushes,
                    first_flush_step=first_flush,
-                   stall_events=_stalls(model, series), utilization=util, util_per_gpu=per_gpu,
+                   stall_events=stall_events, loader_period=_loader_period(stats, stall_events),
+                   utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
-                   data_wait_share=_data_wait_share(steps), data_stalls=_data_stalls(steps), timed_totals=_timed_totals(model.frames["timers"]),
+                   data_wait_share=_data_wait_share(steps), data_stalls=_data_stalls(steps),
+                   timed_totals=_timed_totals(model.frames["timers"]),
                    generation_share=_phase_share(steps, "generate_time_s"),
                    training_share=_phase_share(steps, "train_time_s"),
                    generation_growth=_generation_growth(steps),
                    peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=by_clock,
-                   steps_read=_steps_read(steps))
+                   steps_read=_steps_read(steps), scaling=scaling.compare(model.frames["stated"], steps),
+                   comm_stated=scaling.stated_comm_share(model.frames["stated"]))
 
 
 def _flushes(events: pl.DataFrame) -> pl.DataFrame:
@@ -342,7 +355,8 @@ def _generation_growth(steps: pl.DataFrame) -> float | None:
     grew = float(last["step_time_s"].median()) - float(first["step_time_s"].median())  # type: ignore[arg-type]
     if grew <= 0:
         return None
-    return (float(last["generate_time_s"].median()) - float(first["generate_time_s"].median())) / grew  # type: ignore[arg-type]
+    gen = last["generate_time_s"].median(), first["generate_time_s"].median()
+    return (float(gen[0]) - float(gen[1])) / grew  # type: ignore[arg-type]
 
 
 def _phase_share(steps: pl.DataFrame, phase: str) -> float | None:
@@ -614,6 +628,15 @@ def _step_at(steps: pl.DataFrame, row: dict) -> int | None:
     ds = steps.filter((pl.col("source") == row["source"]) & pl.col("global_step").is_not_null()
                       & (pl.col("line") <= row["line"]) & pl.col("origin").is_in(OVERFLOW_STEP_CLOCKS))
     return int(ds["global_step"].max()) if ds.height else None
+
+
+def _loader_period(stats: StepStats | None, events: tuple[tuple[str, int | None, float | None], ...]) -> int | None:
+    if stats is None or stats.spike_period is None or stats.spike_period > LOADER_PERIOD_MAX:
+        return None
+    at = {step for _, step, _ in events}
+    if None in at or any(s in at or s - 1 in at for s in stats.spikes):  # a save whose step is unknown may be it
+        return None
+    return stats.spike_period
 
 
 def _stalls(model: RunModel, series: pl.DataFrame | None) -> tuple[tuple[str, int | None, float | None], ...]:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import polars as pl
 
+from diagnose.parsers import prose
 from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
@@ -432,6 +433,11 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
             out.setdefault("env", []).append(env)
     used = [part.select(key) for parts in out.values() for part in parts]
     out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
+    # Lines no anchored kind claimed that may state a quantity in words (parsers/prose.py), read once the source is.
+    prose_rows = prose.candidates(anchored.filter(pl.col("anchor").is_null()).with_columns(
+        pl.lit(source_id, dtype=pl.UInt16).alias("source")) if source_id is not None else
+        anchored.filter(pl.col("anchor").is_null()))
+    out["_prose"] = [prose_rows.head(prose.PROSE_MAX_LINES)]
     # Lines no anchored kind claimed that hold a number: their templates are learned once the source is read
     # (parsers/templates.py); the general progress kind's rows on them may give way to a learned stream.
     free = anchored.filter(pl.col("anchor").is_null() & pl.col("text").str.contains(r"\d"))

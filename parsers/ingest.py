@@ -11,6 +11,7 @@ from typing import BinaryIO
 
 import polars as pl
 
+from diagnose.parsers import prose
 from diagnose.parsers.blocks import WINDOW, Blocks, parse_block
 from diagnose.parsers.extract import HEADER_RE as _HEADER_RE
 from diagnose.parsers.extract import extract_chunk
@@ -185,7 +186,24 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | Non
 def _learn(parts: dict[str, list[pl.DataFrame]], templates: list[pl.DataFrame],
            paste: dict[int, bool]) -> tuple[Learned, dict[int, int]]:
     """The mined rows of whole sources (popped from `parts`) -> learned streams, whose step rows join `parts` (they
-    are few, one per printed step of one stream: not thinned); and per source, the stream lines no kind had read."""
+    are few, one per printed step of one stream: not thinned); and per source, the lines read that no kind had: a
+    stream's, and the sentences that state a quantity (parsers/prose.py)."""
+    said = parts.pop("_prose", [])
+    stated_lines: dict[int, int] = {}
+    if said:
+        stated = prose.read(pl.concat(said) if len(said) > 1 else said[0])
+        if stated.height:
+            parts.setdefault("stated", []).append(conform("stated", [stated]))
+            read = stated.filter(pl.col("quantity") != "setting").unique(["source", "line"])
+            stated_lines = {int(s): int(n) for s, n in read["source"].value_counts().iter_rows()}
+    learned, fresh = _learn_streams(parts, templates, paste)
+    for s, n in stated_lines.items():
+        fresh[s] = fresh.get(s, 0) + n
+    return learned, fresh
+
+
+def _learn_streams(parts: dict[str, list[pl.DataFrame]], templates: list[pl.DataFrame],
+                   paste: dict[int, bool]) -> tuple[Learned, dict[int, int]]:
     mined = parts.pop("_mined", [])
     rows = pl.concat(mined) if len(mined) > 1 else (mined[0] if mined else None)
     if rows is None or (rows.height == 0 and not templates):

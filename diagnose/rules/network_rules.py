@@ -11,6 +11,10 @@ from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 COMM_BOUND_SHARE = 0.4  # allreduce > 40% of the timed step: compute cannot hide it (causes.md C2/C12, HTA's
 #                         "communication-dominated" kernel breakdown)
 COMM_SIGNIFICANT_SHARE = 0.2  # above this, overlap and traffic settings matter for speed
+# Data parallelism within a node or over a good fabric keeps 90% and more of linear scaling (PyTorch DDP, Li et al.,
+# VLDB 2020); under 75%, a quarter of every GPU's time goes to what the added GPUs brought: the gradient exchange.
+SCALING_EFFICIENCY = 0.75
+DATA_WAIT_SHARE = 0.25  # the input rule's cut (timing_rules.DATA_WAIT_SHARE): a waiting loader explains it instead
 SOCKET_LINES = r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket"  # NCCL's verdict lines
 STRAGGLER_FACTOR = 1.2  # a rank 20% slower than the median rank (nvidia-resiliency-ext straggler detection default)
 
@@ -164,8 +168,10 @@ def p2p_disabled(ctx: Ctx) -> Finding | None:
       drivers=("nodes", "world_size", "nccl_transport", "zero_stage", "overlap_comm"), scenario="synthetic/comm_bound", costs=("communication",))
 def comm_bound(ctx: Ctx) -> Finding | None:
     br = ctx.metrics.breakdown
-    if br is None or not ctx.gpu_run:
+    if not ctx.gpu_run:
         return None
+    if br is None:
+        return _from_scaling(ctx)
     # Pipeline point-to-point waits are communication too (Megatron forward-recv / backward-send, DeepSpeed's
     # pipe_send_output / pipe_recv_grad).
     p2p = br.shares.get("pipeline_p2p", 0.0)
@@ -195,6 +201,56 @@ def comm_bound(ctx: Ctx) -> Finding | None:
                 "Step time approaches compute time as communication is hidden or shrunk."),
         data={"allreduce_share": share},
     )
+
+
+def _from_scaling(ctx: Ctx) -> Finding | None:
+    """No timers, but the text shows the run at two GPU counts (or says how much of the time communication takes):
+    the time the added GPUs did not pay back, with the data loader seen not to wait, is the gradient exchange."""
+    m = ctx.metrics
+    sc, said = m.scaling, m.comm_stated
+    low = sc is not None and sc.efficiency < SCALING_EFFICIENCY
+    if not low and not (said is not None and said[0] >= COMM_BOUND_SHARE):
+        return None
+    if (m.data_wait_share or 0.0) >= DATA_WAIT_SHARE:
+        return None
+    ev: list[Evidence] = []
+    if sc is not None and low:
+        what = {"step": "a step", "epoch": "an epoch", "run": "the run"}[sc.basis]
+        ev.append(Evidence(f"{what} takes {_secs(sc.small_s)} on {sc.small} {_unit(sc.unit, sc.small)} and "
+                           f"{_secs(sc.large_s)} on {sc.large}: {sc.speedup:.2f}x the speed for {sc.large / sc.small:g}x "
+                           f"the {sc.unit}, {sc.efficiency:.0%} scaling efficiency", kind="metric"))
+        # a stated pair's sentences, or each setting's sentence and the first of its step lines
+        seen = dict.fromkeys(sc.evidence)
+        ev += [Evidence("as stated" if i < 2 else "the step lines under it", ctx.model.source_name(src), line)
+               for i, (src, line) in enumerate(sc.evidence) if (src, line) in seen and seen.pop((src, line)) is None]
+    if said is not None and said[0] >= COMM_SIGNIFICANT_SHARE:
+        ev.append(Evidence(f"the text says {said[0]:.0%} of the time goes to communication",
+                           ctx.model.source_name(said[1]), said[2]))
+    summary = (f"The same training runs at {sc.efficiency:.0%} scaling efficiency from {sc.small} to {sc.large} "
+               f"{sc.unit}, with no data wait to explain it: the added time is the gradient exchange."
+               if sc is not None and low else
+               f"The text puts communication at {said[0]:.0%} of the time." if said is not None else "")
+    return ctx.finding(
+        title="Communication dominates the step",
+        severity="warning",
+        confidence="low",
+        explains_slowdown=True,
+        summary=summary,
+        evidence=tuple(ev),
+        fix=Fix("More compute per byte communicated (a larger per-GPU batch, gradient accumulation), overlap what "
+                "remains, and check the path between the GPUs (`nvidia-smi topo -m`, NCCL_DEBUG=INFO).", (),
+                "Step time near the single-GPU step as communication is hidden or shrunk."),
+        data={"scaling_efficiency": sc.efficiency if sc is not None else None,
+              "stated_comm_share": said[0] if said is not None else None},
+    )
+
+
+def _secs(s: float) -> str:
+    return f"{s / 3600:.1f} h" if s >= 3 * 3600 else f"{s / 60:.1f} min" if s >= 300 else f"{s:.3g} s"
+
+
+def _unit(unit: str, n: int) -> str:
+    return unit[:-1] if n == 1 and unit.endswith("s") else unit
 
 
 @rule("overlap-comm-off", "ZeRO communication does not overlap backward compute",

@@ -54,6 +54,11 @@ def input_bound(ctx: Ctx) -> Finding | None:
         share, at, longest = m.data_stalls
         evidence.append(Evidence(f"waits for data are {share:.0%} of the time though most steps wait for none: the "
                                  f"longest {longest:.1f} s at step {at}", kind="metric"))
+    loader = m.loader_period
+    if loader is not None and m.steps is not None:
+        evidence.append(Evidence(f"every {loader}{_nth(loader)} step takes >= {SPIKE_FACTOR:.0f}x the others (steps "
+                                 f"{', '.join(map(str, m.steps.spikes[:6]))}) with no checkpoint or evaluation at "
+                                 "them: the rhythm of data-loader workers that fall behind", kind="metric"))
     warn = ctx.model.frames["events"].filter(pl.col("kind") == "dataloader_warning")
     for r in warn.head(2).iter_rows(named=True):
         evidence.append(Evidence(r["detail"], ctx.model.source_name(r["source"]), r["line"]))
@@ -71,15 +76,15 @@ def input_bound(ctx: Ctx) -> Finding | None:
     # warnings or settings, or a trainer that loads through a DataLoader of its own (the HF Trainer, Megatron).
     data_signal = (m.data_wait_share is not None or warn.height > 0 or f.dataloader_num_workers is not None
                    or f.framework in ("hf_trainer", "megatron"))
-    if measured and not data_signal:
+    if measured and not data_signal and loader is None:
         return _host_side_gap(ctx, gap, printed_gap, tuple(evidence), other)
-    strong = (measured and not other) or stalled or (
+    strong = (measured and not other) or stalled or loader is not None or (
         m.data_wait_share is not None and m.data_wait_share >= DATA_WAIT_SHARE)
     return ctx.finding(
         severity="warning" if strong else "info",
         confidence="high" if strong else "low",
         explains_slowdown=strong,
-        summary=_input_summary(gap, printed_gap, m.data_wait_share, m.data_stalls) if strong else
+        summary=_input_summary(gap, printed_gap, m.data_wait_share, m.data_stalls, loader) if strong else
                 "The data pipeline may not keep up (see evidence).",
         evidence=tuple(evidence),
         fix=Fix("Load data in parallel worker processes.",
@@ -112,10 +117,17 @@ def _host_side_gap(ctx: Ctx, gap: float | None, printed_gap: float | None, evide
     )
 
 
+def _nth(n: int) -> str:
+    return {1: "st", 2: "nd", 3: "rd"}.get(n if n < 20 else n % 10, "th")
+
+
 def _input_summary(gap: float | None, printed_gap: float | None, data_share: float | None,
-                   stalls: tuple[float, int, float] | None = None) -> str:
+                   stalls: tuple[float, int, float] | None = None, loader: int | None = None) -> str:
     if data_share is not None and data_share >= DATA_WAIT_SHARE:
         return f"Each step waits {data_share:.0%} of its time for the next batch: the data pipeline cannot keep up."
+    if loader is not None:
+        return (f"Every {loader}{_nth(loader)} step waits for its batch: the loader's workers make batches slower "
+                "than the GPUs use them, so after each round of prefetched batches the loop stops for the next.")
     if stalls is not None and stalls[0] >= DATA_WAIT_SHARE:
         return (f"Some steps wait long for their batch ({stalls[2]:.1f} s at step {stalls[1]}), {stalls[0]:.0%} of "
                 "the time in all: the loader's workers fall behind now and then (slow samples, too few workers).")
@@ -154,8 +166,8 @@ def _stalls_from_spikes(ctx: Ctx) -> Finding | None:
     assert stats is not None
     saves = {step for kind, step, _ in m.stall_events if step is not None}
     aligned = [s for s in stats.spikes if s in saves or (s - 1) in saves]
-    if not aligned and stats.spike_period is None:
-        return None
+    if not aligned and (stats.spike_period is None or m.loader_period is not None):
+        return None  # a loader's rhythm is input-bound's
     series = m.step_series
     extra = None
     if series is not None:

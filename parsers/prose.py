@@ -1,0 +1,147 @@
+"""Quantities stated in sentences (issue 30, must 6): what a thread says about its runs when it pastes no step line,
+or pastes two runs' lines one after the other.
+
+A sentence states a setting (`on one GPU`, `with 8 GPUs`, `8GPU on one node`, `Training with 3 nodes`, `单个 GPU`,
+`2 个 V100`), a duration and what it is of (`2.4 s/it`, `90 s per iteration`, `an epoch takes 5 h`, `WALL training
+time is 63.598 seconds`, `约 5 小时`), or a share of the time spent communicating (`half of GPU time is spent on
+ncclKernel_AllReduce`). Each becomes a row of the `stated` frame with its sentence as evidence; a duration carries the
+setting in force where it is stated: a setting paired with it on the same line (`5 h vs 6.5 h` after `one GPU ...
+2 GPUs`, in order), else the last one stated in the PROSE_WINDOW lines before it. What the rows mean (a scaling
+comparison) is decided in diagnose/metrics.py: this module reads, it does not judge.
+
+The words are data, in the tables below (English, and the Chinese of the threads in the shared corpus).
+"""
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+# A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
+HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
+         "second", "minute", "hour", " min", " h ", "小时", "分钟", "秒", "% of", "half of", "quarter of", "third of")
+PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
+PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
+MAX_LINE = 600  # longer lines are records, not sentences
+
+COUNT_WORDS = {"one": 1, "single": 1, "a": 1, "two": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "sixteen": 16,
+               "单": 1, "单个": 1, "一": 1, "一个": 1, "一张": 1, "两": 2, "两个": 2, "两张": 2, "二": 2}
+_COUNT = r"(?P<n>\d{1,4}|one|single|two|three|four|six|eight|sixteen|单个|单|一个|一张|一|两个|两张|两|二)"
+# a device after its count: `8 GPUs`, `8GPU`, `8x A100`, `2 个 V100`, `单 GPU`
+_DEVICE = r"(?:GPUs?|gpus?|cards?|V100s?|A100s?|H100s?|T4s?|卡)"
+# (a count glued to the CJK text before it is still a count: `在单个 GPU 上`)
+GPUS = re.compile(rf"(?<![A-Za-z0-9.]){_COUNT}\s*(?:x\s*|×\s*|个\s*)?(?:(?:Tesla|Telsa|NVIDIA)\s+)?{_DEVICE}"
+                  r"(?![A-Za-z])(?!\s*(?:nodes?|machines?|hosts?|servers?)\b)", re.I)
+NODES = re.compile(rf"(?<![A-Za-z0-9.]){_COUNT}[\s-]*(?:GPU\s+)?(?:nodes?|machines?|hosts?|servers?|节点|台机器)(?![A-Za-z])",
+                   re.I)
+# per-node counts are not the run's: `each node has one GPU`, `one GPU per node`
+_PER_NODE = re.compile(r"each (?:node|machine|host) has|per (?:node|machine|host)", re.I)
+
+# duration units -> seconds
+UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
+         "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
+         "秒": 1.0, "分钟": 60.0, "小时": 3600.0}
+_UNIT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
+DURATION = re.compile(rf"(?<![\w.])(?P<v>\d+(?:\.\d+)?)\s*(?P<u>{_UNIT})(?![A-Za-z])"
+                      r"(?P<per>\s*(?:/|per|a|each|every)\s*(?:step|iteration|iter|it|batch|epoch)s?\b)?", re.I)
+# what a duration without `per ...` is of: the words of the sentence before it
+_EPOCH = re.compile(r"\bepoch\b|一个 ?epoch|每个 ?epoch", re.I)
+_STEP = re.compile(r"\b(?:each|every|per|one|a) (?:step|iteration|iter|batch)\b|\bsteps? takes?\b|每(?:步|个 ?step)",
+                   re.I)
+_TOTAL = re.compile(r"\b(?:training|wall|total|whole|run|entire|takes?|took|finish(?:es|ed)?|lasts?)\b|训练|需要|用时|耗时",
+                    re.I)
+COMM_SHARE = re.compile(
+    r"(?P<share>half|a third|a quarter|\d+(?:\.\d+)?\s*%)\s+of\s+(?:the\s+)?(?:GPU\s+|total\s+|step\s+|training\s+)?"
+    r"time\s+(?:is\s+|was\s+)?(?:spent\s+)?(?:on|in|by|waiting for)\s+(?P<what>\S+)", re.I)
+COMM_WORDS = re.compile(r"nccl|all_?reduce|all-reduce|allgather|all_gather|reduce_scatter|communication|comm\b", re.I)
+_SHARE_WORDS = {"half": 0.5, "a third": 1 / 3, "a quarter": 0.25}
+
+STATED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "quantity": pl.String, "value": pl.Float64,
+                 "gpus": pl.Int64, "nodes": pl.Int64, "detail": pl.String}  # schema.FRAMES["stated"], less BASE
+
+
+def candidates(rows: pl.DataFrame) -> pl.DataFrame:
+    """The lines of a chunk (source, line, text) that may state something: one literal pass (polars)."""
+    return rows.filter(pl.col("text").str.len_bytes() <= MAX_LINE * 4).filter(
+        pl.col("text").str.contains_any(list(HINTS))).select("source", "line", "text")
+
+
+def _count(word: str) -> int | None:
+    w = word.lower()
+    if w.isdigit():
+        return int(w)
+    return COUNT_WORDS.get(w)
+
+
+def _settings(text: str) -> list[tuple[int, int | None, int | None]]:
+    """(position, gpus, nodes) of each setting a line states, in order; per-node counts left out."""
+    if _PER_NODE.search(text):
+        text = _PER_NODE.split(text)[0]
+    out = [(m.start(), _count(m.group("n")), None) for m in GPUS.finditer(text)]
+    out += [(m.start(), None, _count(m.group("n"))) for m in NODES.finditer(text)]
+    if re.search(r"\bsingle[- ]node\b|\bone node\b|单机|单节点", text, re.I) and not any(n for _, _, n in out):
+        out.append((0, None, 1))
+    if re.search(r"\bsingle[- ]GPU\b|单卡", text, re.I) and not any(g for _, g, _ in out):
+        out.append((0, 1, None))
+    return sorted(out, key=lambda t: t[0])
+
+
+def _duration_kind(text: str, m: re.Match[str]) -> str | None:
+    if m.group("per"):
+        return "epoch_time" if "epoch" in m.group("per").lower() else "step_time"
+    before = text[: m.start()]
+    if _EPOCH.search(before[-40:]):
+        return "epoch_time"
+    if _STEP.search(before[-40:]):
+        return "step_time"
+    if _TOTAL.search(before) or re.search(r"\bvs\.?\b|versus|对比|比", text):
+        return "total_time"
+    return None
+
+
+def read(rows: pl.DataFrame) -> pl.DataFrame:
+    """Candidate lines of whole sources (source, line, text) -> the stated frame's rows."""
+    out: list[dict[str, object]] = []
+    for (source,), part in rows.sort("source", "line").group_by(["source"], maintain_order=True):
+        setting: tuple[int, int | None, int | None] | None = None  # (line, gpus, nodes) in force
+        for line, text in part.head(PROSE_MAX_LINES).select("line", "text").iter_rows():
+            text = text.strip()[:MAX_LINE]
+            found = _settings(text)
+            durations = [(m, k) for m in DURATION.finditer(text) if (k := _duration_kind(text, m)) is not None]
+            paired = len(found) >= 2 and len(durations) == len(found)
+            for _, g, n in (found if paired else [(0, *_merged(found))] if found else []):
+                out.append(_row(source, line, "setting", None, g, n, text))
+            for i, (m, kind) in enumerate(durations):
+                seconds = float(m.group("v")) * UNITS[m.group("u").lower() if m.group("u").lower() in UNITS
+                                                      else m.group("u")]
+                if paired:
+                    g, n = found[i][1], found[i][2]
+                elif found:
+                    g, n = _merged(found)
+                elif setting is not None and line - setting[0] <= PROSE_WINDOW:
+                    g, n = setting[1], setting[2]
+                else:
+                    g = n = None
+                out.append(_row(source, line, kind, seconds, g, n, text))
+            for m in COMM_SHARE.finditer(text):
+                if COMM_WORDS.search(m.group("what")):
+                    s = m.group("share").lower()
+                    share = _SHARE_WORDS.get(s) or float(s.rstrip("% ")) / 100.0
+                    out.append(_row(source, line, "comm_share", share, None, None, text))
+            if found and not paired:
+                setting = (line, *_merged(found))
+    frame = pl.DataFrame(out, schema=STATED_SCHEMA, orient="row") if out else pl.DataFrame(schema=STATED_SCHEMA)
+    return frame.with_columns(pl.lit("prose").alias("origin"))
+
+
+def _merged(found: list[tuple[int, int | None, int | None]]) -> tuple[int | None, int | None]:
+    """One line's settings as one: the last GPU count and the last node count it names."""
+    gpus = [g for _, g, _ in found if g is not None]
+    nodes = [n for _, _, n in found if n is not None]
+    return (gpus[-1] if gpus else None), (nodes[-1] if nodes else None)
+
+
+def _row(source: int, line: int, quantity: str, value: float | None, gpus: int | None, nodes: int | None,
+         text: str) -> dict[str, object]:
+    return {"source": source, "line": line, "quantity": quantity, "value": value, "gpus": gpus, "nodes": nodes,
+            "detail": text}
