@@ -30,6 +30,7 @@ PERIOD_TOLERANCE = 0.01
 PERIOD_SHORTEST = 2
 PERIOD_NEIGHBOURS = 4  # distances to each spike's next 4 spikes: enough for two or three interleaved events
 PERIOD_CANDIDATES = 12
+PERIOD_EQUAL = 0.9
 TREND_FACTOR = 1.3  # last quarter's median 30% above the first quarter's = progressive slowdown
 # DeepSpeed 0.18.3 stopped clearing a timer's events when they are summed (deepspeed/utils/timer.py
 # `_get_elapsed_msec`; 0.18.2 still clears them), and the comms logger reads `elapsed(reset=False)` after every call:
@@ -435,10 +436,12 @@ def _stats(series: pl.DataFrame, source: str) -> StepStats:
 
 def spike_period(spikes: list[int], times: list[float]) -> int | None:
     """The interval at which stalls recur, or None. Evenly spaced spikes are periodic; so is a distance p at which
-    at least half the spikes have another spike, within PERIOD_TOLERANCE of p, PERIOD_MIN of them in a row: a run prints
-    other spikes too (one slow step among 29 evaluations), and two periodic events interleave (nanoGPT's evaluation
-    every 250 steps and its data-shard boundary every ~190.7). Of such distances the one whose spikes hold the most
-    time is named: the costly event, not the frequent one."""
+    half the spikes (or the spikes that hold half their time) have another spike, within PERIOD_TOLERANCE of p,
+    PERIOD_MIN of them in a row and more than PERIOD_MIN on it (three spikes at nearly equal distances among others
+    happen by chance): a run prints other spikes too (one slow step among 29 evaluations), and two
+    periodic events interleave (nanoGPT's evaluation every 250 steps and its data-shard boundary every ~190.7). Of
+    such distances the one whose spikes hold the most time is named (the costly event, not the frequent one), the
+    shortest of near-equals (not a multiple of it)."""
     if len(spikes) < PERIOD_MIN:  # two spikes always look "regular"
         return None
     gaps = [b - a for a, b in zip(spikes, spikes[1:])]
@@ -446,8 +449,9 @@ def spike_period(spikes: list[int], times: list[float]) -> int | None:
         return int(round(sum(gaps) / len(gaps)))
     at = set(spikes)
     weight = dict(zip(spikes, times)) if len(times) == len(spikes) else dict.fromkeys(spikes, 1.0)
+    total = sum(weight.values())
     candidates = Counter(b - a for i, a in enumerate(spikes) for b in spikes[i + 1:i + 1 + PERIOD_NEIGHBOURS])
-    best: tuple[float, int] | None = None
+    eligible: dict[int, float] = {}
     for p, _ in candidates.most_common(PERIOD_CANDIDATES):
         if p < PERIOD_SHORTEST:
             continue
@@ -456,11 +460,15 @@ def spike_period(spikes: list[int], times: list[float]) -> int | None:
         on = [s for s in spikes if any(s + d in at or s - d in at for d in near)]
         # and one run of PERIOD_MIN in a row: two pairs of spikes the same distance apart are not yet a period
         chained = any(any(s + d in at and any(s + d + e in at for e in near) for d in near) for s in on)
-        if chained and len(on) >= PERIOD_SHARE * len(spikes):
-            held = sum(weight[s] for s in on)
-            if best is None or held > best[0]:
-                best = (held, p)
-    return best[1] if best else None
+        held = sum(weight[s] for s in on)
+        if chained and len(on) > PERIOD_MIN and (len(on) >= PERIOD_SHARE * len(spikes) or held >= PERIOD_SHARE * total):
+            eligible[p] = held
+    if not eligible:
+        return None
+    # a multiple of the period pairs a few more spikes by chance (its tolerance is wider): the shortest that holds
+    # nearly as much
+    most = max(eligible.values())
+    return min(p for p, held in eligible.items() if held >= PERIOD_EQUAL * most)
 
 
 def _samples_per_sec(steps: pl.DataFrame, train_batch: int | None, stats: StepStats | None) -> float | None:

@@ -19,7 +19,8 @@ import polars as pl
 
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
-         "second", "minute", "hour", " min", " h ", "小时", "分钟", "秒", "% of", "half of", "quarter of", "third of")
+         "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
+         "秒", "% of", "half of", "quarter of", "third of")
 PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
 PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
 MAX_LINE = 600  # longer lines are records, not sentences

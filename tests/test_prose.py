@@ -1,0 +1,142 @@
+"""What threads say in sentences (issue 30, must 6) and what the analysis makes of it: settings, durations and the
+setting they belong to, a stated share of time in NCCL, and the scaling comparison they give (diagnose/scaling.py).
+The sentences below are the families seen in threads, several wordings each; the real threads are read at the end
+(../shared/corpus/real, skipped when absent)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from diagnose.engine import diagnose
+from diagnose.parsers import parse, prose
+from diagnose.scaling import compare
+
+
+def _stated(*lines: str) -> pl.DataFrame:
+    rows = pl.DataFrame({"source": [0] * len(lines), "line": list(range(1, len(lines) + 1)), "text": list(lines)},
+                        schema={"source": pl.UInt16, "line": pl.UInt32, "text": pl.String})
+    return prose.read(prose.candidates(rows))
+
+
+def _settings(text: str) -> tuple[int | None, int | None]:
+    rows = _stated(text).filter(pl.col("quantity") == "setting")
+    assert rows.height == 1, rows
+    return rows["gpus"][0], rows["nodes"][0]
+
+
+@pytest.mark.parametrize("text, gpus, nodes", [
+    ("I training my model on one GPU(v100), the speed as below:", 1, None),
+    ("when I use 8GPU on one node, with DistributedDataParallel", 8, 1),
+    ("Training with 3 nodes :", None, 3),
+    ("Single node training (no distribution of any kind) :", None, 1),
+    ("a cluster with three GPU nodes, each node has one GPU (Nvidia T4)", None, 3),
+    ("We run on 8x A100 80GB", 8, None),
+    ("我有一个带有 2 个 V100 的虚拟机", 2, None),
+    ("on a single GPU it trains fine", 1, None),
+])
+def test_settings_in_sentences(text: str, gpus: int | None, nodes: int | None) -> None:
+    assert _settings(text) == (gpus, nodes)
+
+
+@pytest.mark.parametrize("text, quantity, seconds", [
+    ("each step takes about 2.4 s now", "step_time", 2.4),
+    ("it runs at 90 s per iteration", "step_time", 90.0),
+    ("7 min per step, which is far too slow", "step_time", 420.0),
+    ("an epoch takes 5 h on this machine", "epoch_time", 18000.0),
+    ("WALL training time is 63.598 seconds", "total_time", 63.598),
+    ("training took 3.5 hours in all", "total_time", 12600.0),
+])
+def test_durations_and_what_they_are_of(text: str, quantity: str, seconds: float) -> None:
+    rows = _stated(text).filter(pl.col("quantity") != "setting")
+    assert rows["quantity"].to_list() == [quantity]
+    assert rows["value"][0] == pytest.approx(seconds)
+
+
+def test_a_number_without_a_unit_or_subject_is_no_duration() -> None:
+    assert _stated("I use a 1024 batch-size and train for 20 epochs").filter(
+        pl.col("quantity") != "setting").height == 0
+
+
+def test_a_pair_on_one_line_takes_its_settings_in_order() -> None:
+    rows = _stated("在单个 GPU 上的训练速度明显快于 2GPU:约 5 小时 vs 约 6.5 小时。")
+    times = rows.filter(pl.col("quantity") == "total_time")
+    assert times.select("gpus", "value").rows() == [(1, 18000.0), (2, 23400.0)]
+    rows = _stated("With 1 GPU training takes 4 h vs 3 h with 4 GPUs")
+    assert rows.filter(pl.col("quantity") == "total_time").select("gpus", "value").rows() == [(1, 14400.0),
+                                                                                            (4, 10800.0)]
+
+
+def test_a_duration_takes_the_setting_stated_above_it_within_the_window() -> None:
+    rows = _stated("Single node training:", "  - Test accuracy 0.83", "  - WALL training time is 63.6 seconds",
+                   "Training with 3 nodes:", "  - WALL training time is 38.6 seconds",
+                   *(["filler"] * prose.PROSE_WINDOW), "training took 10 seconds")
+    times = rows.filter(pl.col("quantity") == "total_time")
+    assert times.select("nodes", "value").rows() == [(1, 63.6), (3, 38.6), (None, 10.0)]
+
+
+@pytest.mark.parametrize("text, share", [
+    ("is it expected that half of GPU time is spent on ncclKernel_AllReduce_RING_LL_Sum_float ?", 0.5),
+    ("the profiler says 35% of the step time is spent in all_reduce", 0.35),
+    ("a quarter of the time is spent on NCCL communication", 0.25),
+])
+def test_a_stated_share_of_time_in_communication(text: str, share: float) -> None:
+    rows = _stated(text).filter(pl.col("quantity") == "comm_share")
+    assert rows["value"].to_list() == [pytest.approx(share)]
+
+
+def test_a_share_of_time_in_something_else_is_not_communication() -> None:
+    assert _stated("half of the time is spent on data loading").filter(pl.col("quantity") == "comm_share").height == 0
+
+
+def test_scaling_from_stated_times_strong_and_weak() -> None:
+    run = compare(_stated("Single node training:", "WALL training time is 63.598 seconds", "Training with 3 nodes:",
+                          "WALL training time is 38.594 seconds"), pl.DataFrame())
+    assert run is not None and (run.unit, run.small, run.large, run.basis) == ("nodes", 1, 3, "run")
+    assert run.efficiency == pytest.approx(63.598 / (3 * 38.594))
+    step = compare(_stated("on 1 GPU each step takes 1.7 s", "on 8 GPUs each step takes 2.8 s"), pl.DataFrame())
+    assert step is not None and step.basis == "step" and step.efficiency == pytest.approx(1.7 / 2.8)
+
+
+PROGRESS = "2019-09-17 01:46:{s:02d},876 - INFO - [{i:>5}/{n}]\tlr: 0.000100\tTime {t:6.3f} ({t:6.3f})\t" \
+           "Data  0.001 ( 0.001)\tLoss 6341.771 (6945.944)"
+
+
+def _thread(tmp_path: Path, one: float, eight: float) -> Path:
+    """A forum post: step lines of the PyTorch examples' ProgressMeter pasted under each of two settings."""
+    lines = ["Distributed training slow", "", "I train my model on one GPU (V100), the speed is:", ""]
+    lines += [PROGRESS.format(s=10 + 2 * k, i=1022 + k, n=10000, t=one + 0.01 * k) for k in range(4)]
+    lines += ["", "When I use 8 GPUs on one node with DistributedDataParallel the speed is:", ""]
+    lines += [PROGRESS.format(s=30 + 3 * k, i=9 + k, n=5000, t=eight + 0.01 * k) for k in range(4)]
+    lines += ["", "Why is it so slow?"]
+    p = tmp_path / "post.md"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_two_pasted_runs_under_two_settings_are_a_scaling_comparison(tmp_path: Path) -> None:
+    d = diagnose(parse([str(_thread(tmp_path, 1.7, 2.9))]))
+    sc = d.metrics.scaling
+    assert sc is not None and (sc.unit, sc.small, sc.large, sc.basis) == ("GPUs", 1, 8, "step")
+    assert sc.efficiency == pytest.approx(1.715 / 2.915, rel=0.02)
+    top = d.findings[0]
+    assert top.id == "comm-bound" and "59% scaling efficiency from 1 to 8 GPUs" in top.summary
+    assert [e.line for e in top.evidence if e.line] == [3, 10, 5, 12]  # the settings, then their first step lines
+
+
+def test_runs_that_scale_well_are_no_finding(tmp_path: Path) -> None:
+    d = diagnose(parse([str(_thread(tmp_path, 1.7, 1.8))]))
+    assert d.metrics.scaling is not None and d.metrics.scaling.efficiency > 0.9
+    assert "comm-bound" not in [f.id for f in d.findings]
+
+
+@pytest.mark.parametrize("case, efficiency", [("e-pytorch-136017", 0.55), ("e-so-5005027051", 0.38),
+                                              ("e-pytorch-56106", 0.61)])
+def test_real_threads_that_compare_settings(case: str, efficiency: float, corpus: Path) -> None:
+    folder = corpus / "real" / case
+    if not folder.is_dir():
+        pytest.skip("shared corpus not present")
+    d = diagnose(parse([str(folder / "log.txt")]))
+    assert d.metrics.scaling is not None and d.metrics.scaling.efficiency == pytest.approx(efficiency, abs=0.01)
+    assert d.findings[0].id == "comm-bound"
