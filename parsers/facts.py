@@ -53,9 +53,11 @@ _ORIGIN_TIERS = {
     "model_name": "hardware",
     # the highest rank a line prefix names is a lower bound on the world size, never a claim of it (assemble)
     "rank_prefix": "hardware",
+    # a config file's name (`ds_z3_config.json`): what it was named for, below everything it or the job prints
+    "config_file_name": "hardware",
 }
 # Topology variables of launch scripts -> run facts.
-_TOPOLOGY_KEYS = {"NUM_NODES": "nodes", "NNODES": "nodes", "N_NODES": "nodes", "SLURM_NNODES": "nodes",
+_TOPOLOGY_KEYS = {"NGPU": "gpus_per_node", "NUM_NODES": "nodes", "NNODES": "nodes", "N_NODES": "nodes", "SLURM_NNODES": "nodes",
                   "SLURM_JOB_NUM_NODES": "nodes", "GPUS_PER_NODE": "gpus_per_node", "NPROC_PER_NODE": "gpus_per_node",
                   "NUM_GPUS_PER_NODE": "gpus_per_node", "N_GPUS_PER_NODE": "gpus_per_node",
                   "SLURM_GPUS_PER_NODE": "gpus_per_node"}
@@ -730,6 +732,22 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
     if "gradient_checkpointing" in a:
         c.add("gradient_checkpointing", _bool(a["gradient_checkpointing"].value), o, src,
               at or a["gradient_checkpointing"].line)
+    for setting in [*a.values(), *f.values()]:
+        _config_name_claims(c, setting.value, src, at or setting.line)
+
+
+# A DeepSpeed config named for its stage (`ds_z3_config.json`, `zero3_offload_nopin.json`, `ds_config_zero2.json`):
+# what the name says, at the lowest tier; the file itself, where it is read, says more.
+_CONFIG_NAME = re.compile(r"(?:^|[^a-z0-9])(?:zero|z)[_-]?(?:stage)?[_-]?([0-3])(?![0-9])", re.I)
+
+
+def _config_name_claims(c: _Claims, value: str, src: int, line: int | None) -> None:
+    name = value.rsplit("/", 1)[-1]
+    if not name.lower().endswith((".json", ".yaml", ".yml")) or not (m := _CONFIG_NAME.search(name)):
+        return
+    c.add("zero_stage", int(m.group(1)), "config_file_name", src, line)
+    if "offload" in name.lower():
+        c.add("offload_optimizer", "nvme" if "nvme" in name.lower() else "cpu", "config_file_name", src, line)
 
 
 def _sbatch_claims(c: _Claims, sc: LaunchScript, src: int) -> None:

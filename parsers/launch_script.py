@@ -105,9 +105,35 @@ def parse_script(text: str) -> LaunchScript:
         stripped = re.sub(r"(^|\s)#.*$", "", logical).strip()
         if not stripped:
             continue
-        for command in re.split(r"\s*(?:&&|\|\||;)\s*", stripped):
+        for command in commands_of(stripped):
             _command(command, lineno, out, shell_vars)
     return out
+
+
+def commands_of(line: str) -> list[str]:
+    """One logical line's commands, split at `&&`, `||` and `;` outside quotes: `nohup bash -c "(torchrun ...);
+    cleanup"` is one command whose quoted word holds two."""
+    out, buf, quote, i = [], [], "", 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            if c == quote:
+                quote = ""
+            elif c == "\\" and quote == '"' and i + 1 < len(line):
+                buf.append(c)
+                i += 1
+                c = line[i]
+        elif c in "'\"":
+            quote = c
+        elif c == ";" or line.startswith(("&&", "||"), i):
+            out.append("".join(buf).strip())
+            buf = []
+            i += 1 if c == ";" else 2
+            continue
+        buf.append(c)
+        i += 1
+    out.append("".join(buf).strip())
+    return [c for c in out if c]
 
 
 def _logical_lines(text: str) -> list[tuple[int, str]]:
@@ -170,7 +196,7 @@ def _command(command: str, lineno: int, out: LaunchScript, shell_vars: dict[str,
     while rest and rest[0] in _WRAPPERS:  # `nohup torchrun ...`, `exec deepspeed ...`
         rest = rest[1:]
     if rest[:2] in (["bash", "-c"], ["sh", "-c"]) and len(rest) > 2:  # `nohup bash -c "(torchrun ...); ..."`
-        for inner in re.split(r"\s*(?:&&|\|\||;)\s*", rest[2]):
+        for inner in commands_of(rest[2]):
             _command(inner.strip().strip("()").strip(), lineno, out, shell_vars)
         return
     _launcher(rest, lineno, out, shell_vars)

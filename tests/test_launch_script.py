@@ -1,8 +1,13 @@
 """Launch scripts: exports, inline `VAR=1 cmd` prefixes, #SBATCH, and deepspeed / torchrun / accelerate / srun flags."""
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from conftest import SAMPLES
-from diagnose.parsers.launch_script import looks_like_script, parse_script
+from diagnose.parsers import parse
+from diagnose.parsers.launch_script import commands_of, looks_like_script, parse_script
 
 SBATCH = """#!/bin/bash
 #SBATCH --nodes=4
@@ -52,3 +57,33 @@ def test_recorded_launch_script() -> None:
 def test_logs_are_not_scripts() -> None:
     assert not looks_like_script((SAMPLES / "ds_zero0" / "train.log").read_text())
     assert not looks_like_script("deepspeed install path ........... ['/x']\ndeepspeed info ... 0.19.8\n")
+
+
+def test_separators_inside_quotes_stay_in_their_command() -> None:
+    """build-nanogpt's train.sh: the launch inside `bash -c "(...); cleanup"`, continued over three lines."""
+    s = parse_script('#!/usr/bin/env bash\nnohup bash -c \\\n    "(torchrun --standalone --nproc_per_node=2 '
+                     'train_gpt2.py $ckpt $epochs); \\\n    runpodctl remove pod $RUNPOD_POD_ID" > "$log" 2>&1 & disown\n')
+    assert s.launcher == "torchrun"
+    assert {k: v.value for k, v in s.launcher_flags.items()} == {"torchrun.standalone": "true",
+                                                                 "torchrun.nproc_per_node": "2"}
+    assert commands_of('A=1 && run "x; y" ; b || c') == ["A=1", 'run "x; y"', "b", "c"]
+
+
+@pytest.mark.parametrize("name, stage, offload", [
+    ("examples/deepspeed/ds_z3_config.json", 3, None), ("configs/zero3_offload_nopin.json", 3, "cpu"),
+    ("ds_config_zero2.json", 2, None), ("ds_z3_nvme_offload.json", 3, "nvme"), ("gemma3_config.json", None, None),
+])
+def test_a_deepspeed_config_named_for_its_stage(tmp_path: Path, name: str, stage: int | None,
+                                                offload: str | None) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/bash\ndeepspeed --num_gpus 8 train.py --deepspeed {name} --bf16\n")
+    facts = parse([str(script)]).facts
+    assert (facts.zero_stage, facts.offload_optimizer) == (stage, offload)
+    if stage is not None:
+        assert facts.evidence["zero_stage"].origin == "config_file_name" and facts.evidence["zero_stage"].line == 2
+
+
+def test_the_config_itself_beats_its_name(tmp_path: Path) -> None:
+    (tmp_path / "ds_z3.json").write_text('{"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": 4}')
+    (tmp_path / "run.sh").write_text("#!/bin/bash\ndeepspeed train.py --deepspeed ds_z3.json\n")
+    assert parse([str(tmp_path)]).facts.zero_stage == 2
