@@ -434,13 +434,13 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     used = [part.select(key) for parts in out.values() for part in parts]
     out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
     # Lines no anchored kind claimed that may state a quantity in words (parsers/prose.py), read once the source is.
-    prose_rows = prose.candidates(anchored.filter(pl.col("anchor").is_null()).with_columns(
-        pl.lit(source_id, dtype=pl.UInt16).alias("source")) if source_id is not None else
-        anchored.filter(pl.col("anchor").is_null()))
-    out["_prose"] = [prose_rows.head(prose.PROSE_MAX_LINES)]
+    anchorless = anchored.filter(pl.col("anchor").is_null())
+    said = prose.candidates(anchorless if source_id is None else
+                            anchorless.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source")))
+    out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
     # Lines no anchored kind claimed that hold a number: their templates are learned once the source is read
     # (parsers/templates.py); the general progress kind's rows on them may give way to a learned stream.
-    free = anchored.filter(pl.col("anchor").is_null() & pl.col("text").str.contains(r"\d"))
+    free = anchorless.filter(pl.col("text").str.contains(r"\d"))
     if free.height:
         if source_id is not None:
             free = free.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))

@@ -63,8 +63,8 @@ STATED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "quantity": pl.String, 
 
 def candidates(rows: pl.DataFrame) -> pl.DataFrame:
     """The lines of a chunk (source, line, text) that may state something: one literal pass (polars)."""
-    return rows.filter(pl.col("text").str.len_bytes() <= MAX_LINE * 4).filter(
-        pl.col("text").str.contains_any(list(HINTS))).select("source", "line", "text")
+    hinted = rows.filter(pl.col("text").str.contains_any(list(HINTS)))
+    return hinted.filter(pl.col("text").str.len_bytes() <= MAX_LINE * 4).select("source", "line", "text")
 
 
 def _count(word: str) -> int | None:
