@@ -159,10 +159,12 @@ def p2p_disabled(ctx: Ctx) -> Finding | None:
 
 
 @rule("comm-bound", "Gradient communication dominates the step",
-      detects="The wall_clock_breakdown timers show bwd_allreduce above 40% of the timed step.",
+      detects="The wall_clock_breakdown timers show bwd_allreduce above 40% of the timed step; without timers, the "
+              "text shows the same training at two GPU (or node) counts scaling under 75%, or says communication "
+              "takes 40% of the time.",
       why="Time spent reducing gradients that compute does not hide is time the GPU waits on the network.",
       evidence="DeepSpeed `time (ms) | fwd | bwd | bwd_inner | bwd_allreduce | step` lines; the comms logger's "
-               "bus bandwidth when enabled.",
+               "bus bandwidth when enabled; a thread's times stated per setting, or step lines pasted under each.",
       fix="Larger micro-batch (more compute per byte), overlap_comm, a lower ZeRO stage, gradient accumulation with "
           "ZeRO-1/DDP, or a faster interconnect.",
       drivers=("nodes", "world_size", "nccl_transport", "zero_stage", "overlap_comm"), scenario="synthetic/comm_bound", costs=("communication",))

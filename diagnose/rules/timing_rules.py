@@ -21,8 +21,10 @@ LOSS_SCALE_FLOOR = 4.0  # 2^2: 14 halvings below DeepSpeed's 2^16 start; DeepSpe
 
 
 @rule("input-bound", "The input pipeline starves the GPUs",
-      detects="Wall-clock step time well above the engine's own fwd+bwd+step time, PyTorch data-loader worker "
-              "warnings, or dataloader_num_workers=0.",
+      detects="Wall-clock step time well above the engine's own fwd+bwd+step time, a data wait that is a quarter of "
+              "each step or of the run (a 20 s wait every few steps), every k-th step (k <= 16) slow with no save or "
+              "evaluation at it (the loader's workers falling behind), PyTorch data-loader worker warnings, or "
+              "dataloader_num_workers=0.",
       why="Time between steps spent loading, tokenising or collating data is time the GPUs sit idle; NVML "
           "utilization shows a sawtooth.",
       evidence="DeepSpeed step-line timestamps against wall_clock_breakdown timers; DataLoader warnings; the "
@@ -138,7 +140,8 @@ def _input_summary(gap: float | None, printed_gap: float | None, data_share: flo
 
 @rule("periodic-stalls", "Periodic stalls at checkpoints, evaluation or logging",
       detects="Step-time spikes (>= 2x the median) that recur at a regular step interval or coincide with "
-              "checkpoint saves / evaluations.",
+              "checkpoint saves / evaluations, or pauses between step lines at recurring saves / evaluations that "
+              "the lines' timestamps show.",
       why="Saving a checkpoint (ZeRO-3 gathering 16-bit weights to rank 0) or evaluating pauses training on every "
           "GPU; wandb.watch and frequent logging add host syncs.",
       evidence="Step times from the logs, checkpoint/eval lines with their steps, W&B utilization gaps.",
