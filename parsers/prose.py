@@ -17,6 +17,8 @@ import re
 
 import polars as pl
 
+from diagnose.parsers.schema import FRAMES
+
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
          "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
@@ -57,8 +59,8 @@ COMM_SHARE = re.compile(
 COMM_WORDS = re.compile(r"nccl|all_?reduce|all-reduce|allgather|all_gather|reduce_scatter|communication|comm\b", re.I)
 _SHARE_WORDS = {"half": 0.5, "a third": 1 / 3, "a quarter": 0.25}
 
-STATED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "quantity": pl.String, "value": pl.Float64,
-                 "gpus": pl.Int64, "nodes": pl.Int64, "detail": pl.String}  # schema.FRAMES["stated"], less BASE
+# the stated frame's own columns (parsers/schema.py), behind the two that place a row
+STATED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, **{c: t for c, (t, _) in FRAMES["stated"].items()}}
 
 
 def candidates(rows: pl.DataFrame) -> pl.DataFrame:
@@ -113,8 +115,7 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
             for _, g, n in (found if paired else [(0, *_merged(found))] if found else []):
                 out.append(_row(source, line, "setting", None, g, n, text))
             for i, (m, kind) in enumerate(durations):
-                seconds = float(m.group("v")) * UNITS[m.group("u").lower() if m.group("u").lower() in UNITS
-                                                      else m.group("u")]
+                seconds = float(m.group("v")) * UNITS[m.group("u").lower()]
                 if paired:
                     g, n = found[i][1], found[i][2]
                 elif found:
