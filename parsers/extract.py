@@ -10,7 +10,7 @@ from diagnose.parsers import prose
 from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
-from diagnose.parsers.stamps import STAMP_HINT, find_stamp
+from diagnose.parsers.stamps import find_stamp, has_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
 
 _META = set("\\.+*?()|[]{}^$#&-~")
@@ -107,7 +107,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
     # Any other stamp, wherever it stands (`55:  [2026-06-24 15:09:29.610181] iteration ...`, `02/09/2022 12:13:25 -
     # INFO -`, detectron2's `[08/22 10:15:03 d2.utils.events]:`): parsers/stamps.py.
-    ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(STAMP_HINT)),
+    ts = _fill(ts, _where(ts.is_null(), lambda idx: has_stamp(text.gather(idx))),
                lambda idx: find_stamp(text.gather(idx)))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
@@ -292,8 +292,11 @@ def _shape_names(shape: str) -> list[str]:
 
 def _sample_shapes(rows: pl.DataFrame, after: str) -> list[tuple[str, ...]]:
     """The most common shapes among some of the rows, as tuples of plain names."""
-    step = max(1, rows.height // _SHAPE_SAMPLE)
-    sample = rows.gather_every(step).head(_SHAPE_SAMPLE).select(
+    # Consecutive lines and an odd stride: shapes printed in turn (each rank's microstep and step lines) would all
+    # fall on one parity under an even stride, and the other shape would take the regex path on every line.
+    half = _SHAPE_SAMPLE // 2
+    step = max(1, rows.height // half) | 1
+    sample = pl.concat([rows.head(half), rows.gather_every(step).head(half)]).select(
         _tail(after).str.replace_all(NUMBER_AFTER_COLON, ":").alias("_shape"))
     counts = sample["_shape"].value_counts(sort=True)
     shapes = [tuple(_shape_names(shape)) for shape in counts["_shape"].to_list()]
@@ -416,8 +419,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
                 out.setdefault(kind.frame, []).append(rows)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
     # A shell comment (`#export NCCL_P2P_DISABLE=1` in a pasted script) sets nothing.
-    env_rows = lines.filter(pl.col("text").str.contains(ENV_HINT) & ~pl.col("text").str.starts_with("wandb: ")
-                            & ~pl.col("text").str.contains(r"^\s*#"))
+    env_rows = lines.filter(pl.col("text").str.contains(ENV_HINT))  # apart: the other two tests on few lines
+    env_rows = env_rows.filter(~pl.col("text").str.starts_with("wandb: ") & ~pl.col("text").str.contains(r"^\s*#"))
     if env_rows.height:
         env = (
             with_prefix(env_rows, source_id)

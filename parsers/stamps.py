@@ -23,6 +23,9 @@ _MD_DASH = r"\d\d-\d\d " + _HMS
 STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MD_SLASH, _MD_DASH))
 # The cheap pre-filter: a clock time with seconds next to a date-like part.
 STAMP_HINT = r"\d[-/]\d\d[ T,]+\d\d:\d\d:\d\d|\d{4}[ T]\d\d:\d\d:\d\d"
+# Cheaper still, tried first: a pattern with no leading literal costs a regex step per byte of the line, and this
+# one (a third of the cost of STAMP_HINT on the benchmark's timer lines) turns most lines away.
+_CLOCK_HINT = r"\d\d:\d\d:\d\d"
 
 
 def _parse(stamp: pl.Expr) -> pl.Expr:
@@ -41,6 +44,13 @@ def _parse(stamp: pl.Expr) -> pl.Expr:
             (pl.lit(YEARLESS_YEAR + "-") + s.str.replace("/", "-", literal=True))
             .str.to_datetime(fmt, strict=False, time_unit="ms")),
     )
+
+
+def has_stamp(text: pl.Series) -> pl.Series:
+    """Whether each line may hold a stamp (STAMP_HINT), tested on the lines with a clock time only."""
+    idx = text.str.contains(_CLOCK_HINT).fill_null(False).arg_true()
+    out = pl.repeat(False, text.len(), eager=True)
+    return out.scatter(idx, text.gather(idx).str.contains(STAMP_HINT).fill_null(False)) if idx.len() else out
 
 
 def find_stamp(text: pl.Series) -> pl.Series:
