@@ -154,6 +154,9 @@ class Comparison:
 
 
 def compare(baseline: Side, candidate: Side) -> Comparison:
+    clock = common_clock(baseline.metrics, candidate.metrics)
+    if clock is not None:  # both sides shown by the clock they are compared on (their tables, charts and JSON)
+        baseline, candidate = _on_clock(baseline, clock), _on_clock(candidate, clock)
     changes = fact_changes(baseline, candidate)
     deltas = metric_deltas(baseline, candidate)
     scaling = _scaling(baseline, candidate, deltas)
@@ -164,6 +167,14 @@ def compare(baseline: Side, candidate: Side) -> Comparison:
     cmp = Comparison(baseline, candidate, changes, deltas, scaling, (), "", new, gone)
     cmp = replace(cmp, explained_by=explain(cmp))
     return replace(cmp, verdict=verdict(cmp))
+
+
+def _on_clock(side: Side, clock: str) -> Side:
+    m = side.metrics
+    if m.steps is not None and m.steps.source == clock:
+        return side
+    metrics = replace(m, steps=m.clocks[clock], step_series=m.clock_series.get(clock, m.step_series))
+    return replace(side, diagnosis=replace(side.diagnosis, metrics=metrics))
 
 
 def _value(facts: RunFacts, key: str) -> Any:
@@ -218,9 +229,12 @@ def _per_gpu(value: float | None, facts: RunFacts) -> float | None:
 
 
 def common_clock(mb: Metrics, mc: Metrics) -> str | None:
-    """The most granular step clock both runs have (metrics.CLOCK_ORDER): a time per step from per-step lines on
-    one side and from every-K-steps lines on the other is not the same measurement. None: no clock in common."""
-    return next((name for name in CLOCK_ORDER if name in mb.clocks and name in mc.clocks), None)
+    """The step clock both runs have that stands highest in both runs' rankings (each run's own step clock first,
+    metrics.clocks; ties by CLOCK_ORDER): a time per step from per-step lines on one side and from every-K-steps
+    lines on the other is not the same measurement. None: no clock in common."""
+    rank_b, rank_c = list(mb.clocks), list(mc.clocks)
+    shared = [name for name in rank_b if name in mc.clocks]
+    return min(shared, key=lambda n: (rank_b.index(n) + rank_c.index(n), CLOCK_ORDER.index(n)), default=None)
 
 
 def clock_note(b: Side, c: Side) -> str:
@@ -255,7 +269,8 @@ def metric_deltas(b: Side, c: Side) -> tuple[Delta, ...]:
                 "total": br.total_ms}.get(part)
 
     clock = common_clock(mb, mc)
-    (b50, b90), (c50, c90) = (mb.clocks[clock], mc.clocks[clock]) if clock else ((None, None), (None, None))
+    (b50, b90), (c50, c90) = ((mb.clocks[clock].p50_s, mb.clocks[clock].p90_s),
+                              (mc.clocks[clock].p50_s, mc.clocks[clock].p90_s)) if clock else ((None, None), (None, None))
     rows = [
         Delta("step_time_p50_s", b50, c50, "s", "lower"),
         Delta("step_time_p90_s", b90, c90, "s", "lower"),

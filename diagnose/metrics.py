@@ -118,7 +118,10 @@ class Metrics:
     # The most memory the run allocated on one GPU, GB: DeepSpeed's MaxMemAllocated, see_memory_usage's Max_MA,
     # Megatron's `max allocated`, LLaMA-Factory's memory(GiB).
     peak_mem_gb: float | None = None
-    clocks: dict[str, tuple[float, float]] = field(default_factory=dict)  # every step clock -> (p50, p90) seconds
+    # Every step clock the run has, the step clock first (compare's choice of one both runs share), with its series;
+    # only the step clock's unless computed with all_clocks.
+    clocks: dict[str, StepStats] = field(default_factory=dict)
+    clock_series: dict[str, pl.DataFrame] = field(default_factory=dict)
     # Distinct steps the run printed (one rank), timed or not: what was read where no clock says how long they took.
     steps_read: int = 0
     timed_totals: tuple[float, ...] = ()  # fwd + bwd + step (+ pipeline waits) ms per timer line, in order (one rank)
@@ -138,7 +141,7 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
     series, source = _step_series(steps, f.train_batch_size)
     stats = _stats(series, source) if series is not None and series.height >= 3 else None
     by_clock = clocks(steps, f.train_batch_size) if all_clocks else \
-        ({source: (stats.p50_s, stats.p90_s)} if stats is not None else {})
+        ({source: (stats, series)} if stats is not None and series is not None else {})
     sps = _samples_per_sec(steps, f.train_batch_size, stats)
     tps = sps * f.seq_len if sps and f.seq_len else None
     mfu, basis = _mfu(tps, f.model_params, f.world_size, f.gpu_name, f.precision, f.num_layers, f.hidden_size,
@@ -188,7 +191,8 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
                    generation_share=_phase_share(steps, "generate_time_s"),
                    training_share=_phase_share(steps, "train_time_s"),
                    generation_growth=_generation_growth(steps),
-                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks=by_clock,
+                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks={k: st for k, (st, _) in by_clock.items()},
+                   clock_series={k: ser for k, (_, ser) in by_clock.items()},
                    steps_read=_steps_read(steps), scaling=scaling.compare(model.frames["stated"], steps),
                    comm_stated=scaling.stated_comm_share(model.frames["stated"]))
 
@@ -213,24 +217,42 @@ def _one_rank(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _step_series(steps: pl.DataFrame, train_batch: int | None) -> tuple[pl.DataFrame | None, str]:
-    """-> (step, step_time_s) for one rank, from the best available clock (CLOCK_ORDER)."""
-    for name in CLOCK_ORDER:
-        series = _CLOCKS[name](steps, train_batch)
-        if series is not None:
-            return series, name
-    return None, ""
+    """-> (step, step_time_s) for one rank, from the step clock (`_ranked_clocks`' first)."""
+    ranked = _ranked_clocks(steps, train_batch)
+    return (ranked[0][1], ranked[0][0]) if ranked else (None, "")
 
 
-def clocks(steps: pl.DataFrame, train_batch: int | None) -> dict[str, tuple[float, float]]:
-    """Every step clock the run has -> (median, p90) step seconds: `compare` takes both runs' times from the most
-    granular clock they share."""
-    out = {}
-    for name in CLOCK_ORDER:
-        series = _CLOCKS[name](steps, train_batch)
-        if series is not None and series.height >= 3:
-            st = _stats(series, name)
-            out[name] = (st.p50_s, st.p90_s)
-    return out
+def clocks(steps: pl.DataFrame, train_batch: int | None) -> dict[str, tuple[StepStats, pl.DataFrame]]:
+    """Every step clock the run has -> its statistics and series, the step clock first (compare.common_clock)."""
+    return {name: (_stats(series, name), series) for name, series in _ranked_clocks(steps, train_batch)
+            if series.height >= 3}
+
+
+# A clock that times at least this many times as many steps over the same steps as a more trusted one is the finer
+# clock (a trainer's per-step line beside DeepSpeed's `steps_per_print` line): it sees single slow steps that an
+# every-K-steps average hides.
+FINER_CLOCK_STEPS = 2.0
+
+
+def _ranked_clocks(steps: pl.DataFrame, train_batch: int | None) -> list[tuple[str, pl.DataFrame]]:
+    """The run's step clocks in CLOCK_ORDER, except that the first clock that times every step and is finer than
+    the most trusted one (FINER_CLOCK_STEPS over the same step numbers) leads. Every step: a line printed every k-th
+    step with that one step's time (mlprof's `dt=`) is a sample, not a finer clock. The same steps: its last step
+    within one print interval of the trusted clock's, so that a counter of micro-batches or of another loop is not
+    taken."""
+    ranked = [(name, series) for name in CLOCK_ORDER
+              if (series := _CLOCKS[name](steps, train_batch)) is not None]
+    if len(ranked) < 2:
+        return ranked
+    top = ranked[0][1]
+    gap = float(top["step"].diff().median() or 1.0)
+    for i, (_, series) in enumerate(ranked[1:], start=1):
+        last_top, last = top["step"].max(), series["step"].max()
+        every = series["step"].diff().median()
+        if (series.height >= FINER_CLOCK_STEPS * top.height and every == 1 and last is not None
+                and last_top is not None and abs(float(last) - float(last_top)) <= gap):  # type: ignore[arg-type]
+            return [ranked[i], *ranked[:i], *ranked[i + 1:]]
+    return ranked
 
 
 def _ds_step_clock(steps: pl.DataFrame, _: int | None) -> pl.DataFrame | None:

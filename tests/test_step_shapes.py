@@ -165,3 +165,32 @@ def test_the_real_logs_of_these_families(case: str, expected: str, corpus: Path)
     files = [str(p) for p in folder.iterdir() if p.name != "truth.json" and not p.name.startswith("log_")]
     d = diagnose(parse(files))
     assert expected in _ids(d)[:3]
+
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
+
+
+def test_a_per_step_line_beside_every_k_steps_engine_lines_is_the_step_clock() -> None:
+    """The recorded ZeRO-3 offload run prints `[train] global_step=N ... elapsed=Ts` each step and DeepSpeed's
+    `step=N` line every 5 (steps_per_print): the per-step times are the finer clock, so its report times the 19
+    steps, not 3 five-step windows."""
+    import re
+
+    log = (SAMPLES / "ds_zero3_offload" / "train.log").read_text()
+    elapsed = [float(v) for v in re.findall(r"global_step=\d+ loss=\S+ elapsed=([\d.]+)s", log)]
+    diffs = sorted(b - a for a, b in zip(elapsed, elapsed[1:]))
+    m = diagnose(parse([str(SAMPLES / "ds_zero3_offload")])).metrics
+    assert m.steps is not None and m.steps.source == "printed" and m.steps.n == len(diffs) - 1  # warm-up dropped
+    assert m.steps.p50_s == pytest.approx(diffs[len(diffs) // 2], abs=0.051)
+    # A run whose engine prints every step keeps the engine's stamps (the trainer's line is no finer there).
+    assert diagnose(parse([str(SAMPLES / "ds_zero0")])).metrics.steps.source == "ds_step_ts"
+
+
+def test_one_steps_time_printed_every_k_steps_is_no_finer_clock(corpus: Path) -> None:
+    """mlprof prints `step=6.0000 dt=0.0152` every 5 steps: one step's time, sampled; DeepSpeed's stamps every 10
+    steps stay the step clock (the sampled dt leaves out the host time between steps)."""
+    folder = corpus / "real" / "mlprof-ds"
+    if not folder.is_dir():
+        pytest.skip("mlprof-ds not in the shared corpus")
+    m = diagnose(parse([str(folder / "log.txt")])).metrics
+    assert m.steps is not None and m.steps.source == "ds_step_ts"
