@@ -32,7 +32,7 @@ STALL_EVENTS = {"checkpoint_save": "checkpoint", "eval": "evaluation", "eval_res
 # carry on from the checkpoint without going back.
 LAUNCH_MARKERS = ("ds_version", "ds_world_info", "ds_cmd", "hf_running_training", "accelerate_env", "ds_nnodes")
 RESTART_GAP = 3.0  # a step count that goes back after 3 usual intervals or more is a relaunch (startup again)
-CLOCK_ORIGINS = (*OVERFLOW_STEP_CLOCKS, "ds_pipe_step", "dschat_step", "dschat_rlhf_step", "wandb_history")
+CLOCK_ORIGINS = (*OVERFLOW_STEP_CLOCKS, "ds_pipe_step", "dschat_step", "dschat_rlhf_step", "wandb_history", "learned")
 TIMESTAMPED_FRAMES = ("steps", "timers", "memory", "events", "facts", "env", "nccl", "comms", "progress", "system")
 
 PART_ORDER = ("startup", "warmup", "steps", "stalls", "restarts", "tail", "unknown")

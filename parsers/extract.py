@@ -10,7 +10,7 @@ from diagnose.parsers import prose
 from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
-from diagnose.parsers.stamps import find_stamp, has_stamp
+from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
 
 _META = set("\\.+*?()|[]{}^$#&-~")
@@ -109,9 +109,22 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
     # INFO -`, detectron2's `[08/22 10:15:03 d2.utils.events]:`): parsers/stamps.py.
     ts = _fill(ts, _where(ts.is_null(), lambda idx: has_stamp(text.gather(idx))),
                lambda idx: find_stamp(text.gather(idx)))
+    # A stamp that opens the line once a launcher's prefix is peeled: a clock time alone, glog's, epoch seconds.
+    ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(_LEADING_BEHIND_HINT)),
+               lambda idx: leading_stamp(_peeled(text.gather(idx))))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
                               host.alias("node"), ts.alias("ts"), mark.alias("_mark"))
+
+
+# stamps.LEADING_HINT behind up to two prefix words (`host: `, `3: `): anchored and bounded, a few bytes per line.
+_LEADING_BEHIND_HINT = r"^(?:\s*\S{1,40}: ){0,2}" + LEADING_HINT.removeprefix("^")
+
+
+def _peeled(text: pl.Series) -> pl.Series:
+    """The lines without a launcher's prefix, peeled only where one may stand (an anchored test of a few bytes)."""
+    return _fill(text, text.str.contains(r"^\s*\S{1,40}: ").fill_null(False),
+                 lambda idx: text.gather(idx).str.replace(r"^" + LAUNCH_PREFIX, ""))
 
 
 def _where(mask: pl.Series, test: Callable[[pl.Series], pl.Series]) -> pl.Series:

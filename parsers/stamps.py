@@ -3,9 +3,14 @@ brackets or not, `YYYY/MM/DD`, `MM/DD/YYYY`, the year-less `MM/DD HH:MM:SS` and 
 MMEngine and OpenRLHF's loggers, behind any launcher prefix. One pattern finds the first stamp of a line; the formats
 are tried as polars expressions over the whole column (no per-line Python).
 
+Three shapes count only where they open a line (prefixes peeled), since elsewhere they are as likely a duration or
+a count: a clock time alone (`12:03:44 INFO`, `[12:03:44.120]`), glog's `I1202 12:03:44.123456` (absl, TensorFlow,
+JAX, Paddle), and epoch seconds (`1701234567.25`, 2001 to 2033).
+
 A year-less stamp is placed in YEARLESS_YEAR, a leap year so that `02/29` parses: only differences between stamps
 are ever used, and a stream does not cross New Year often enough to matter (a difference that goes negative is not
-a step time: metrics drop it).
+a step time: metrics drop it). A clock time alone is placed on CLOCK_ONLY_DAY, and `roll_days` moves it on a day
+each time a source's clock times go back by more than half a day (past midnight).
 """
 from __future__ import annotations
 
@@ -51,6 +56,50 @@ def has_stamp(text: pl.Series) -> pl.Series:
     idx = text.str.contains(_CLOCK_HINT).fill_null(False).arg_true()
     out = pl.repeat(False, text.len(), eager=True)
     return out.scatter(idx, text.gather(idx).str.contains(STAMP_HINT).fill_null(False)) if idx.len() else out
+
+
+CLOCK_ONLY_DAY = "1900-01-01"
+ROLLOVER_BACK_S = 12 * 3600  # a clock time this far below the one before it is the next day's
+_LEAD_HMS = r"^\[?(\d\d:\d\d:\d\d(?:[.,]\d{1,9})?)\]?(?:\s|$)"
+_LEAD_GLOG = r"^[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"
+_LEAD_EPOCH = r"^\[?(1\d{9}(?:\.\d{1,9})?)\]?(?:\s|$)"
+# Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
+LEADING_HINT = r"^\[?(?:\d\d:\d\d:\d\d|1\d{9}\b|[IWEF]\d{4} \d\d:)"
+LEADING = r"^\[?(?:\d\d:\d\d:\d\d(?:[.,]\d{1,9})?|1\d{9}(?:\.\d{1,9})?)\]?(?:\s|$)|" + _LEAD_GLOG[:-2]
+
+
+def leading_stamp(text: pl.Series) -> pl.Series:
+    """The stamp that opens each line (prefixes already peeled): a clock time alone (on CLOCK_ONLY_DAY), glog's
+    month-day and time (in YEARLESS_YEAR), or epoch seconds; null where the line opens with none."""
+    fmt = "%Y-%m-%d %H:%M:%S%.f"
+    hms = text.str.extract(_LEAD_HMS, 1).str.replace(",", ".", literal=True)
+    glog = text.str.extract_groups(_LEAD_GLOG).struct
+    epoch = text.str.extract(_LEAD_EPOCH, 1).cast(pl.Float64, strict=False)
+    return pl.select(pl.coalesce(
+        (pl.lit(CLOCK_ONLY_DAY + " ") + pl.lit(hms)).str.to_datetime(fmt, strict=False, time_unit="ms"),
+        pl.concat_str(pl.lit(YEARLESS_YEAR + "-"), pl.lit(glog.field("1")), pl.lit("-"), pl.lit(glog.field("2")),
+                      pl.lit(" "), pl.lit(glog.field("3"))).str.to_datetime(fmt, strict=False, time_unit="ms"),
+        (pl.lit(epoch) * 1000).cast(pl.Int64).cast(pl.Datetime("ms")),
+    )).to_series().alias("ts")
+
+
+def roll_days(frame: pl.DataFrame) -> pl.DataFrame:
+    """Clock-time-only stamps (CLOCK_ONLY_DAY) moved on a day each time they go back by more than
+    ROLLOVER_BACK_S within a source, in line order: a run that crosses midnight keeps its order and its step times."""
+    if "ts" not in frame.columns or frame.height == 0:
+        return frame
+    bare = pl.col("ts") < pl.lit(CLOCK_ONLY_DAY).str.to_datetime("%Y-%m-%d", time_unit="ms") + pl.duration(days=1)
+    if not frame.select(bare.fill_null(False).any()).item():
+        return frame
+    key = [c for c in ("source", "line") if c in frame.columns]
+    indexed = frame.with_row_index("_i")
+    rows = indexed.filter(bare.fill_null(False)).sort(key)
+    day = (pl.col("ts").diff().dt.total_seconds() < -ROLLOVER_BACK_S).fill_null(False).cum_sum()
+    if "source" in frame.columns:
+        day = day.over("source")
+    moved = rows.select("_i", (pl.col("ts") + pl.duration(days=day)).alias("_moved"))
+    return (indexed.join(moved, on="_i", how="left")
+            .with_columns(pl.coalesce("_moved", "ts").alias("ts")).drop("_i", "_moved").select(frame.columns))
 
 
 def find_stamp(text: pl.Series) -> pl.Series:

@@ -31,7 +31,7 @@ import polars as pl
 
 from diagnose.parsers import vocabulary as vocab
 from diagnose.parsers.prefixes import OUTER_PREFIX
-from diagnose.parsers.stamps import STAMP, STAMP_HINT
+from diagnose.parsers.stamps import LEADING, LEADING_HINT, STAMP, STAMP_HINT
 
 MIN_LINES = 3  # a template printed fewer times is not a stream
 MIN_LINES_PASTE = 2  # ... except in a paste, where two lines of one layout are all a user may have
@@ -73,12 +73,13 @@ def _only_where(text: pl.Series, hint: str, pattern: str, repl: str, literal_hin
     return text.scatter(idx, text.gather(idx).str.replace_all(pattern, repl))
 
 
-_RARE = "|".join((STAMP_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d"))
+_RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d"))
 
 
 def _rare_masks(body: pl.Series) -> pl.Series:
     """Stamps, ids, paths, bars, glyphs, digits in names and `1-10` ranges masked (on rows that hold one)."""
     body = _only_where(body, STAMP_HINT, STAMP, "\x01")
+    body = _only_where(body, LEADING_HINT, LEADING, "\x01 ")  # a stamp only where it opens the line (stamps.py)
     body = _only_where(body, r"0x|[0-9a-f]{8}", _HEX, "\x03")
     body = _only_where(body, "/", _PATH, "${1}\x04", literal_hint=True)
     body = _only_where(body, "%|", _TQDM_BAR, "%\x07", literal_hint=True)

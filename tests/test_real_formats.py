@@ -135,6 +135,33 @@ def test_counter_lines_with_timestamps_give_step_times(tmp_path: Path) -> None:
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(1.0)
 
 
+def test_a_clock_time_alone_that_crosses_midnight_times_the_steps(tmp_path: Path) -> None:
+    """`HH:MM:SS | step N | loss` with no date (a `%H:%M:%S` datefmt, rich's log time): the stamps time the steps,
+    and past midnight the day rolls over instead of a step of minus 24 hours; the goodput account spans the run."""
+    import datetime as dt
+
+    t, lines = dt.datetime(2026, 1, 1, 23, 59, 40), ["Starting training"]
+    for i in range(1, 21):
+        lines.append(f"{t:%H:%M:%S} | step {i} | loss {3.0 - i * 0.01:.3f}")
+        t += dt.timedelta(seconds=30 if i == 12 else 2)
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(2.0)
+    assert d.metrics.steps.n == 18 and d.metrics.steps.max_s == pytest.approx(30.0)  # step 13, after midnight
+    assert d.goodput is not None and d.goodput.span_s == pytest.approx(2 * 18 + 30)
+
+
+def test_glog_and_epoch_second_stamps_that_open_a_line(tmp_path: Path) -> None:
+    glog = [f"I1202 10:00:{2 * i:02d}.250000 1234 train.py:88] step {i}, loss 2.5" for i in range(1, 9)]
+    d = diagnose(_model(tmp_path, *glog, name="glog.log"))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(2.0)
+    epoch = [f"{1701234567 + 3 * i}.5 step {i} loss 2.5" for i in range(1, 9)]
+    d = diagnose(_model(tmp_path, *epoch, name="epoch.log"))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(3.0)
+    # A count of ten digits after a name is no stamp: `tokens: 1701234567` opens no line.
+    from diagnose.parsers.stamps import leading_stamp
+    assert leading_stamp(pl.Series(["tokens: 1701234567 seen", "12:61:00 x", "100:00:00 x"])).null_count() == 3
+
+
 def test_topology_lines_of_plain_pytorch_elastic_mpi_and_lightning(tmp_path: Path) -> None:
     barrier = _model(tmp_path, *(f"[2023-05-15 14:14:38,444][torch.distributed.distributed_c10d][INFO] - Rank {r}: "
                                  "Completed store-based barrier for key:store_based_barrier_key:1 with 24 nodes."
