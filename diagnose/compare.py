@@ -269,8 +269,9 @@ def metric_deltas(b: Side, c: Side) -> tuple[Delta, ...]:
                 "total": br.total_ms}.get(part)
 
     clock = common_clock(mb, mc)
-    (b50, b90), (c50, c90) = ((mb.clocks[clock].p50_s, mb.clocks[clock].p90_s),
-                              (mc.clocks[clock].p50_s, mc.clocks[clock].p90_s)) if clock else ((None, None), (None, None))
+    sb, sc = (mb.clocks[clock], mc.clocks[clock]) if clock else (None, None)
+    b50, b90 = (sb.p50_s, sb.p90_s) if sb else (None, None)
+    c50, c90 = (sc.p50_s, sc.p90_s) if sc else (None, None)
     rows = [
         Delta("step_time_p50_s", b50, c50, "s", "lower"),
         Delta("step_time_p90_s", b90, c90, "s", "lower"),

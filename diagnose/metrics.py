@@ -191,7 +191,8 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
                    generation_share=_phase_share(steps, "generate_time_s"),
                    training_share=_phase_share(steps, "train_time_s"),
                    generation_growth=_generation_growth(steps),
-                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]), clocks={k: st for k, (st, _) in by_clock.items()},
+                   peak_mem_gb=_peak_mem(steps, model.frames["memory"]),
+                   clocks={k: st for k, (st, _) in by_clock.items()},
                    clock_series={k: ser for k, (_, ser) in by_clock.items()},
                    steps_read=_steps_read(steps), scaling=scaling.compare(model.frames["stated"], steps),
                    comm_stated=scaling.stated_comm_share(model.frames["stated"]))
