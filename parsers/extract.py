@@ -8,7 +8,8 @@ import polars as pl
 
 from diagnose.parsers import prose
 from diagnose.parsers.errors import fault
-from diagnose.parsers.kinds import ANCHORS, BLOCK_HEADERS, KINDS, TIMER_FAMILIES, LineKind
+from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, KINDS, SETTING_HINT, SETTING_PREFILTER, SETTING_RE,
+                                    TIMER_FAMILIES, LineKind)
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
@@ -447,6 +448,12 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
         )
         if env.height:
             out.setdefault("env", []).append(env)
+    # On every line but those a facts kind read: an anchor whose kind did not match (`nnodes=` of a Hydra override)
+    # leaves its line to this pass, while `Config mesh_device None world_size = 2` stays the job's alone.
+    read = [p.select(key) for p in out.get("facts", [])]
+    settings = _settings(lines, source_id, pl.concat(read) if read else None)
+    if settings is not None:
+        out.setdefault("facts", []).append(settings)
     used = [part.select(key) for parts in out.values() for part in parts]
     out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
     # Lines no anchored kind claimed that may state a quantity in words (parsers/prose.py), read once the source is.
@@ -483,6 +490,26 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     out["_ranks"] = [max_ranks(marked)]
     out["_faults"] = [pl.DataFrame({"fault": faults}, schema={"fault": pl.String})]
     return out
+
+
+def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | None) -> pl.DataFrame | None:
+    """Named settings on any line (kinds.SETTING_FACTS): one facts row per name and value,
+    keyed `setting.<name>` in lower case, however many a line holds (a config printed as one dict)."""
+    hinted = rows.filter(pl.col("text").str.contains(SETTING_PREFILTER))
+    hinted = hinted.filter(pl.col("text").str.contains(SETTING_HINT))
+    if read is not None and hinted.height:
+        hinted = hinted.join(read.unique(), on=read.columns, how="anti")
+    if hinted.height == 0:
+        return None
+    found = (with_prefix(hinted, source_id)
+             .with_columns(pl.col("text").str.extract_all(SETTING_RE).alias("_m")).explode("_m")
+             .filter(pl.col("_m").is_not_null())
+             .with_columns(pl.col("_m").str.extract_groups(SETTING_RE).alias("_g")).unnest("_g"))
+    if found.height == 0:
+        return None
+    name = pl.coalesce("flag", "key").str.to_lowercase()
+    return found.select(*BASE_COLUMNS, (pl.lit("setting.") + name).alias("key"), pl.col("value"),
+                        pl.lit("config_setting").alias("origin"))
 
 
 # Prefixes that name a process's global rank: DeepSpeed's `[Rank N]`, torch's `[rankN]:`, Open MPI's

@@ -21,6 +21,7 @@ import polars as pl
 
 from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import fault
+from diagnose.parsers.kinds import SETTING_FACTS
 from diagnose.parsers.launch_script import LaunchScript, parse_script
 
 
@@ -40,7 +41,7 @@ class Evidence:
 # Megatron arguments, accelerate's `Num processes`, elastic WORLD_SIZE, NCCL's world communicator, ...) > the
 # launcher's command-line flags > config files (accelerate YAML, DeepSpeed JSON) > scheduler directives (#SBATCH)
 # > what the hardware has (W&B metadata's GPU count is the machine's, not the job's).
-TIERS = ("job", "launcher", "config", "scheduler", "hardware")
+TIERS = ("job", "launcher", "config", "scheduler", "hardware", "text")
 _ORIGIN_TIERS = {
     "launch_script": "launcher", "log_launch_command": "launcher", "ds_cmd": "launcher",
     "accelerate_default": "launcher",
@@ -55,6 +56,10 @@ _ORIGIN_TIERS = {
     "rank_prefix": "hardware",
     # a config file's name (`ds_z3_config.json`): what it was named for, below everything it or the job prints
     "config_file_name": "hardware",
+    # what a thread's sentences state (`on 2 host, 8 gpus per host`): below everything a program printed
+    "stated_in_text": "text",
+    # a setting named in a config or command the text holds (`NUM_GPUS: 1`, `trainer.n_gpus_per_node=8`)
+    "config_setting": "config",
 }
 # Topology variables of launch scripts -> run facts.
 _TOPOLOGY_KEYS = {"NGPU": "gpus_per_node", "NUM_NODES": "nodes", "NNODES": "nodes", "N_NODES": "nodes", "SLURM_NNODES": "nodes",
@@ -256,6 +261,7 @@ class FactInputs:
     wandb: list[tuple[int, Any]] = field(default_factory=list)  # (source, parsers.wandb_offline.WandbRun)
     embedded_scripts: list[tuple[int, LaunchScript]] = field(default_factory=list)  # launch commands inside logs
     faults: list[str] = field(default_factory=list)  # fact readers that raised, named; the other readers' facts stand
+    stated: pl.DataFrame | None = None  # what sentences state (parsers/prose.py): settings as the lowest-tier claims
 
 
 class _Claims:
@@ -266,6 +272,18 @@ class _Claims:
         if value is None or value == "" or value == "auto":
             return
         self.by_fact.setdefault(fact, []).append(Evidence(value, origin, source, line))
+
+    def once_per_line(self) -> None:
+        """One claim per fact, line and value: two readers of one line (a launch script read as a script and as
+        text) say it once, by the better tier."""
+        for fact, found in self.by_fact.items():
+            best: dict[tuple[int, int, str], Evidence] = {}
+            for ev in found:
+                k = (ev.source, ev.line, repr(ev.value))
+                if ev.line is not None and (k not in best or TIERS.index(ev.tier) < TIERS.index(best[k].tier)):
+                    best[k] = ev
+            kept = set(map(id, best.values()))
+            self.by_fact[fact] = [ev for ev in found if ev.line is None or id(ev) in kept]
 
     def first(self, fact: str) -> Evidence | None:
         """The winning claim: the best tier; within the job's output the largest count for topology facts, else
@@ -328,6 +346,8 @@ def assemble(inp: FactInputs) -> RunFacts:
         _guard(inp, "launch command", _script_claims, c, script, src, "log_launch_command")
     for src, run in inp.wandb:
         _guard(inp, "W&B config", _wandb_claims, c, run, src)
+    if inp.stated is not None and inp.stated.height:
+        _guard(inp, "stated settings", _stated_claims, c, inp.stated)
     try:
         nccl = _nccl(inp.nccl, c)
     except Exception as e:  # noqa: BLE001 - a fault stays local to its reader
@@ -339,6 +359,7 @@ def assemble(inp: FactInputs) -> RunFacts:
         c.add("model_params", _scaled(flops.get("params_per_gpu")), "flops_profile", -1)
     env = _env(inp, c)
 
+    c.once_per_line()
     set_aside = _set_aside_implausible(c)
 
     def val(fact: str) -> Any:
@@ -592,6 +613,8 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             name = key.split(".", 1)[1].lower().replace(" version", "").replace("deepspeed info", "deepspeed")
             name = {"torch cuda": "cuda", "nvcc": "cuda", "pytorch": "torch"}.get(name, name)
             c.add("version." + name, value, origin, src, line)
+        elif key.startswith("setting.") and key[8:] in SETTING_FACTS:
+            c.add(SETTING_FACTS[key[8:]], _int(value), origin, src, line)
         elif key in _INT_FACT_KEYS:
             c.add(_INT_FACT_KEYS[key], _int(value), origin, src, line)
         elif key == "gpu_name":
@@ -776,6 +799,22 @@ def _sbatch_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
         c.add("allocated_gpus", per_node * (nodes or 1), o, src, line)
     elif "gpus" in sb:
         c.add("allocated_gpus", _int(sb["gpus"].value.split(":")[-1]), o, src, sb["gpus"].line)
+
+
+def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
+    """The settings a text states in words: its largest GPU count and its largest node count, each with the sentence
+    that states it. The largest: a thread that compares one GPU with eight is about the eight (and a count the
+    program printed outranks it)."""
+    rows = stated.filter(pl.col("quantity") == "setting")
+    top: dict[str, tuple[int, int, int]] = {}
+    for column, fact in (("gpus", "world_size"), ("nodes", "nodes")):
+        found = rows.filter(pl.col(column).is_not_null()).sort(column, descending=True, maintain_order=True)
+        if found.height:
+            top[fact] = (int(found[column][0]), int(found["source"][0]), int(found["line"][0]))
+    if "world_size" in top and "nodes" in top and top["nodes"][0] > top["world_size"][0]:
+        del top["nodes"]  # more nodes than GPUs: the cluster's size, not the run's
+    for fact, (value, src, line) in top.items():
+        c.add(fact, value, "stated_in_text", src, line)
 
 
 def _wandb_claims(c: _Claims, run: Any, src: int) -> None:

@@ -638,3 +638,32 @@ BLOCK_HEADERS: dict[str, str] = {
 }
 
 ANCHORS: tuple[str, ...] = tuple(dict.fromkeys(a for k in KINDS for a in k.anchors))
+
+# Settings a config or a command states by name, wherever a text holds them (issue 30, must 6 and 7): YAML and
+# vertical `key: value` lists, JSON and Python-dict reprs (`'NUM_GPUS': 1`), Hydra overrides
+# (`trainer.n_gpus_per_node=8`, `+trainer.nnodes=2`), Markdown table rows (`| num_nodes | 2 |`), blockquoted
+# (`> num_gpus: 8`) or listed (`- devices: 1`), and flags (`--devices 1`). The name is matched case-insensitively as
+# the last part of a dotted key; the value must be a whole number. Name -> run fact; each entry is a name some tool
+# gives the fact (per node: DeepSpeed's `--num_gpus`, Lightning's `devices`, SlowFast/detectron2's NUM_GPUS with
+# NUM_SHARDS machines, verl's `trainer.n_gpus_per_node`; HF's per-process `n_gpu` is left out).
+SETTING_FACTS: dict[str, str] = {
+    "num_gpus": "gpus_per_node", "n_gpus_per_node": "gpus_per_node", "gpus_per_node": "gpus_per_node",
+    "nproc_per_node": "gpus_per_node", "num_gpus_per_node": "gpus_per_node", "devices": "gpus_per_node",
+    "num_shards": "nodes", "nnodes": "nodes", "num_nodes": "nodes", "num_machines": "nodes",
+    "world_size": "world_size", "num_processes": "world_size",
+    "global_train_batch_size": "train_batch_size", "global_batch_size": "train_batch_size",
+    "train_batch_size": "train_batch_size",
+    "device_train_batch_size": "micro_batch_per_gpu", "per_device_train_batch_size": "micro_batch_per_gpu",
+    "train_micro_batch_size_per_gpu": "micro_batch_per_gpu", "micro_batch_size": "micro_batch_per_gpu",
+    "gradient_accumulation_steps": "grad_accum_steps", "zero_stage": "zero_stage",
+}
+_SETTING_NAMES = "|".join(sorted(SETTING_FACTS, key=len, reverse=True))
+# One name and its value: `key: v`, `key=v`, `"key": v`, `'KEY': v`, `| key | v |`, `--key v`, `--key=v`.
+SETTING_RE = (r"(?i)(?:--(?P<flag>" + _SETTING_NAMES + r")(?:=|\s+)|\b(?P<key>" + _SETTING_NAMES
+              + r")['\"]?\s*[:=|]\s*)['\"]?(?P<value>\d+)\b")
+SETTING_HINT = r"(?i)(?:" + _SETTING_NAMES + r")['\"]?\s*[:=| ]"
+# Tried first, on every line: a case-sensitive alternation of a fragment of each name in lower and upper case costs a
+# fifth of SETTING_HINT (whose case-insensitive alternation defeats the literal search); tests check the cover.
+_FRAGMENTS = ("gpus", "nodes", "shards", "machines", "world_size", "processes", "batch_size", "accumulation",
+              "zero_stage", "devices", "nproc")
+SETTING_PREFILTER = "|".join(f for frag in _FRAGMENTS for f in (frag, frag.upper()))

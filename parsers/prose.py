@@ -37,8 +37,23 @@ GPUS = re.compile(rf"(?<![A-Za-z0-9.]){_COUNT}\s*(?:x\s*|×\s*|个\s*)?(?:(?:Tes
                   r"(?![A-Za-z])(?!\s*(?:nodes?|machines?|hosts?|servers?)\b)", re.I)
 NODES = re.compile(rf"(?<![A-Za-z0-9.]){_COUNT}[\s-]*(?:GPU\s+)?(?:nodes?|machines?|hosts?|servers?|节点|台机器)(?![A-Za-z])",
                    re.I)
-# per-node counts are not the run's: `each node has one GPU`, `one GPU per node`
-_PER_NODE = re.compile(r"each (?:node|machine|host) has|per (?:node|machine|host)", re.I)
+# Per-node counts: `8 gpus per host`, `each node has one GPU`, `3 nodes with one T4` (each). With the node count
+# on the same line they give the run's GPU count; alone they are not the run's.
+_NODE_WORD = r"(?:nodes?|machines?|hosts?|servers?)"
+_MODEL = r"(?:(?:Tesla|Telsa|NVIDIA)\s+)?"
+
+
+def _count_rx(name: str) -> str:
+    return _COUNT.replace("?P<n>", f"?P<{name}>")
+
+
+PER_NODE = re.compile(
+    rf"(?<![A-Za-z0-9.]){_count_rx('k')}\s*(?:x\s*|×\s*|个\s*)?{_MODEL}{_DEVICE}\s*(?:per|/|on each|in each|on every|each)"
+    rf"\s*{_NODE_WORD}\b"
+    rf"|(?<![A-Za-z0-9.]){_count_rx('k4')}\s*(?:x\s*|×\s*)?{_MODEL}{_DEVICE}\s+each\b"
+    rf"|(?:each|every) {_NODE_WORD} (?:has|with|having) {_count_rx('k2')}\s*{_MODEL}{_DEVICE}"
+    rf"|(?<![A-Za-z0-9.]){_count_rx('n2')}\s+{_NODE_WORD},?\s+(?:each\s+)?(?:with|having|have|has)\s+{_count_rx('k3')}"
+    rf"\s*{_MODEL}{_DEVICE}", re.I)
 
 # duration units -> seconds
 UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
@@ -77,10 +92,22 @@ def _count(word: str) -> int | None:
 
 
 def _settings(text: str) -> list[tuple[int, int | None, int | None]]:
-    """(position, gpus, nodes) of each setting a line states, in order; per-node counts left out."""
-    if _PER_NODE.search(text):
-        text = _PER_NODE.split(text)[0]
-    out = [(m.start(), _count(m.group("n")), None) for m in GPUS.finditer(text)]
+    """(position, gpus, nodes) of each setting a line states, in order. A per-node count is multiplied by the node
+    count the line states (`2 host, 8 gpus per host`: 16 GPUs on 2 nodes) and is otherwise left out."""
+    per = PER_NODE.search(text)
+    if per is not None and per.group("k4") and not NODES.search(text):
+        per = None  # `on 1 GPU each step takes 1.7 s`: `each` belongs to the step; `4 nodes x 8 GPUs each` to a node
+    out: list[tuple[int, int | None, int | None]] = []
+    if per is not None:
+        text = text[: per.start()] + " " * (per.end() - per.start()) + text[per.end():]  # positions kept
+        k = _count(per.group("k") or per.group("k2") or per.group("k3") or per.group("k4"))
+        n = _count(per.group("n2")) if per.group("n2") else None
+        if n is None:
+            nodes_before = [m for m in NODES.finditer(text)]
+            n = _count(nodes_before[-1].group("n")) if nodes_before else None
+        if k and n:
+            out.append((per.start(), k * n, n))
+    out += [(m.start(), _count(m.group("n")), None) for m in GPUS.finditer(text)]
     out += [(m.start(), None, _count(m.group("n"))) for m in NODES.finditer(text)]
     if re.search(r"\bsingle[- ]node\b|\bone node\b|单机|单节点", text, re.I) and not any(n for _, _, n in out):
         out.append((0, None, 1))

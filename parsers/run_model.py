@@ -122,7 +122,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     frames["events"] = once_per_step(frames["events"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
-                                acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults))
+                                acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults,
+                                frames["stated"]))
     frames["steps"] = fill_step_times(_number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch")),
                                       frames["progress"])
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))

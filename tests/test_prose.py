@@ -31,13 +31,21 @@ def _settings(text: str) -> tuple[int | None, int | None]:
     ("when I use 8GPU on one node, with DistributedDataParallel", 8, 1),
     ("Training with 3 nodes :", None, 3),
     ("Single node training (no distribution of any kind) :", None, 1),
-    ("a cluster with three GPU nodes, each node has one GPU (Nvidia T4)", None, 3),
+    # a per-node count times the nodes the line names is the run's; alone it is not (below)
+    ("a cluster with three GPU nodes, each node has one GPU (Nvidia T4)", 3, 3),
+    ("I trained with batch size 256 on 2 host, 8 gpus per host.", 16, 2),
+    ("• 7 Nodes, 3 nodes have one Telsa T4", 3, 3),
+    ("on 4 nodes x 8 GPUs each", 32, 4),
     ("We run on 8x A100 80GB", 8, None),
     ("我有一个带有 2 个 V100 的虚拟机", 2, None),
     ("on a single GPU it trains fine", 1, None),
 ])
 def test_settings_in_sentences(text: str, gpus: int | None, nodes: int | None) -> None:
     assert _settings(text) == (gpus, nodes)
+
+
+def test_a_per_node_count_alone_is_no_setting() -> None:
+    assert _stated("we use one GPU per node for this").filter(pl.col("quantity") == "setting").height == 0
 
 
 @pytest.mark.parametrize("text, quantity, seconds", [

@@ -421,3 +421,49 @@ def test_a_bare_time_is_not_a_step(tmp_path: Path) -> None:
     p.write_text("Loading checkpoint, time: 12.5\neval time: 3.2 s\n" + PROGRESS[0][0] + "\n")
     s = parse([str(p)]).frames["steps"]
     assert s["global_step"].to_list() == [120]  # only the line with a counter
+
+
+@pytest.mark.parametrize("lines, want", [
+    # SlowFast / detectron2 print their yacs config as one dict: GPUs per machine and machines
+    (["[06/20 18:17:31][INFO] train_net.py:  537: CfgNode({'NUM_GPUS': 1, 'NUM_SHARDS': 1, 'SHARD_ID': 0})"],
+     {"world_size": 1, "nodes": 1, "gpus_per_node": 1}),
+    # Hydra overrides on verl's command line
+    (["python3 -m verl.trainer.main_ppo data.train_batch_size=1024 trainer.n_gpus_per_node=8 trainer.nnodes=2"],
+     {"world_size": 16, "nodes": 2, "train_batch_size": 1024}),
+    # a Markdown table of settings in a thread
+    (["| setting | value |", "|---|---|", "| num_nodes | 2 |", "| num_gpus | 4 |"],
+     {"world_size": 8, "nodes": 2, "gpus_per_node": 4}),
+    # a blockquoted vertical list: global and device batch
+    (["> global_train_batch_size: 512", "> device_train_batch_size: 64", "> gradient_accumulation_steps: 2"],
+     {"train_batch_size": 512, "micro_batch_per_gpu": 64, "grad_accum_steps": 2}),
+    # a flag, and a Markdown list
+    (["python train.py --devices 1 --num_nodes=1"], {"world_size": 1, "gpus_per_node": 1, "nodes": 1}),
+    (["- zero_stage: 2", "- per_device_train_batch_size: 8"], {"zero_stage": 2, "micro_batch_per_gpu": 8}),
+])
+def test_settings_named_in_configs_and_commands(tmp_path: Path, lines: list[str], want: dict) -> None:
+    facts = _model(tmp_path, *lines, name="thread.md").facts
+    assert {k: getattr(facts, k) for k in want} == want
+    assert {facts.evidence[k].origin for k in want if k in facts.evidence} == {"config_setting"}
+
+
+def test_a_setting_named_in_a_text_gives_way_to_the_count_the_job_printed(tmp_path: Path) -> None:
+    facts = _model(tmp_path, "num_gpus: 2", "World size: 4", "devices 3 of them were idle").facts
+    assert facts.world_size == 4 and facts.evidence["world_size"].origin == "world_size_print"
+    assert facts.evidence["gpus_per_node"].origin == "config_setting" and facts.gpus_per_node == 2
+
+
+def test_counts_a_thread_states_in_words_are_the_lowest_tier_claims(tmp_path: Path) -> None:
+    post = ["Time of each step is unstable", "", "I trained with batch size 256 on 2 host, 8 gpus per host.",
+            "On one GPU it was fine."]
+    facts = _model(tmp_path, *post, name="post.md").facts
+    assert (facts.world_size, facts.nodes, facts.gpus_per_node) == (16, 2, 8)
+    assert facts.evidence["world_size"].origin == "stated_in_text" and facts.evidence["world_size"].line == 3
+    printed = _model(tmp_path, *post, "[Rank 0] World size: 4", name="post2.md").facts
+    assert printed.world_size == 4  # what the program printed outranks what the text says
+
+
+def test_the_settings_prefilter_covers_every_name() -> None:
+    import re
+
+    from diagnose.parsers.kinds import SETTING_FACTS, SETTING_PREFILTER
+    assert all(re.search(SETTING_PREFILTER, n) and re.search(SETTING_PREFILTER, n.upper()) for n in SETTING_FACTS)
