@@ -803,7 +803,7 @@ def _sbatch_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
 
 def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
     """The settings a text states in words: its largest GPU count and its largest node count, each with the sentence
-    that states it. The largest: a thread that compares one GPU with eight is about the eight (and a count the
+    that states it, and the ZeRO stage where it names one only. The largest: a thread that compares one GPU with eight is about the eight (and a count the
     program printed outranks it)."""
     rows = stated.filter(pl.col("quantity") == "setting")
     top: dict[str, tuple[int, int, int]] = {}
@@ -815,6 +815,10 @@ def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
         del top["nodes"]  # more nodes than GPUs: the cluster's size, not the run's
     for fact, (value, src, line) in top.items():
         c.add(fact, value, "stated_in_text", src, line)
+    stages = stated.filter(pl.col("quantity") == "zero_stage")
+    if stages.height and stages["value"].n_unique() == 1:  # one stage named throughout; two are a comparison
+        c.add("zero_stage", int(stages["value"][0]), "stated_in_text", int(stages["source"][0]),
+              int(stages["line"][0]))
 
 
 def _wandb_claims(c: _Claims, run: Any, src: int) -> None:

@@ -3,8 +3,8 @@ or pastes two runs' lines one after the other.
 
 A sentence states a setting (`on one GPU`, `with 8 GPUs`, `8GPU on one node`, `Training with 3 nodes`, `单个 GPU`,
 `2 个 V100`), a duration and what it is of (`2.4 s/it`, `90 s per iteration`, `an epoch takes 5 h`, `WALL training
-time is 63.598 seconds`, `约 5 小时`), or a share of the time spent communicating (`half of GPU time is spent on
-ncclKernel_AllReduce`). Each becomes a row of the `stated` frame with its sentence as evidence; a duration carries the
+time is 63.598 seconds`, `约 5 小时`), a ZeRO stage (`deepspeed ZeRO2`), or a share of the time spent communicating
+(`half of GPU time is spent on ncclKernel_AllReduce`). Each becomes a row of the `stated` frame with its sentence as evidence; a duration carries the
 setting in force where it is stated: a setting paired with it on the same line (`5 h vs 6.5 h` after `one GPU ...
 2 GPUs`, in order), else the last one stated in the PROSE_WINDOW lines before it. What the rows mean (a scaling
 comparison) is decided in diagnose/metrics.py: this module reads, it does not judge.
@@ -22,7 +22,7 @@ from diagnose.parsers.schema import FRAMES
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
          "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
-         "秒", "% of", "half of", "quarter of", "third of")
+         "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO")
 PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
 PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
 MAX_LINE = 600  # longer lines are records, not sentences
@@ -68,6 +68,8 @@ _STEP = re.compile(r"\b(?:each|every|per|one|a) (?:step|iteration|iter|batch)\b|
                    re.I)
 _TOTAL = re.compile(r"\b(?:training|wall|total|whole|run|entire|takes?|took|finish(?:es|ed)?|lasts?)\b|训练|需要|用时|耗时",
                     re.I)
+# A ZeRO stage named in words: `ZeRO-3`, `ZeRO2`, `Zero stage 2`, `ZeRO_3` (not `ZeRO-Offload`, not `zero 3`).
+ZERO_STAGE = re.compile(r"(?<![A-Za-z])(?:ZeRO|Zero|ZERO)[-_ ]?(?:[Ss]tage[-_ ]?)?(?P<stage>[0-3])(?![\d.])")
 COMM_SHARE = re.compile(
     r"(?P<share>half|a third|a quarter|\d+(?:\.\d+)?\s*%)\s+of\s+(?:the\s+)?(?:GPU\s+|total\s+|step\s+|training\s+)?"
     r"time\s+(?:is\s+|was\s+)?(?:spent\s+)?(?:on|in|by|waiting for)\s+(?P<what>\S+)", re.I)
@@ -152,6 +154,8 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
                 else:
                     g = n = None
                 out.append(_row(source, line, kind, seconds, g, n, text))
+            for m in ZERO_STAGE.finditer(text):
+                out.append(_row(source, line, "zero_stage", float(m.group("stage")), None, None, text))
             for m in COMM_SHARE.finditer(text):
                 if COMM_WORDS.search(m.group("what")):
                     s = m.group("share").lower()

@@ -148,3 +148,28 @@ def test_real_threads_that_compare_settings(case: str, efficiency: float, corpus
     d = diagnose(parse([str(folder / "log.txt")]))
     assert d.metrics.scaling is not None and d.metrics.scaling.efficiency == pytest.approx(efficiency, abs=0.01)
     assert d.findings[0].id == "comm-bound"
+
+
+@pytest.mark.parametrize("text, stage", [
+    ("deepspeed ZeRO2启动训练时 在训练中途保存checkpoint时 CPU占用会突然增大", 2), ("with ZeRO-3 it is slow", 3),
+    ("Zero stage 1 is fine", 1), ("ZeRO_0 and nothing else", 0)])
+def test_a_zero_stage_named_in_words(text: str, stage: int) -> None:
+    rows = _stated(text).filter(pl.col("quantity") == "zero_stage")
+    assert rows["value"].to_list() == [float(stage)]
+
+
+def test_no_zero_stage_from_other_words() -> None:
+    assert _stated("ZeRO-Offload moves the optimizer; zero 3 times; ZeRO++").filter(
+        pl.col("quantity") == "zero_stage").height == 0
+
+
+def test_the_stage_a_thread_names_is_a_claim_only_when_it_names_one(tmp_path: Path) -> None:
+    from diagnose.parsers import parse
+
+    one = tmp_path / "one.md"
+    one.write_text("Checkpoints with ZeRO2 fill the disk\n\nEvery save under ZeRO-2 writes the optimizer states\n")
+    facts = parse([str(one)]).facts
+    assert facts.zero_stage == 2 and facts.evidence["zero_stage"].origin == "stated_in_text"
+    two = tmp_path / "two.md"
+    two.write_text("ZeRO-2 is fast, ZeRO-3 is slow for my 7B model\n")
+    assert parse([str(two)]).facts.zero_stage is None
