@@ -164,8 +164,6 @@ def test_no_zero_stage_from_other_words() -> None:
 
 
 def test_the_stage_a_thread_names_is_a_claim_only_when_it_names_one(tmp_path: Path) -> None:
-    from diagnose.parsers import parse
-
     one = tmp_path / "one.md"
     one.write_text("Checkpoints with ZeRO2 fill the disk\n\nEvery save under ZeRO-2 writes the optimizer states\n")
     facts = parse([str(one)]).facts
