@@ -81,8 +81,10 @@ STATED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, **{c: t for c, (t, _) i
 
 
 def candidates(rows: pl.DataFrame) -> pl.DataFrame:
-    """The lines of a chunk (source, line, text) that may state something: one literal pass (polars)."""
-    hinted = rows.filter(pl.col("text").str.contains_any(list(HINTS)))
+    """The lines of a chunk (source, line, text) that may state something: one literal pass (polars), and the rows
+    of Markdown tables (a row of numbers under a header that names them)."""
+    hinted = rows.filter(pl.col("text").str.contains_any(list(HINTS))
+                         | pl.col("text").str.strip_chars_start().str.starts_with("|"))
     return hinted.filter(pl.col("text").str.len_bytes() <= MAX_LINE * 4).select("source", "line", "text")
 
 
@@ -131,18 +133,84 @@ def _duration_kind(text: str, m: re.Match[str]) -> str | None:
     return None
 
 
+# Markdown tables of timings: `| GPUs | step time (s) |`, `|---|---|`, `| 8 | 1.2 |`. Each row under a header that
+# names a setting column is read as the sentence it stands for (`with 8 GPUs: 1.2 s per step`).
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
+_SETTING_HEAD = re.compile(r"^(?:#\s*|num(?:ber of)?[ _]?|n[ _]?)?(?P<what>GPUs?|cards?|devices?|nodes?|machines?|hosts?|卡|"
+                           r"节点)(?:\s*(?:count|数))?$", re.I)
+_HEAD_UNIT = re.compile(rf"[(\[]\s*(?P<u>{_UNIT})\s*(?:/\s*(?:it|iter|step))?\s*[)\]]|\b(?P<rate>s/it|sec/it)\b", re.I)
+
+
+def _cells(text: str) -> list[str]:
+    return [c.strip() for c in text.strip().strip("|").split("|")]
+
+
+def _head_words(head: str) -> str | None:
+    """What a header's durations are, as the words the sentence reader knows; None where it names no time."""
+    h = head.lower()
+    if re.search(r"it/s|samples?/s|tokens?/s|throughput|speedup|loss|acc", h):
+        return None
+    if "epoch" in h:
+        return "an epoch takes"
+    if re.search(r"step|iter|batch|s/it|/it\b", h):
+        return "per step"
+    if re.search(r"time|duration|wall|total|耗时|用时|时间", h):
+        return "training time is"
+    return None
+
+
+def _table_rows(lines: list[tuple[int, str]]) -> dict[int, tuple[str, str]]:
+    """Line -> the sentence a Markdown table row stands for and the row under its header (the evidence), for tables
+    whose header names a setting column."""
+    out: dict[int, tuple[str, str]] = {}
+    for i in range(1, len(lines)):
+        line, text = lines[i]
+        if not _TABLE_SEP.match(text) or lines[i - 1][0] != line - 1:
+            continue
+        head = _cells(lines[i - 1][1])
+        setting = next(((k, m.group("what")) for k, h in enumerate(head) if (m := _SETTING_HEAD.match(h))), None)
+        if setting is None:
+            continue
+        k, what = setting
+        unit = "nodes" if re.match(r"nodes?|machines?|hosts?|节点", what, re.I) else "GPUs"
+        for at, row in lines[i + 1:]:
+            if at != line + 1 or not row.strip().startswith("|"):
+                break
+            line, cells = at, _cells(row)
+            if len(cells) != len(head) or not re.fullmatch(r"\d{1,4}", cells[k]):
+                continue
+            said = []
+            for j, (h, cell) in enumerate(zip(head, cells)):
+                words = _head_words(h) if j != k else None
+                value = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(\S*)", cell)
+                if words is None or value is None:
+                    continue
+                u = value.group(2) or ((m := _HEAD_UNIT.search(h)) and (m.group("u") or "s")) or "s"
+                if words == "per step":
+                    said.append(f"{value.group(1)} {u} per step")
+                else:
+                    said.append(f"{words} {value.group(1)} {u}")
+            if said:
+                out[at] = (f"with {cells[k]} {unit}: " + "; ".join(said), f"{lines[i - 1][1].strip()} {row.strip()}")
+    return out
+
+
 def read(rows: pl.DataFrame) -> pl.DataFrame:
     """Candidate lines of whole sources (source, line, text) -> the stated frame's rows."""
     out: list[dict[str, object]] = []
     for (source,), part in rows.sort("source", "line").group_by(["source"], maintain_order=True):
         setting: tuple[int, int | None, int | None] | None = None  # (line, gpus, nodes) in force
-        for line, text in part.head(PROSE_MAX_LINES).select("line", "text").iter_rows():
-            text = text.strip()[:MAX_LINE]
+        lines = list(part.head(PROSE_MAX_LINES).select("line", "text").iter_rows())
+        tables = _table_rows(lines)
+        for line, text in lines:
+            # the evidence is the line as written (a table row under its header), not the sentence it stands for
+            text, shown = tables.get(line, (text, text))
+            text, shown = text.strip()[:MAX_LINE], shown.strip()[:MAX_LINE]
             found = _settings(text)
             durations = [(m, k) for m in DURATION.finditer(text) if (k := _duration_kind(text, m)) is not None]
             paired = len(found) >= 2 and len(durations) == len(found)
             for _, g, n in (found if paired else [(0, *_merged(found))] if found else []):
-                out.append(_row(source, line, "setting", None, g, n, text))
+                out.append(_row(source, line, "setting", None, g, n, shown))
             for i, (m, kind) in enumerate(durations):
                 seconds = float(m.group("v")) * UNITS[m.group("u").lower()]
                 if paired:
@@ -153,14 +221,14 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
                     g, n = setting[1], setting[2]
                 else:
                     g = n = None
-                out.append(_row(source, line, kind, seconds, g, n, text))
+                out.append(_row(source, line, kind, seconds, g, n, shown))
             for m in ZERO_STAGE.finditer(text):
-                out.append(_row(source, line, "zero_stage", float(m.group("stage")), None, None, text))
+                out.append(_row(source, line, "zero_stage", float(m.group("stage")), None, None, shown))
             for m in COMM_SHARE.finditer(text):
                 if COMM_WORDS.search(m.group("what")):
                     s = m.group("share").lower()
                     share = _SHARE_WORDS.get(s) or float(s.rstrip("% ")) / 100.0
-                    out.append(_row(source, line, "comm_share", share, None, None, text))
+                    out.append(_row(source, line, "comm_share", share, None, None, shown))
             if found and not paired:
                 setting = (line, *_merged(found))
     frame = pl.DataFrame(out, schema=STATED_SCHEMA, orient="row") if out else pl.DataFrame(schema=STATED_SCHEMA)

@@ -171,3 +171,21 @@ def test_the_stage_a_thread_names_is_a_claim_only_when_it_names_one(tmp_path: Pa
     two = tmp_path / "two.md"
     two.write_text("ZeRO-2 is fast, ZeRO-3 is slow for my 7B model\n")
     assert parse([str(two)]).facts.zero_stage is None
+
+
+def test_a_markdown_table_of_timings_under_settings() -> None:
+    rows = _stated("| GPUs | step time (s) | throughput (samples/s) |", "|------|------|------|",
+                   "| 1 | 0.50 | 64 |", "| 8 | 1.20 | 213 |")
+    steps = rows.filter(pl.col("quantity") == "step_time")
+    assert steps.select("gpus", "value").rows() == [(1, 0.5), (8, 1.2)]  # the throughput column is no time
+    assert steps["detail"][1].startswith("| GPUs | step time (s)") and "| 8 | 1.20 | 213 |" in steps["detail"][1]
+    epochs = _stated("| # nodes | epoch time (min) |", "| :--- | ---: |", "| 1 | 50 |", "| 4 | 20 |")
+    ep = epochs.filter(pl.col("quantity") == "epoch_time")
+    assert ep.select("nodes", "value").rows() == [(1, 3000.0), (4, 1200.0)]
+    total = _stated("| GPU | training time |", "|---|---|", "| 2 | 6.5 h |")
+    assert total.filter(pl.col("quantity") == "total_time").select("gpus", "value").rows() == [(2, 23400.0)]
+
+
+def test_a_table_without_a_setting_column_states_nothing() -> None:
+    rows = _stated("| model | step time (s) |", "|---|---|", "| 7B | 1.2 |")
+    assert rows.filter(pl.col("quantity") == "step_time").height == 0
