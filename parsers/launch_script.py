@@ -67,7 +67,7 @@ _LAUNCH_LINE = re.compile(
 # Shell lines inside a log: `set -x` traces (`+ export X=1`, `++ srun ...`), prompts (`$ torchrun ...`), and
 # commands a wrapper echoed before running them.
 _EMBEDDED = re.compile(
-    r"^" + LAUNCH_PREFIX + r"(?:\++ |\$ )?((?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
+    r"^" + LAUNCH_PREFIX + r"(?:\++ |\$ )?((?:nohup\s+)?(?:(?:bash|sh)\s+-c\s+[\"']\(?\s*)?(?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
     r"deepspeed\s|torchrun\s|accelerate\s+launch\s|python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s)|"
     r"[A-Z_][A-Z0-9_]*=\S*\s*$).*)$", re.M)
 _TRACE = re.compile(r"^" + LAUNCH_PREFIX + r"\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
@@ -76,7 +76,10 @@ _TRACE = re.compile(r"^" + LAUNCH_PREFIX + r"\++ ([A-Za-z_]\w*=.*)$", re.M)  # `
 def embedded_script(text: str) -> str | None:
     """The launch commands a log carries, as a script with the log's line numbers (other lines left blank);
     None when there are none."""
-    found = sorted((m.start(), m.group(1)) for rx in (_EMBEDDED, _TRACE) for m in rx.finditer(text))
+    # A command continued over lines (`nohup bash -c \` then `"(torchrun ...`) is matched as one line: each
+    # backslash-newline becomes two spaces, so offsets, and the line numbers counted from them, stay the original's.
+    joined = text.replace("\\\n", "  ")
+    found = sorted((m.start(), m.group(1)) for rx in (_EMBEDDED, _TRACE) for m in rx.finditer(joined))
     keep: dict[int, str] = {}
     line, pos = 0, 0
     for start, command in found:  # line numbers counted once through the text, not once per match

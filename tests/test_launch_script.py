@@ -87,3 +87,16 @@ def test_the_config_itself_beats_its_name(tmp_path: Path) -> None:
     (tmp_path / "ds_z3.json").write_text('{"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": 4}')
     (tmp_path / "run.sh").write_text("#!/bin/bash\ndeepspeed train.py --deepspeed ds_z3.json\n")
     assert parse([str(tmp_path)]).facts.zero_stage == 2
+
+
+def test_a_script_pasted_above_its_log_with_a_command_continued_over_lines(tmp_path: Path) -> None:
+    """build-nanogpt's train.sh pasted into the log it wrote: `nohup bash -c \\` then `"(torchrun ...); cleanup"`
+    on the next line; the embedded command is read as one, with the line it starts on."""
+    log = tmp_path / "train.log"
+    log.write_text("train.sh:\n#!/usr/bin/env bash\nnohup bash -c \\\n"
+                   '    "(torchrun --standalone --nproc_per_node=2 train_gpt2.py $ckpt); \\\n'
+                   '    runpodctl remove pod $RUNPOD_POD_ID" > "$log_file" 2>&1 & disown\n\n'
+                   + "".join(f"step {i:5d} | loss: 3.2 | dt: 400.00ms | tok/sec: 662857.74\n" for i in range(8)))
+    facts = parse([str(log)]).facts
+    assert (facts.world_size, facts.nodes, facts.launcher) == (2, 1, "torchrun")
+    assert facts.evidence["gpus_per_node"].line == 3
