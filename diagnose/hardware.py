@@ -37,6 +37,22 @@ def gpu_model(name: str | None) -> str | None:
     return None
 
 
+# GPUs without tensor cores, where mixed precision buys no matmul speed: Pascal and older (GeForce 10-series and
+# Titan X/Xp, whose fp16 runs at 1/64 of fp32; Tesla P4/P40, K80, M40/M60; P100 doubles fp16 but has no tensor
+# cores) and Turing's GTX 16-series. Volta (V100, Titan V) and later, and Turing's RTX/T4, have them.
+_NO_TENSOR_CORES = re.compile(r"GTX\s*(?:9\d\d|10\d\d|16\d\d)|TITAN\s*X|\bP(?:4|40|100)\b|\bK(?:20|40|80)\b|"
+                              r"\bM(?:40|60)\b|QUADRO\s*P\d", re.I)
+
+
+def has_tensor_cores(name: str | None) -> bool | None:
+    """False for the GPU models above, True for a model of the peak table, None where the name says neither."""
+    if not name:
+        return None
+    if _NO_TENSOR_CORES.search(name):
+        return False
+    return True if gpu_model(name) is not None else None
+
+
 def peak_tflops(name: str | None, precision: str | None) -> float | None:
     model = gpu_model(name)
     if model is None or precision is None:

@@ -829,10 +829,17 @@ def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
     c.add("total_steps", _int(cfg.get("max_steps")) if (_int(cfg.get("max_steps")) or 0) > 0 else None, o, src)
     c.add("dataloader_num_workers", _int(cfg.get("dataloader_num_workers")), o, src)
     c.add("model_params", _int(cfg.get("model/num_parameters") or run.summary.get("model/num_parameters")), o, src)
+    quant = cfg.get("quantization_config") if isinstance(cfg.get("quantization_config"), dict) else {}
+    compute = str(quant.get("bnb_4bit_compute_dtype") or "") if _bool(quant.get("load_in_4bit")) else \
+        ("float16" if _bool(quant.get("load_in_8bit")) else "")
     if _bool(cfg.get("bf16")):
         c.add("precision", "bf16", o, src)
     elif _bool(cfg.get("fp16")):
         c.add("precision", "fp16", o, src)
+    elif compute in ("float16", "bfloat16"):
+        # QLoRA / 8-bit: the quantized layers' matmuls run in their compute dtype whatever the Trainer flags say
+        # (bitsandbytes' bnb_4bit_compute_dtype; LLM.int8() computes in fp16).
+        c.add("precision", {"float16": "fp16", "bfloat16": "bf16"}[compute], o, src)
     elif cfg.get("bf16") is not None and cfg.get("fp16") is not None:
         c.add("precision", "fp32", o, src)
     if cfg.get("gradient_checkpointing") is not None:

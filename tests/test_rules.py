@@ -255,3 +255,30 @@ def test_findings_are_keyword_only() -> None:
 
     with pytest.raises(TypeError):
         Finding("x", "t", "info", "high", False, "s")  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("name, cores", [("NVIDIA GeForce GTX 1080 Ti", False), ("Tesla P40", False),
+                                         ("Tesla K80", False), ("NVIDIA GeForce GTX 1660 SUPER", False),
+                                         ("Tesla V100-SXM2-32GB", True), ("NVIDIA A100-SXM4-80GB", True),
+                                         ("Some Accelerator", None), (None, None)])
+def test_which_gpus_have_tensor_cores(name: str | None, cores: bool | None) -> None:
+    from diagnose.hardware import has_tensor_cores
+    assert has_tensor_cores(name) is cores
+
+
+def test_a_qlora_run_computes_in_its_quantization_dtype() -> None:
+    """bitsandbytes 4-bit layers compute in bnb_4bit_compute_dtype whatever the Trainer's fp16/bf16 flags say: such
+    a run is not in fp32, and no-mixed-precision does not fire on it (the autotrain QLoRA run of the corpus)."""
+    from types import SimpleNamespace
+
+    from diagnose.parsers.facts import FactInputs, assemble
+
+    def precision(cfg: dict) -> str | None:
+        run = SimpleNamespace(config={"bf16": False, "fp16": False, **cfg}, environment={}, summary={})
+        empty = pl.DataFrame()
+        return assemble(FactInputs(empty, empty, empty, [], [], [], [], wandb=[(0, run)])).precision
+
+    assert precision({"quantization_config": {"load_in_4bit": True, "bnb_4bit_compute_dtype": "bfloat16"}}) == "bf16"
+    assert precision({"quantization_config": {"load_in_8bit": True}}) == "fp16"
+    assert precision({"quantization_config": {"load_in_4bit": False}}) == "fp32"
+    assert precision({}) == "fp32"

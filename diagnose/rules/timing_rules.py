@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from diagnose.hardware import has_tensor_cores
 from diagnose.metrics import SPIKE_FACTOR, TREND_FACTOR, spike_period
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
@@ -385,11 +386,14 @@ def no_mixed_precision(ctx: Ctx) -> Finding | None:
         ev.append(Evidence(f"forward + backward compute {compute_ms:.1f} ms of a {wall_ms:.1f} ms step ({share:.0%})",
                            kind="metric"))
     material = (share >= MATERIAL_COMPUTE_SHARE) if share is not None else big
-    gpu = gpu and material
+    cores = has_tensor_cores(f.gpu_name)
+    gpu = gpu and material and cores is not False
     changes = [Change("ds_config", "bf16.enabled", False, True)] if f.zero_stage is not None or f.ds_config else []
     if f.launcher == "accelerate" or f.accelerate:
         changes.append(Change("accelerate", "mixed_precision", "no", "bf16"))
     why_not = (" (a CPU run here, where bf16 speed depends on the CPU)." if not ctx.gpu_run else
+               f"; the {f.gpu_name} has no tensor cores, so half precision buys no matmul speed there." if
+               cores is False else
                f"; compute is only {share:.0%} of the step here, so precision is not what slows it." if share is not None
                else "; with no timers and no parameter count in the logs, whether it matters is not measured "
                     "(wall_clock_breakdown would show the compute share).")
