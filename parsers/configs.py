@@ -36,6 +36,41 @@ def sniff_json(text: str) -> tuple[str, Any] | None:
     return None
 
 
+# A JSON object or Python dict pasted into a log or a thread: a line that opens it alone (`{`, `ds_config = {`,
+# `baseline.json: {`), read up to the line where its braces balance. DeepSpeed's own `json = {` dump is the block
+# reader's (blocks.py). At most EMBEDDED_MAX_LINES lines: no config is longer.
+_OPENS = re.compile(r"(?m)^[ \t>]*(?:[\w.-]+[ \t]*[:=][ \t]*)?\{[ \t]*$")
+EMBEDDED_MAX_LINES = 400
+
+
+def embedded_configs(text: str) -> list[tuple[int, str, Any]]:
+    """(line from 1, kind, data) of each DeepSpeed config (or trainer state) pasted whole into a text."""
+    out: list[tuple[int, str, Any]] = []
+    end = 0
+    for m in _OPENS.finditer(text):
+        if m.start() < end or "json = {" in m.group(0):
+            continue
+        lines = text[m.start():].split("\n", EMBEDDED_MAX_LINES)[:EMBEDDED_MAX_LINES]
+        depth, body = 0, []
+        for line in lines:
+            line = re.sub(r"^[ \t]*>[ \t]?", "", line)  # a blockquote's marker
+            body.append(line)
+            depth += line.count("{") - line.count("}")
+            if depth <= 0:
+                break
+        if depth > 0:
+            continue
+        block = "\n".join(body)
+        block = block[block.index("{"):]
+        found = sniff_json(block)
+        if found is None and (py := sniff_python_dict(block)) is not None and DS_KEYS & set(py):
+            found = ("ds_config", py)
+        if found is not None:
+            out.append((text.count("\n", 0, m.start()) + 1, *found))
+            end = m.start() + len(block)
+    return out
+
+
 _PY_DICT = re.compile(r"^\s*(?:[A-Za-z_]\w*\s*=\s*)?(\{.*\})\s*$", re.S)
 
 

@@ -277,14 +277,20 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
         acc.parts.setdefault("facts", []).append(ranks_fact_rows(max_ranks(result.ranks)))
     acc.blocks.append((source_id, result.blocks))
     _comms_from_table(result.blocks, source_id, acc)
-    if is_script:
-        return
     # The launch command a log opens with (`+ srun ...` traces, `export NCCL_DEBUG=...`, `$ torchrun ...`): its
-    # settings are read too. It sits at the top, so the head is enough.
+    # settings are read too, and so is a config pasted whole (into a log, or a script's heredoc). They sit at the
+    # top, so the head is enough.
     with open_input(path) as fh:
         head = plain_text(fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace"))
-    if (embedded := launch_script.embedded_script(head)) is not None:
+    _embedded(head, source_id, acc, commands=not is_script)
+
+
+def _embedded(text: str, source_id: int, acc: _Acc, commands: bool = True) -> None:
+    """What a text carries besides its lines: the launch commands in a log, and configs pasted whole into it."""
+    if commands and (embedded := launch_script.embedded_script(text)) is not None:
         acc.embedded.append((source_id, launch_script.parse_script(embedded)))
+    for _, kind, data in configs.embedded_configs(text):
+        _record_config((kind, data), source_id, acc)
 
 
 EMBEDDED_SCRIPT_BYTES = 4 * 1024 * 1024
@@ -445,8 +451,7 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
                                       note=f"nothing recognised in {result.lines[i]} lines" if unread else ""))
         acc.blocks.append((final[first + i], result.blocks[i]))
         _comms_from_table(result.blocks[i], final[first + i], acc)
-        if (embedded := launch_script.embedded_script(plain_text(small.data.decode("utf-8")))) is not None:
-            acc.embedded.append((final[first + i], launch_script.parse_script(embedded)))
+        _embedded(plain_text(small.data.decode("utf-8")), final[first + i], acc)
     renumber = pl.col("source").replace_strict(final, return_dtype=pl.UInt16)
     _take_learned(result.learned, acc, final)
     if result.ranks is not None and result.ranks.height:

@@ -467,3 +467,26 @@ def test_the_settings_prefilter_covers_every_name() -> None:
 
     from diagnose.parsers.kinds import SETTING_FACTS, SETTING_PREFILTER
     assert all(re.search(SETTING_PREFILTER, n) and re.search(SETTING_PREFILTER, n.upper()) for n in SETTING_FACTS)
+
+
+DS_JSON = ['{', '  "train_micro_batch_size_per_gpu": 16,', '  "bf16": {"enabled": true},',
+           '  "zero_optimization": {', '    "stage": 2,', '    "offload_optimizer": {"device": "cpu"}', '  }', '}']
+
+
+@pytest.mark.parametrize("head", [
+    ["baseline.json:", *DS_JSON],  # a config pasted above its log
+    ["My config:", "", *(f"> {line}" for line in DS_JSON)],  # blockquoted in a thread
+    ["ds_config = {", *DS_JSON[1:-1], "}"],  # a Python dict in a script or a post
+])
+def test_a_deepspeed_config_pasted_whole_into_a_log_or_a_thread(tmp_path: Path, head: list[str]) -> None:
+    steps = [f"[2024-01-01 10:00:{2 * i:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, "
+             "lr=[1e-4], mom=[[0.9, 0.999]]" for i in range(1, 9)]
+    facts = _model(tmp_path, *head, "", *steps, name="slurm.out").facts
+    assert (facts.zero_stage, facts.offload_optimizer, facts.precision, facts.micro_batch_per_gpu) == \
+        (2, "cpu", "bf16", 16)
+
+
+def test_json_that_is_no_config_gives_no_config_facts(tmp_path: Path) -> None:
+    from diagnose.parsers.configs import embedded_configs
+    assert embedded_configs('metrics:\n{\n  "loss": 2.5,\n  "step": 10\n}\n') == []
+    assert embedded_configs('{\n  "zero_optimization": {"stage": 3}\n') == []  # cut short: never balanced
