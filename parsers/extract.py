@@ -96,7 +96,22 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
         host = pl.repeat(None, text.len(), dtype=pl.String, eager=True)
     ts = (text.str.extract(_TS, 0).str.slice(0, 23)
           .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
-    ts = _fill(ts, ts.is_null() & (text.str.starts_with("20") | text.str.starts_with("[20")),
+    # Every other stamp has a clock time (`HH:MM`) or is epoch seconds: the other lines skip the patterns below.
+    ts = _fill(ts, ts.is_null() & text.str.contains(_ANY_STAMP_HINT).fill_null(False),
+               lambda idx: _other_stamps(text.gather(idx)))
+    source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
+    return frame.with_columns(source.alias("source"), rank.alias("rank"),
+                              host.alias("node"), ts.alias("ts"), mark.alias("_mark"))
+
+
+# A clock time or epoch seconds: what every stamp but DeepSpeed's (read first, on every line) holds.
+_ANY_STAMP_HINT = r"\d:\d\d|^(?:\s*\S{1,40}: ){0,2}\[?1\d{9}"
+
+
+def _other_stamps(text: pl.Series) -> pl.Series:
+    """The stamps of lines DeepSpeed's `[YYYY-MM-DD HH:MM:SS,mmm]` did not match, in order of how common they are."""
+    ts = pl.repeat(None, text.len(), dtype=pl.Datetime("ms"), eager=True)
+    ts = _fill(ts, (text.str.starts_with("20") | text.str.starts_with("[20")),
                lambda idx: text.gather(idx).str.extract(_ISO, 0).str.strip_prefix("[")
                .str.replace("T", " ", literal=True).str.replace(",", ".", literal=True)
                .str.to_datetime("%Y-%m-%d %H:%M:%S%.f", strict=False, time_unit="ms"))
@@ -113,9 +128,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
     # A stamp that opens the line once a launcher's prefix is peeled: a clock time alone, glog's, epoch seconds.
     ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(_LEADING_BEHIND_HINT)),
                lambda idx: leading_stamp(_peeled(text.gather(idx))))
-    source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
-    return frame.with_columns(source.alias("source"), rank.alias("rank"),
-                              host.alias("node"), ts.alias("ts"), mark.alias("_mark"))
+    return ts
 
 
 # stamps.LEADING_HINT behind up to two prefix words (`host: `, `3: `): anchored and bounded, a few bytes per line.
