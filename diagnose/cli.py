@@ -552,16 +552,18 @@ def comment(
                                gpu_memory_gb=gpu_memory, guide_when_empty=event is not None)
         if not post:
             _emit(answer.body)
-            _stderr("diagnose: dry run: " + (f"would edit comment {answer.existing}" if answer.existing is not None
+            last = answer.earlier[-1] if answer.earlier else None
+            _stderr("diagnose: dry run: " + (f"would edit comment {last.id or last.node_id} if posting as its "
+                                              f"author {last.author}, else post a new comment" if last is not None
                                               else "would post a new comment") + f" on {answer.ref.thread_url} "
                     f"({len(answer.body):,} characters, {len(answer.runs)} run(s)); --post posts it")
             return
-        where = reply.post(answer)
+        where, edited = reply.post(answer)
     except InputError as e:
         raise _fail(str(e)) from None
     except ValueError as e:
         raise _fail(str(e)) from None
-    _stderr(("diagnose: edited " if answer.existing is not None else "diagnose: posted ") + where)
+    _stderr(("diagnose: edited " if edited else "diagnose: posted ") + where)
 
 
 def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float]) -> Side:

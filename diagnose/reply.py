@@ -20,12 +20,28 @@ CUT_NOTE = "\n\n_(cut to fit a GitHub comment: run `diagnose report` on the thre
 
 
 @dataclass(frozen=True)
+class Earlier:
+    """A comment of the thread that carries the marker: our earlier reply if its author is who posts now."""
+
+    id: int | None
+    author: str
+    node_id: str | None = None
+
+
+@dataclass(frozen=True)
 class Reply:
     ref: github.ThreadRef
     body: str
-    existing: int | None  # the id of our earlier reply in the thread, which a post edits
+    earlier: tuple[Earlier, ...]  # the comments (never the body) that carry the marker, in thread order
     runs: tuple[str, ...]  # the runs the report holds, by name
-    node_ids: tuple[str | None, str | None] = (None, None)  # discussions: (the discussion, our earlier reply)
+    discussion: str | None = None  # discussions: the discussion's node id, where a new reply goes
+
+    def ours(self, login: str | None) -> Earlier | None:
+        """The last marked comment `login` wrote: the one a post edits. A marker quoted by anyone else (a
+        maintainer, a bot of another app, an attacker) is never a reason to edit their comment."""
+        if login is None:
+            return None
+        return next((e for e in reversed(self.earlier) if github.same_login(e.author, login)), None)
 
 
 GUIDANCE = (f"{github.MARKER}\n## diagnose: training-run report\n\nNothing in this thread reads as a training "
@@ -55,10 +71,10 @@ def prepare(url: str, sources: list[str] | tuple[str, ...] = (), *, show_hosts: 
 
 
 def _reply(ref: github.ThreadRef, text: str, thread: github.Thread, runs: tuple[str, ...]) -> Reply:
-    """The reply, aimed at our earlier one in the thread where there is one (the marker finds it)."""
-    ours = [p for p in thread.posts if github.MARKER in p.body and p.id is not None]
-    return Reply(ref, text, ours[-1].id if ours else None, runs,
-                 (thread.node_id, ours[-1].node_id if ours else None))
+    """The reply, with the thread's marked comments: which of them is ours is decided when posting (who posts)."""
+    marked = tuple(Earlier(p.id, p.author, p.node_id) for p in thread.posts
+                   if p.index > 0 and github.MARKER in p.body and (p.id is not None or p.node_id is not None))
+    return Reply(ref, text, marked, runs, thread.node_id)
 
 
 def body(analysis: Analysis, run_urls: list[str] | tuple[str, ...] = ()) -> str:
@@ -88,20 +104,21 @@ def _close_fence(text: str) -> str:
     return "" if fence is None else "\n" + fence
 
 
-def post(reply: Reply) -> str:
-    """Post the reply, or edit our earlier one; -> the comment's URL."""
+def post(reply: Reply) -> tuple[str, bool]:
+    """Post the reply, or edit our earlier one (a marked comment the posting identity wrote); -> the comment's URL
+    and whether it was an edit."""
     if github.token() is None:
         raise InputError(reply.ref.url, "posting needs a token: set GITHUB_TOKEN or GH_TOKEN (the dry run needs none)")
+    ours = reply.ours(github.whoami(reply.ref.url))
     if reply.ref.kind == "discussions":
-        return _post_discussion(reply)
+        return _post_discussion(reply, ours), ours is not None
     base = f"{github.api_url()}/repos/{reply.ref.owner}/{reply.ref.repo}/issues"
-    if reply.existing is not None:
-        answer = github.request("PATCH", f"{base}/comments/{reply.existing}", {"body": reply.body},
-                                what=reply.ref.url)
+    if ours is not None and ours.id is not None:
+        answer = github.request("PATCH", f"{base}/comments/{ours.id}", {"body": reply.body}, what=reply.ref.url)
     else:
         answer = github.request("POST", f"{base}/{reply.ref.number}/comments", {"body": reply.body},
                                 what=reply.ref.url)
-    return str((answer.data or {}).get("html_url") or reply.ref.thread_url)
+    return str((answer.data or {}).get("html_url") or reply.ref.thread_url), ours is not None and ours.id is not None
 
 
 _ADD = """mutation($id: ID!, $body: String!) {
@@ -110,9 +127,9 @@ _UPDATE = """mutation($id: ID!, $body: String!) {
   updateDiscussionComment(input: {commentId: $id, body: $body}) { comment { id url } } }"""
 
 
-def _post_discussion(reply: Reply) -> str:
+def _post_discussion(reply: Reply, earlier: Earlier | None) -> str:
     """Discussions take replies through GraphQL: add a comment to the discussion, or update ours."""
-    discussion, ours = reply.node_ids
+    discussion, ours = reply.discussion, (earlier.node_id if earlier is not None else None)
     if ours is not None:
         mutation, target, key = _UPDATE, ours, "updateDiscussionComment"
     elif discussion is not None:

@@ -220,6 +220,29 @@ def fetch(ref: ThreadRef) -> Thread:
     return Thread(ref, issue.get("title") or "", issue.get("id"), tuple(posts))
 
 
+ACTIONS_LOGIN = "github-actions[bot]"  # who a workflow's GITHUB_TOKEN posts as
+
+
+def whoami(what: str) -> str | None:
+    """The login the token posts as: `GET /user` for a personal token; an Actions token (which `GET /user` refuses)
+    posts as github-actions[bot]; an app's installation token as DIAGNOSE_BOT_LOGIN where that names its bot. None
+    where it cannot be told (then nothing is edited: a new comment is posted)."""
+    try:
+        login = (request("GET", f"{api_url()}/user", what=what).data or {}).get("login")
+        if login:
+            return str(login)
+    except GitHubError:
+        pass
+    if os.environ.get("DIAGNOSE_BOT_LOGIN"):
+        return os.environ["DIAGNOSE_BOT_LOGIN"]
+    return ACTIONS_LOGIN if os.environ.get("GITHUB_ACTIONS") == "true" else None
+
+
+def same_login(a: str, b: str) -> bool:
+    """GraphQL names a bot `github-actions` where REST says `github-actions[bot]`."""
+    return a.removesuffix("[bot]").lower() == b.removesuffix("[bot]").lower()
+
+
 def _login(obj: dict[str, Any]) -> str:
     user = obj.get("user") or obj.get("author") or {}
     return str(user.get("login") or "ghost")

