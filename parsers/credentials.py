@@ -12,7 +12,8 @@ SECRET_PARTS = frozenset({
     "token", "key", "apikey", "secret", "secrets", "pass", "passwd", "password", "passphrase", "pwd", "pw", "auth",
     "authorization", "sig", "signature", "credential", "credentials", "cred", "creds", "cookie", "cookies", "session",
     "sessionid", "dsn", "webhook", "private", "privatekey", "bearer", "otp", "salt", "sas", "jwt", "pat",
-    "accesskey", "secretkey", "accesstoken", "refreshtoken", "clientsecret",
+    "accesskey", "secretkey", "accesstoken", "refreshtoken", "clientsecret", "storepass", "keypass", "srcstorepass",
+    "deststorepass",
 })
 # The longer words also inside a part, for names glued together: PGPASSWORD, MYSECRET, APITOKEN, HOOKSECRET.
 _SECRET_INFIX = re.compile(r"passw(?:or)?d|secret|credential|apikey|webhook|passphrase|privatekey|"

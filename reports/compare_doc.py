@@ -27,8 +27,10 @@ from rich.table import Table
 from rich.text import Text
 
 from diagnose.compare import Comparison, Side, clock_note
+from diagnose.parsers.credentials import is_secret_name
 from diagnose.reports import markdown
 from diagnose.reports.charts import downsample, styled
+from diagnose.reports.redact import MASK
 from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, finding_dict, goodput_dict,
                                        metrics_dict, run_dict)
 
@@ -102,7 +104,13 @@ def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = 
 
 
 def _env_value(key: str, value: Any, r: Redactor) -> Any:
-    return r.env(key[4:], str(value)) if key.startswith("env.") and value is not None else value
+    """A changed fact's value as a public output may show it: a credential's (by its name: `arg.password`,
+    `env.HF_TOKEN`, `ds.wandb.api_key`) never, whatever it looks like; an env value as the redactor shows it."""
+    if value is None:
+        return None
+    if is_secret_name(key.rsplit(".", 1)[-1]):
+        return MASK
+    return r.env(key[4:], str(value)) if key.startswith("env.") else value
 
 
 def _display(doc: dict[str, Any]) -> dict[str, Any]:

@@ -153,3 +153,25 @@ def test_secrets_in_either_side_are_redacted(tmp_path: Path) -> None:
         proc = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "-f", fmt, "-o", "-")
         assert proc.returncode == 0, proc.stderr
         assert token not in proc.stdout and "HF_TOKEN" in proc.stdout
+
+
+def test_compare_never_prints_a_changed_credential(tmp_path: Path) -> None:
+    """A token, key or password flag that differs between the runs is named as changed, its values never shown, in
+    every format: values that look like no known secret shape (`hunter2hunter2`) included."""
+    import shutil
+
+    secrets = {"a": ("hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "hunter2hunter2", "tr0ub4dor"),
+               "b": ("hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "correcthorse99", "s3cr3tst0re")}
+    for side, (tok, pw, store) in secrets.items():
+        shutil.copytree(SAMPLES / "ds_zero0", tmp_path / side)
+        script = tmp_path / side / "launch.sh"
+        script.write_text(script.read_text().replace(
+            "--steps 40", f"--steps 40 --hub_token {tok} --password {pw} --storepass {store}"))
+    for fmt in ("md", "json", "text", "html"):
+        out = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "-f", fmt, "-o", "-")
+        assert out.returncode == 0, out.stderr
+        assert not any(v in out.stdout for vals in secrets.values() for v in vals), fmt
+        assert "password" in out.stdout and "hub_token" in out.stdout
+    doc = json.loads(run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"), "-f", "json", "-o", "-").stdout)
+    changed = {c["key"]: (c["baseline"], c["candidate"]) for c in doc["changes"]}
+    assert changed["arg.password"] == ("[REDACTED]", "[REDACTED]") and "arg.storepass" in changed
