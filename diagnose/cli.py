@@ -404,11 +404,27 @@ def _check_output(output: Optional[Path], sources: list[str], force: bool) -> No
 
     if os.path.realpath(output) in input_files(sources):
         raise _fail(f"{output} is one of the inputs; write the output elsewhere")
+    _only_a_file(output)
     if output.exists() and not force:
         raise _fail(f"{output} exists; pass --force to overwrite it")
     if not output.parent.is_dir():
         why = "is not a directory" if output.parent.exists() else "does not exist (create it first)"
         raise _fail(f"cannot write {output}: {output.parent} {why}")
+
+
+def _only_a_file(path: Path) -> None:
+    """-o writes regular files: a device node (`/dev/null` as root), a FIFO, a socket or a directory is never
+    replaced by one, with or without --force (`-o -` is stdout)."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # nothing there (or a dangling link): a new file
+    if not stat.S_ISREG(mode):
+        kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else
+                "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise _fail(f"-o {path} is {kind}: the output is written as a regular file only (`-o -` writes to stdout)")
 
 
 def _write_atomic(path: Path, text: str, force: bool = True) -> None:
@@ -427,6 +443,7 @@ def _write_atomic(path: Path, text: str, force: bool = True) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is meant to be shared
+        _only_a_file(path)  # again, just before the rename: a FIFO made meanwhile is not replaced either
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory")
         if force:
@@ -619,6 +636,8 @@ def serve(
     `files`, optional `wandb`: a W&B run or a GitHub thread URL), GET /reports/{id}[.md|.json], GET /healthz."""
     from diagnose.serve import ServeConfig, run
 
+    if not 1 <= port <= 65535:
+        raise _fail(f"--port {port}: a TCP port is 1-65535")
     if workers < 1 or max_upload_mb <= 0 or keep_minutes <= 0 or (queue is not None and queue < 0) \
             or body_timeout <= 0:
         raise _fail("--workers must be >= 1, --max-upload-mb, --keep-minutes and --body-timeout > 0, --queue >= 0")
@@ -634,8 +653,8 @@ def serve(
                          access_log=not no_access_log)
     try:
         run(config, host, port, lambda line: err.print(line))
-    except OSError as e:
-        raise _fail(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    except (OSError, OverflowError) as e:
+        raise _fail(f"cannot listen on {host}:{port}: {getattr(e, 'strerror', None) or e}") from None
 
 
 @app.command()

@@ -398,7 +398,13 @@ async def _sweep(state: _State) -> None:
 
 
 def run(config: ServeConfig, host: str, port: int, announce: Callable[[str], None]) -> None:
+    """Serve until stopped. Raises OSError where the address cannot be listened on (in use, not ours, no such
+    host), before anything is announced: uvicorn would log a traceback and exit on its own."""
+    import socket
+
     import uvicorn
 
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    socket.create_server((host, port), family=family).close()
     announce(f"diagnose serve: http://{host}:{port}/ (reports kept {config.keep_minutes:g} min; Ctrl-C stops)")
     uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False)

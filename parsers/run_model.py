@@ -18,7 +18,7 @@ from diagnose.parsers.facts import FactInputs, RunFacts, assemble
 from diagnose.parsers.ingest import LogResult, ingest_batch, ingest_log
 from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.schema import FRAMES, conform
-from diagnose.parsers.stamps import roll_days
+from diagnose.parsers.stamps import settle
 from diagnose.parsers.templates import Learned, Stream, Unread
 from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, is_program, open_input, read_text
 from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
@@ -115,7 +115,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
         raise InputError("inputs", f"nothing recognisable in any input: {listed}")
     for name in THINNED_FRAMES:
         acc.parts[name] = acc.thinner.take(name) + acc.parts.get(name, [])
-    frames = {name: roll_days(conform(name, acc.parts.get(name, []))) for name in FRAME_NAMES}
+    frames = {name: _finite(settle(conform(name, acc.parts.get(name, [])))) for name in FRAME_NAMES}
     frames["steps"], summaries = _learned_precedence(frames["steps"], acc)
     if summaries.height:
         frames["events"] = conform("events", [frames["events"], summaries])
@@ -132,6 +132,21 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     unread = tuple(sorted(acc.unread, key=lambda u: -u.lines))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults),
                     tuple(acc.streams), unread)
+
+
+def _finite(frame: pl.DataFrame) -> pl.DataFrame:
+    """No infinite number in a frame, and no NaN time: `1e400` or a 40-digit count printed by a broken run is no
+    measurement (a NaN loss is, and stays)."""
+    cols = [c for c, t in frame.schema.items() if t in (pl.Float64, pl.Float32)]
+    if not cols or frame.height == 0:
+        return frame
+
+    def bad(c: str) -> pl.Expr:
+        return pl.col(c).is_infinite() | pl.col(c).is_nan() if c.endswith(("_s", "_ms")) else pl.col(c).is_infinite()
+
+    if not frame.select(pl.any_horizontal(bad(c).any() for c in cols)).item():
+        return frame
+    return frame.with_columns(pl.when(bad(c)).then(None).otherwise(pl.col(c)).alias(c) for c in cols)
 
 
 def _learned_precedence(steps: pl.DataFrame, acc: _Acc) -> tuple[pl.DataFrame, pl.DataFrame]:

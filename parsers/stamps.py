@@ -83,6 +83,18 @@ def leading_stamp(text: pl.Series) -> pl.Series:
     )).to_series().alias("ts")
 
 
+STAMP_YEARS = (1900, 2200)  # outside them a stamp is a misprint (`0000-01-01`), and Python's datetime has no year 0
+
+
+def settle(frame: pl.DataFrame) -> pl.DataFrame:
+    """A frame's stamps as the analysis may use them: implausible years dropped, clock times rolled over midnight."""
+    if "ts" in frame.columns and frame.height:
+        year = pl.col("ts").dt.year()
+        if frame.select(((year < STAMP_YEARS[0]) | (year > STAMP_YEARS[1])).any()).item():
+            frame = frame.with_columns(pl.when(year.is_between(*STAMP_YEARS)).then(pl.col("ts")).alias("ts"))
+    return roll_days(frame)
+
+
 def roll_days(frame: pl.DataFrame) -> pl.DataFrame:
     """Clock-time-only stamps (CLOCK_ONLY_DAY) moved on a day each time they go back by more than
     ROLLOVER_BACK_S within a source, in line order: a run that crosses midnight keeps its order and its step times."""

@@ -24,7 +24,11 @@ from diagnose.parsers.credentials import is_secret_name
 MASK = "[REDACTED]"
 
 # `use_auth_token: true`, `hub_private_repo: false` say whether, not what: booleans are kept (numbers are not).
-_NOT_A_VALUE = {"", "none", "null", "true", "false", "yes", "no", "[redacted]", "***", "<hidden>"}
+_NOT_A_VALUE = {"", "none", "null", "true", "false", "yes", "no", "[redacted]", "***", "<hidden>",
+                # the words a sentence puts after a credential's name (`needs a token: set GITHUB_TOKEN`, `--token is
+                # empty`): a message of the tool's own, or a thread's prose, holds no credential there
+                "is", "are", "was", "set", "or", "and", "the", "a", "an", "to", "for", "of", "in", "on", "from", "with",
+                "not", "empty", "unset", "missing", "required", "needed", "given"}
 
 # Every kind of name is judged the same way (parsers/credentials.py); the two names callers use.
 is_secret_env = is_secret_name

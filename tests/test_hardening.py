@@ -226,3 +226,47 @@ def test_control_characters_from_inputs_are_shown_not_obeyed(tmp_path: Path) -> 
     missing = run_cli("report", str(tmp_path / "gone\x1b[2J.log"))
     _one_line_exit_2(missing, "\\x1b[2J")
     assert "\x1b" not in missing.stderr
+
+
+def test_an_output_is_never_written_over_a_fifo_or_a_device(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    fifo = tmp_path / "out.md"
+    os.mkfifo(fifo)
+    for target in (fifo, Path("/dev/null")):
+        r = run_cli("report", str(SAMPLES / "ds_zero0"), "-o", str(target), "-f", "md", "--force")
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "regular file only" in r.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and stat.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_a_bad_or_busy_port_is_one_line_and_exit_2() -> None:
+    import socket
+
+    r = run_cli("serve", "--port", "99999")
+    assert r.returncode == 2 and r.stderr.strip().splitlines() == ["diagnose: error: --port 99999: a TCP port is "
+                                                                    "1-65535"]
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        r = run_cli("serve", "--port", str(port))
+    assert r.returncode == 2 and "cannot listen on 127.0.0.1" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name, lines", [
+    ("year0.log", [f"[0000-01-01 10:00:0{i},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, "
+                   "lr=[1e-4], mom=[[0.9, 0.999]]" for i in range(1, 6)]),
+    ("huge.log", [f"step {i} loss 2.5 time {'9' * 40 if i % 2 else '1e400'}" for i in range(1, 6)]),
+])
+def test_impossible_stamps_and_numbers_give_a_report(tmp_path: Path, name: str, lines: list[str]) -> None:
+    log = tmp_path / name
+    log.write_text("\n".join(lines) + "\n")
+    r = run_cli("report", str(log), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["metrics"]["steps"]["p50_s"] is None  # no step time out of them
+
+
+def test_the_tools_own_messages_are_not_redacted() -> None:
+    r = run_cli("serve", "--token", "")
+    assert r.returncode == 2 and "--token is empty" in r.stderr and "[REDACTED]" not in r.stderr
