@@ -309,9 +309,12 @@ _TAG = re.compile(r"</?(?:details|summary|pre|code|br|p|div|b|i|em|strong|sub|su
 # A line that a training run printed rather than a person wrote: a timestamp, a log level, NCCL, a metrics dict, a
 # progress bar, an environment assignment, a launcher command, a metric and its number (`loss 4.23`, `lr=3e-4`).
 _LOGGISH = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[(?:INFO|WARNING|ERROR|DEBUG)|\b(?:INFO|WARNING|ERROR):|NCCL |"
-                      r"\{'(?:loss|train_runtime|eval_loss)'|it/s\]|s/it\]|^\s*(?:export\s+)?[A-Z][A-Z0-9_]{2,}=\S|"
-                      r"\b(?:deepspeed|torchrun|accelerate launch|srun|mpirun)\b.*--|iteration\s+\d+\s*/|"
-                      r"\b(?:loss|lr|grad_norm)\b\s*[=:]?\s*[-+]?\d", re.M)
+                      r"\{'(?:loss|train_runtime|eval_loss)'|it/s\]|s/it\]|"
+                      r"^[ \t]*(?:export[ \t]+)?[A-Z][A-Z0-9_]{2,}=\S|"
+                      r"\b(?:deepspeed|torchrun|accelerate launch|srun|mpirun)\b.*--|iteration[ \t]+\d+[ \t]*/|"
+                      r"\b(?:loss|lr|grad_norm)\b[ \t]*[=:]?[ \t]*[-+]?\d", re.M)
+# (Within a line only: `\s*` after `^` would run over every following newline from each line start, quadratic in a
+# post of 65,536 blank lines.)
 LOGGISH_LINES = 2  # the rest of a post counts as a paste when this many of its lines look printed
 _LINK = re.compile(r"https?://[^\s<>()\[\]\"'`]+")
 

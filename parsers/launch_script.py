@@ -59,18 +59,24 @@ def looks_like_script(text: str) -> bool:
     return bool(_LAUNCH_LINE.search(head))
 
 
+# Within one line only: `[ \t]`, never `\s`, which would run over newlines from every line start (quadratic on a
+# text of blank lines: 65,536 of them took a minute).
+_SP = r"[ \t]"
 _LAUNCH_LINE = re.compile(
-    r"(?:^|&&|;)\s*(?:export\s+[A-Za-z_]\w*=|(?:env\s+)?(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:deepspeed|torchrun|accelerate\s+launch|srun|"
-    r"python3?\s+-m\s+torch\.distributed\.\w+)\s+(?:-{1,2}\w|\S+\.py\b))", re.M)
+    rf"(?:^|&&|;){_SP}*(?:export{_SP}+[A-Za-z_]\w*=|(?:env{_SP}+)?(?:[A-Z_][A-Z0-9_]*=\S*{_SP}+)*(?:deepspeed|"
+    rf"torchrun|accelerate{_SP}+launch|srun|python3?{_SP}+-m{_SP}+torch\.distributed\.\w+){_SP}+"
+    r"(?:-{1,2}\w|\S+\.py\b))", re.M)
 
 
 # Shell lines inside a log: `set -x` traces (`+ export X=1`, `++ srun ...`), prompts (`$ torchrun ...`), and
 # commands a wrapper echoed before running them.
 _EMBEDDED = re.compile(
-    r"^" + LAUNCH_PREFIX + r"(?:\++ |\$ )?((?:nohup\s+)?(?:(?:bash|sh)\s+-c\s+[\"']\(?\s*)?(?:export\s+[A-Za-z_]\w*=|#SBATCH\s|(?:[A-Z_][A-Z0-9_]*=\S*\s+)*(?:srun\s|mpirun\s|horovodrun\s|"
-    r"deepspeed\s|torchrun\s|accelerate\s+launch\s|python3?\s+(?:-u\s+)?-m\s+torch\.distributed\.\w+\s)|"
-    r"[A-Z_][A-Z0-9_]*=\S*\s*$).*)$", re.M)
-_TRACE = re.compile(r"^" + LAUNCH_PREFIX + r"\++ ([A-Za-z_]\w*=.*)$", re.M)  # `+ LAUNCHER='python -m ...'`: traced assignments
+    r"^" + LAUNCH_PREFIX + rf"(?:\++ |\$ )?((?:nohup{_SP}+)?(?:(?:bash|sh){_SP}+-c{_SP}+[\"']\(?{_SP}*)?"
+    rf"(?:export{_SP}+[A-Za-z_]\w*=|#SBATCH{_SP}|(?:[A-Z_][A-Z0-9_]*=\S*{_SP}+)*(?:srun{_SP}|mpirun{_SP}|"
+    rf"horovodrun{_SP}|deepspeed{_SP}|torchrun{_SP}|accelerate{_SP}+launch{_SP}|python3?{_SP}+(?:-u{_SP}+)?-m{_SP}+"
+    rf"torch\.distributed\.\w+{_SP})|[A-Z_][A-Z0-9_]*=\S*{_SP}*$).*)$", re.M)
+# `+ LAUNCHER='python -m ...'`: traced assignments
+_TRACE = re.compile(r"^" + LAUNCH_PREFIX + r"\++ ([A-Za-z_]\w*=.*)$", re.M)
 
 
 def embedded_script(text: str) -> str | None:
@@ -96,7 +102,7 @@ def embedded_script(text: str) -> str | None:
 
 def parse_script(text: str) -> LaunchScript:
     out = LaunchScript()
-    out.spawns_per_gpu = bool(_PER_GPU_LAUNCHER.search(re.sub(r"(?m)^\s*#.*$", "", text[:MAX_COMMAND_CHARS * 4])))
+    out.spawns_per_gpu = bool(_PER_GPU_LAUNCHER.search(re.sub(r"(?m)^[ \t]*#.*$", "", text[:MAX_COMMAND_CHARS * 4])))
     shell_vars: dict[str, str] = {}
     for lineno, logical in _logical_lines(text):
         if len(logical) > MAX_COMMAND_CHARS:  # no launch command is this long; shlex would take minutes on it

@@ -15,7 +15,7 @@ OUTER_PREFIX = (
     r"^(?:(?P<iso_ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?) )?"
     r"(?:stdout: )?"
     r"(?:(?P<host>" + HOST + r"): )?"
-    r"(?:\s*(?P<task>\d{1,5}): )?"
+    r"(?:[ \t]*(?P<task>\d{1,5}): )?"
     r"(?:\[(?:\d+,)?(?P<mpi_rank>\d+)\]<std(?:out|err)>: ?)?"
     r"(?:\[[a-z_]*?(?P<tr_rank>\d+)\]: ?)?"
     r"(?:\[rank(?P<torch_rank>\d+)\]: ?)?"
@@ -28,5 +28,5 @@ OUTER_PREFIX = (
 # The launcher's part of OUTER_PREFIX alone, without groups (container timestamp, `stdout: `, pdsh host, srun task,
 # mpirun, torchrun tee, torch rank): what a copy of a line gains when it is printed through a launcher. Readers that
 # look at a line's start (a logger's timestamp, a shell command) skip it.
-LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:\s*\d{1,5}: )?"
+LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:[ \t]*\d{1,5}: )?"
                  r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?\d+\]: ?)?(?:\[rank\d+\]: ?)?")

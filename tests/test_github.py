@@ -161,6 +161,17 @@ def test_an_unfenced_paste_of_a_trainer_without_timestamps_is_read(gh: StandIn) 
     assert doc["metrics"]["steps"]["p50_s"] == pytest.approx(0.121, rel=0.02)
 
 
+def test_a_post_of_65536_newlines_is_read_like_any_other(gh: StandIn) -> None:
+    """A comment of blank lines (a paste gone wrong, or a post made to stall the reader) and the paste after it:
+    the post's line tests stay within a line (a `^\\s*` ran over every newline from each line start: ~65 s)."""
+    lines = [f"iter {i}: loss {4.5 - i / 100:.4f}, time {120 + (i % 3):.2f}ms, mfu {31.2:.2f}%" for i in range(40)]
+    gh.add_issue(15, "slow", "Why?", "kim")
+    gh.add_comment(15, "\n" * 65_536 + " \n\t\n" * 1000 + "\n".join(lines), "lee")
+    r = cli(gh, "report", thread_url(gh, n=15), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["metrics"]["steps"]["p50_s"] == pytest.approx(0.121, rel=0.02)
+
+
 def test_a_pull_request_conversation_and_a_gzip_attachment(gh: StandIn) -> None:
     data = gzip.compress((BASE / "train.log").read_bytes())
     gh.add_issue(11, "perf: faster all-reduce", f"Before: {gh.attach('before.log.gz', data)}", "erin", pull=True)
