@@ -270,3 +270,18 @@ def test_impossible_stamps_and_numbers_give_a_report(tmp_path: Path, name: str, 
 def test_the_tools_own_messages_are_not_redacted() -> None:
     r = run_cli("serve", "--token", "")
     assert r.returncode == 2 and "--token is empty" in r.stderr and "[REDACTED]" not in r.stderr
+
+
+def test_runs_of_carriage_returns_are_one_redraw(tmp_path: Path) -> None:
+    """10 MB of `\\r` made 10 million empty rows (0.8 GB, 100 MB: 6.6 GB); a run of them redraws nothing. Real
+    redraws between them stay rows of their own."""
+    from diagnose.parsers.lines import ChunkStats, lines_frame
+
+    assert lines_frame(b"\r" * 10_000_000, ChunkStats()).height <= 1
+    bars = b"".join(b"\r \r\r %3d%%|##| %d/100 [00:01<00:10, 1.50s/it]" % (i, i) for i in range(1, 101)) + b"\n"
+    frame = lines_frame(b"x" * 5000 + bars, ChunkStats())
+    assert frame.height == 101 and frame["text"][-1].endswith("100/100 [00:01<00:10, 1.50s/it]")
+    log = tmp_path / "cr.log"
+    log.write_bytes(b"\r" * 20_000_000)
+    r = run_cli("report", str(log), "-f", "json", "-o", str(tmp_path / "out.json"))
+    assert r.returncode == 2 and "empty" in r.stderr
