@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 from diagnose.parsers.errors import InputError
-from diagnose.parsers.sources import MAX_DOWNLOAD_BYTES, Input, download
+from diagnose.parsers.sources import GZIP_RATIO_CAP, GZIP_RATIO_FLOOR, MAX_DOWNLOAD_BYTES, Input, download
 
 API_TIMEOUT_S = 20.0
 MAX_COMMENT_PAGES = 30  # 3,000 comments: past that a thread is not a bug report
@@ -444,13 +444,20 @@ def _unzip(out: Pieces, post: Post, where: str, data: BinaryIO, tmpdir: Path) ->
                    and not i.filename.lower().endswith(".zip")][:MAX_ZIP_MEMBERS]
         total = 0
         for info in members:
-            total += info.file_size
+            name = f"{where}/{info.filename}"
+            # The sizes a zip's directory states can lie: the bytes actually unpacked count, a member is read up to
+            # what the cap leaves, and one that would expand past gzip's ratio (sources.GZIP_RATIO_CAP) is refused.
+            left = MAX_DOWNLOAD_BYTES - total
+            with z.open(info) as fh:
+                content = fh.read(min(left, GZIP_RATIO_FLOOR + GZIP_RATIO_CAP * max(info.compress_size, 1)) + 1)
+            if len(content) > GZIP_RATIO_FLOOR and len(content) > GZIP_RATIO_CAP * max(info.compress_size, 1):
+                out.skipped.append((name, f"expands more than {GZIP_RATIO_CAP}x: not read"))
+                continue
+            total += len(content)
             if total > MAX_DOWNLOAD_BYTES:
                 out.skipped.append((where, f"unpacks past the {MAX_DOWNLOAD_BYTES >> 20} MiB cap; the rest skipped"))
                 return
-            with z.open(info) as fh:
-                content = fh.read(MAX_DOWNLOAD_BYTES + 1)
-            _add(out, post, f"{where}/{info.filename}", content, _suffix(info.filename), tmpdir)
+            _add(out, post, name, content, _suffix(info.filename), tmpdir)
     except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as e:
         out.skipped.append((where, f"not a readable zip ({e})"))
 

@@ -450,3 +450,19 @@ def test_markdown_text_from_logs_cannot_reference_an_issue_or_another_thread() -
     assert out.replace("\u200b", "").replace("\\", "") == (
         "fixed in #12 and GH-3, see https://github.com/acme/trainer/issues/4 and owner/repo#5, @bob")
     assert md("step 12 of 40, port 29500, #define") == "step 12 of 40, port 29500, \\#define"  # nothing else touched
+
+
+def test_a_zip_attachment_is_capped_by_its_expansion_like_gzip(tmp_path: Path) -> None:
+    """A zip of 100 MiB of zeros in ~100 KB (the directory's stated sizes may lie too) is not unpacked; a real
+    member beside it is."""
+    from diagnose.parsers import github
+
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("bomb.log", b"\0" * (100 << 20))
+        z.writestr("train.log", (BASE / "train.log").read_bytes())
+    out = github.Pieces()
+    post = github.Post(1, "comment 1", "eve", "", "https://example.invalid/1")
+    github._unzip(out, post, "#1 comment 1 (eve) a.zip", io.BytesIO(zipped.getvalue()), tmp_path)
+    assert [why for _, why in out.skipped] == [f"expands more than {github.GZIP_RATIO_CAP}x: not read"]
+    assert [p.name for p in out.pieces] == ["#1 comment 1 (eve) a.zip/train.log"]
