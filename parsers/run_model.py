@@ -11,6 +11,7 @@ from typing import Any
 import polars as pl
 
 from diagnose.parsers import configs, launch_script, wandb_offline
+from diagnose.parsers import lines as lines_module
 from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import InputError, Refused
 from diagnose.parsers.extract import max_ranks, ranks_fact_rows
@@ -86,6 +87,8 @@ class _Acc:
     skipped: list[Skipped] = field(default_factory=list)
     thinner: Thinner = field(default_factory=Thinner)
     batch: list[_SmallLog] = field(default_factory=list)  # small logs waiting to be read together
+    batch_bytes: int = 0  # their bytes, counted as they come (summing them per file was quadratic in the files)
+    batch_lines: int = 0
     faults: list[str] = field(default_factory=list)  # line kinds that raised (named once each)
     reading: int | None = None  # the source id the input being read was given
     streams: list[Stream] = field(default_factory=list)
@@ -240,7 +243,9 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
         sniffed = _sniff_small(inp, text)
         if sniffed is None and raw is not None and batch and _batchable(raw):
             acc.batch.append(_SmallLog(inp, raw))
-            if sum(len(s.data) for s in acc.batch) >= BATCH_BYTES:
+            acc.batch_bytes += len(raw)
+            acc.batch_lines += raw.count(b"\n") + 1
+            if acc.batch_bytes >= BATCH_BYTES or acc.batch_lines >= lines_module.MAX_CHUNK_ROWS // 2:
                 _flush(acc, progress)
             return
         source_id = _next_id(acc, progress)
@@ -415,15 +420,16 @@ SMALL_LOG_BYTES = 256 * 1024
 BATCH_BYTES = 16 * 1024 * 1024
 
 
-# A batch holds at most BATCH_BYTES / BATCH_MIN_LINE_BYTES (+ one file's) lines, under lines.MAX_CHUNK_ROWS; a file
-# of shorter lines (blank lines by the thousand) is read alone, where a block of many rows is read in pieces.
-BATCH_MIN_LINE_BYTES = 32
+# A batch is read when it reaches BATCH_BYTES or half of lines.MAX_CHUNK_ROWS lines, and a file of more than a quarter
+# of them is read alone (in pieces where dense), so a batch stays under MAX_CHUNK_ROWS. Lines are counted per batch,
+# not per file: a file of one short line (`step 1 loss 2.5`) is batched too (read alone, 100,000 of them took
+# minutes, each a chunk of its own).
 
 
 def _batchable(raw: bytes) -> bool:
     """A small plain log that reads the same alone or in a batch: valid UTF-8 (damage is counted per file), no
-    NUL-padded tail (noted per file), lines of a real log's length."""
-    if len(raw) > SMALL_LOG_BYTES or raw.endswith(b"\x00") or raw.count(b"\n") * BATCH_MIN_LINE_BYTES > len(raw):
+    NUL-padded tail (noted per file)."""
+    if len(raw) > SMALL_LOG_BYTES or raw.endswith(b"\x00") or raw.count(b"\n") > lines_module.MAX_CHUNK_ROWS // 4:
         return False
     try:
         raw.decode("utf-8")
@@ -442,7 +448,7 @@ def _next_id(acc: _Acc, progress: Callable[[int], None] | None) -> int:
 def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
     """Read the waiting small logs as one batch; each keeps its own source entry, or is skipped like a log read
     alone when nothing in it is recognisable."""
-    batch, acc.batch = acc.batch, []
+    batch, acc.batch, acc.batch_bytes, acc.batch_lines = acc.batch, [], 0, 0
     if not batch:
         return
     first = len(acc.sources)

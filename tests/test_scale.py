@@ -146,3 +146,28 @@ def test_inputs_unchanged_in_order_when_small_logs_wait_for_their_batch(tmp_path
     steps = model.frames["steps"]
     assert set(steps["source"].unique().to_list()) == {0, 1}
     assert steps.filter(pl.col("source") == 1).height > steps.filter(pl.col("source") == 0).height
+
+
+def test_many_one_line_files_are_read_as_one_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder of one-short-line files (the shape that took minutes at 100,000 files): batched, not read one by
+    one, and each file still its own source with its own line numbers."""
+    from diagnose.parsers import parse, run_model
+
+    calls = {"log": 0, "batch": 0}
+    one, many = run_model.ingest_log, run_model.ingest_batch
+
+    def log(*a, **k):  # type: ignore[no-untyped-def]
+        calls["log"] += 1
+        return one(*a, **k)
+
+    def batch(*a, **k):  # type: ignore[no-untyped-def]
+        calls["batch"] += 1
+        return many(*a, **k)
+
+    monkeypatch.setattr(run_model, "ingest_log", log)
+    monkeypatch.setattr(run_model, "ingest_batch", batch)
+    for i in range(1, 401):
+        (tmp_path / f"r{i:03d}.log").write_text(f"step {i} loss 2.5 time 0.1\n")
+    m = parse([str(tmp_path)])
+    assert calls == {"log": 0, "batch": 1} and len(m.sources) == 400
+    assert set(m.frames["steps"]["line"].to_list()) == {1}
