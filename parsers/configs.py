@@ -41,6 +41,7 @@ def sniff_json(text: str) -> tuple[str, Any] | None:
 # reader's (blocks.py). At most EMBEDDED_MAX_LINES lines: no config is longer.
 _OPENS = re.compile(r"(?m)^[ \t>]*(?:[\w.-]+[ \t]*[:=][ \t]*)?\{[ \t]*$")
 EMBEDDED_MAX_LINES = 400
+EMBEDDED_MAX_BYTES = 64 * 1024  # each candidate looks this far ahead: a log of many `{` lines costs no more per line
 
 
 def embedded_configs(text: str) -> list[tuple[int, str, Any]]:
@@ -50,7 +51,7 @@ def embedded_configs(text: str) -> list[tuple[int, str, Any]]:
     for m in _OPENS.finditer(text):
         if m.start() < end or "json = {" in m.group(0):
             continue
-        lines = text[m.start():].split("\n", EMBEDDED_MAX_LINES)[:EMBEDDED_MAX_LINES]
+        lines = text[m.start():m.start() + EMBEDDED_MAX_BYTES].split("\n", EMBEDDED_MAX_LINES)[:EMBEDDED_MAX_LINES]
         depth, body = 0, []
         for line in lines:
             line = re.sub(r"^[ \t]*>[ \t]?", "", line)  # a blockquote's marker

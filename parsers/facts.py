@@ -803,8 +803,8 @@ def _sbatch_claims(c: _Claims, sc: LaunchScript, src: int) -> None:
 
 def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
     """The settings a text states in words: its largest GPU count and its largest node count, each with the sentence
-    that states it, and the ZeRO stage where it names one only. The largest: a thread that compares one GPU with eight is about the eight (and a count the
-    program printed outranks it)."""
+    that states it, and the ZeRO stage where it names one only. The largest: a thread that compares one GPU with
+    eight is about the eight (and a count the program printed outranks it)."""
     rows = stated.filter(pl.col("quantity") == "setting")
     top: dict[str, tuple[int, int, int]] = {}
     for column, fact in (("gpus", "world_size"), ("nodes", "nodes")):

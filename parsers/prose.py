@@ -4,9 +4,9 @@ or pastes two runs' lines one after the other.
 A sentence states a setting (`on one GPU`, `with 8 GPUs`, `8GPU on one node`, `Training with 3 nodes`, `单个 GPU`,
 `2 个 V100`), a duration and what it is of (`2.4 s/it`, `90 s per iteration`, `an epoch takes 5 h`, `WALL training
 time is 63.598 seconds`, `约 5 小时`), a ZeRO stage (`deepspeed ZeRO2`), or a share of the time spent communicating
-(`half of GPU time is spent on ncclKernel_AllReduce`). Each becomes a row of the `stated` frame with its sentence as evidence; a duration carries the
-setting in force where it is stated: a setting paired with it on the same line (`5 h vs 6.5 h` after `one GPU ...
-2 GPUs`, in order), else the last one stated in the PROSE_WINDOW lines before it. What the rows mean (a scaling
+(`half of GPU time is spent on ncclKernel_AllReduce`). Each becomes a row of the `stated` frame with its sentence as
+evidence; a duration carries the setting in force where it is stated: a setting paired with it on the same line
+(`5 h vs 6.5 h` after `one GPU ... 2 GPUs`, in order), else the last one stated in the PROSE_WINDOW lines before it. What the rows mean (a scaling
 comparison) is decided in diagnose/metrics.py: this module reads, it does not judge.
 
 The words are data, in the tables below (English, and the Chinese of the threads in the shared corpus).
@@ -48,8 +48,8 @@ def _count_rx(name: str) -> str:
 
 
 PER_NODE = re.compile(
-    rf"(?<![A-Za-z0-9.]){_count_rx('k')}\s*(?:x\s*|×\s*|个\s*)?{_MODEL}{_DEVICE}\s*(?:per|/|on each|in each|on every|each)"
-    rf"\s*{_NODE_WORD}\b"
+    rf"(?<![A-Za-z0-9.]){_count_rx('k')}\s*(?:x\s*|×\s*|个\s*)?{_MODEL}{_DEVICE}"
+    rf"\s*(?:per|/|on each|in each|on every|each)\s*{_NODE_WORD}\b"
     rf"|(?<![A-Za-z0-9.]){_count_rx('k4')}\s*(?:x\s*|×\s*)?{_MODEL}{_DEVICE}\s+each\b"
     rf"|(?:each|every) {_NODE_WORD} (?:has|with|having) {_count_rx('k2')}\s*{_MODEL}{_DEVICE}"
     rf"|(?<![A-Za-z0-9.]){_count_rx('n2')}\s+{_NODE_WORD},?\s+(?:each\s+)?(?:with|having|have|has)\s+{_count_rx('k3')}"
@@ -106,9 +106,9 @@ def _settings(text: str) -> list[tuple[int, int | None, int | None]]:
         text = text[: per.start()] + " " * (per.end() - per.start()) + text[per.end():]  # positions kept
         k = _count(per.group("k") or per.group("k2") or per.group("k3") or per.group("k4"))
         n = _count(per.group("n2")) if per.group("n2") else None
-        if n is None:
-            nodes_before = [m for m in NODES.finditer(text)]
-            n = _count(nodes_before[-1].group("n")) if nodes_before else None
+        if n is None:  # the node count the line names elsewhere (`on 2 host, 8 gpus per host`)
+            named = list(NODES.finditer(text))
+            n = _count(named[-1].group("n")) if named else None
         if k and n:
             out.append((per.start(), k * n, n))
     out += [(m.start(), _count(m.group("n")), None) for m in GPUS.finditer(text)]
@@ -136,9 +136,9 @@ def _duration_kind(text: str, m: re.Match[str]) -> str | None:
 # Markdown tables of timings: `| GPUs | step time (s) |`, `|---|---|`, `| 8 | 1.2 |`. Each row under a header that
 # names a setting column is read as the sentence it stands for (`with 8 GPUs: 1.2 s per step`).
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)+\|?\s*$")
-_SETTING_HEAD = re.compile(r"^(?:#\s*|num(?:ber of)?[ _]?|n[ _]?)?(?P<what>GPUs?|cards?|devices?|nodes?|machines?|hosts?|卡|"
-                           r"节点)(?:\s*(?:count|数))?$", re.I)
-_HEAD_UNIT = re.compile(rf"[(\[]\s*(?P<u>{_UNIT})\s*(?:/\s*(?:it|iter|step))?\s*[)\]]|\b(?P<rate>s/it|sec/it)\b", re.I)
+_SETTING_HEAD = re.compile(r"^(?:#\s*|num(?:ber of)?[ _]?|n[ _]?)?(?P<what>GPUs?|cards?|devices?|nodes?|machines?|"
+                           r"hosts?|卡|节点)(?:\s*(?:count|数))?$", re.I)
+_HEAD_UNIT = re.compile(rf"[(\[]\s*(?P<u>{_UNIT})\s*(?:/\s*(?:it|iter|step))?\s*[)\]]", re.I)
 
 
 def _cells(text: str) -> list[str]:
@@ -185,7 +185,7 @@ def _table_rows(lines: list[tuple[int, str]]) -> dict[int, tuple[str, str]]:
                 value = re.fullmatch(r"(\d+(?:\.\d+)?)\s*(\S*)", cell)
                 if words is None or value is None:
                     continue
-                u = value.group(2) or ((m := _HEAD_UNIT.search(h)) and (m.group("u") or "s")) or "s"
+                u = value.group(2) or ((m := _HEAD_UNIT.search(h)) and m.group("u")) or "s"  # seconds by default
                 if words == "per step":
                     said.append(f"{value.group(1)} {u} per step")
                 else:

@@ -27,10 +27,9 @@ from rich.table import Table
 from rich.text import Text
 
 from diagnose.compare import Comparison, Side, clock_note
-from diagnose.parsers.credentials import is_secret_name
 from diagnose.reports import markdown
 from diagnose.reports.charts import downsample, styled
-from diagnose.reports.redact import MASK
+from diagnose.reports.redact import MASK, is_secret_name
 from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, finding_dict, goodput_dict,
                                        metrics_dict, run_dict)
 
