@@ -651,8 +651,8 @@ SETTING_FACTS: dict[str, str] = {
     "nproc_per_node": "gpus_per_node", "num_gpus_per_node": "gpus_per_node", "devices": "gpus_per_node",
     "num_shards": "nodes", "nnodes": "nodes", "num_nodes": "nodes", "num_machines": "nodes",
     "world_size": "world_size", "num_processes": "world_size",
+    # not `train_batch_size`: DeepSpeed's is global, but HF's (trainer_state.json, TrainingArguments) is per device
     "global_train_batch_size": "train_batch_size", "global_batch_size": "train_batch_size",
-    "train_batch_size": "train_batch_size",
     "device_train_batch_size": "micro_batch_per_gpu", "per_device_train_batch_size": "micro_batch_per_gpu",
     "train_micro_batch_size_per_gpu": "micro_batch_per_gpu", "micro_batch_size": "micro_batch_per_gpu",
     "gradient_accumulation_steps": "grad_accum_steps", "zero_stage": "zero_stage",

@@ -429,7 +429,7 @@ def test_a_bare_time_is_not_a_step(tmp_path: Path) -> None:
      {"world_size": 1, "nodes": 1, "gpus_per_node": 1}),
     # Hydra overrides on verl's command line
     (["python3 -m verl.trainer.main_ppo data.train_batch_size=1024 trainer.n_gpus_per_node=8 trainer.nnodes=2"],
-     {"world_size": 16, "nodes": 2, "train_batch_size": 1024}),
+     {"world_size": 16, "nodes": 2, "gpus_per_node": 8}),
     # a Markdown table of settings in a thread
     (["| setting | value |", "|---|---|", "| num_nodes | 2 |", "| num_gpus | 4 |"],
      {"world_size": 8, "nodes": 2, "gpus_per_node": 4}),
@@ -444,6 +444,13 @@ def test_settings_named_in_configs_and_commands(tmp_path: Path, lines: list[str]
     facts = _model(tmp_path, *lines, name="thread.md").facts
     assert {k: getattr(facts, k) for k in want} == want
     assert {facts.evidence[k].origin for k in want if k in facts.evidence} == {"config_setting"}
+
+
+def test_an_ambiguous_batch_name_is_no_global_batch(tmp_path: Path) -> None:
+    """`train_batch_size` is DeepSpeed's global batch but HF's per-device one (trainer_state.json, a pasted
+    TrainingArguments dict): a line naming it sets no global batch; a DeepSpeed config file still does."""
+    facts = _model(tmp_path, '  "train_batch_size": 8,', '  "per_device_train_batch_size": 8,', name="post.md").facts
+    assert facts.train_batch_size is None and facts.micro_batch_per_gpu == 8
 
 
 def test_a_setting_named_in_a_text_gives_way_to_the_count_the_job_printed(tmp_path: Path) -> None:
