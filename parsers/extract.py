@@ -97,7 +97,8 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
     ts = (text.str.extract(_TS, 0).str.slice(0, 23)
           .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
     # Every other stamp has a clock time (`HH:MM`) or is epoch seconds: the other lines skip the patterns below.
-    ts = _fill(ts, ts.is_null() & text.str.contains(_ANY_STAMP_HINT).fill_null(False),
+    # The hint runs on the rows still without a stamp only (a regex without a literal to skip to costs a scan).
+    ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(_ANY_STAMP_HINT)),
                lambda idx: _other_stamps(text.gather(idx)))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
