@@ -30,8 +30,8 @@ from diagnose.compare import Comparison, Side, clock_note
 from diagnose.reports import markdown
 from diagnose.reports.charts import downsample, styled
 from diagnose.reports.redact import MASK, is_secret_name
-from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, finding_dict, goodput_dict,
-                                       metrics_dict, run_dict)
+from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, env_cited, finding_dict,
+                                       goodput_dict, metrics_dict, run_dict)
 
 SCHEMA_VERSION = 1
 DELTA_LABELS = {
@@ -47,11 +47,12 @@ DELTA_LABELS = {
 SHARES = {"mfu", "fwd_share", "bwd_share", "allreduce_share", "optimizer_share", "pipeline_p2p_share"}
 
 
-def _side(side: Side, r: Redactor) -> dict[str, Any]:
+def _side(side: Side, r: Redactor, env_changed: frozenset[str]) -> dict[str, Any]:
     def name(i: int) -> str:
         return side.source_names[i] if 0 <= i < len(side.source_names) else "?"
 
-    return {"name": r(side.name), "sources": r(list(side.source_names)), "run": run_dict(side.facts, name, r),
+    return {"name": r(side.name), "sources": r(list(side.source_names)),
+            "run": run_dict(side.facts, name, r, env_cited(side.diagnosis) | env_changed),
             "metrics": metrics_dict(side.diagnosis),
             "findings": [{"id": f.id, "title": r(f.title), "severity": f.severity} for f in side.diagnosis.findings],
             "verdict": r(side.diagnosis.verdict),
@@ -73,12 +74,13 @@ def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = 
     r = Redactor(redact_secrets, hosts, redact_hosts,
                  common_folder(list(cmp.baseline.source_names) + list(cmp.candidate.source_names)))
     rec = cmp.candidate.diagnosis.recommendation
+    env_changed = frozenset(ch.key[4:] for ch in cmp.changes if ch.key.startswith("env."))  # the table shows them
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": "compare",
         "verdict": cmp.verdict,
-        "baseline": _side(cmp.baseline, r),
-        "candidate": _side(cmp.candidate, r),
+        "baseline": _side(cmp.baseline, r, env_changed),
+        "candidate": _side(cmp.candidate, r, env_changed),
         "changes": [{"key": ch.key, "baseline": _env_value(ch.key, ch.baseline, r),
                      "candidate": _env_value(ch.key, ch.candidate, r),
                      "evidence": {"baseline": ch.evidence[0], "candidate": ch.evidence[1]}} for ch in cmp.changes],

@@ -81,12 +81,20 @@ def _common_folder(paths: list[str]) -> str:
     return os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])
 
 
-def unified(files: tuple[PatchedFile, ...]) -> str:
-    """A diff `git apply` accepts: `a/` and `b/` paths, and the marker for a last line without a newline."""
+# A public output (a report, a comment, the server's stored patch) quotes only the lines a change edits: the lines
+# around them in a user's script may hold anything (`docker login -p X` two lines above an export). The hunks' line
+# numbers say where they go; `git apply --unidiff-zero` applies such a patch.
+PUBLIC_CONTEXT = 0
+PUBLIC_APPLY = "git apply --unidiff-zero"
+
+
+def unified(files: tuple[PatchedFile, ...], context: int = 3) -> str:
+    """A diff `git apply` accepts: `a/` and `b/` paths, and the marker for a last line without a newline. With
+    `context` 0 (PUBLIC_CONTEXT), `git apply --unidiff-zero` takes it."""
     out = []
     for f in files:
         diff = list(difflib.unified_diff(f.before.splitlines(keepends=True), f.after.splitlines(keepends=True),
-                                         f"a/{f.relpath}", f"b/{f.relpath}"))
+                                         f"a/{f.relpath}", f"b/{f.relpath}", n=context))
         for line in diff:
             out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -236,15 +236,26 @@ def common_folder(names: list[str]) -> str | None:
     return None if folder in ("", ".", "/") else folder
 
 
-def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor) -> dict[str, Any]:
-    """The run's facts as the JSON contract names them, each evidenced fact with the line it came from."""
+def env_cited(d: Diagnosis) -> frozenset[str]:
+    """The environment variables whose values a finding needs: those its evidence quotes or its fix changes."""
+    names = {e.text.split("=", 1)[0] for x in d.findings for e in x.evidence if e.kind == "env"}
+    changes = [*d.recommendation.changes, *(c for x in d.findings if x.fix for c in x.fix.changes)]
+    return frozenset(names | {c.key for c in changes if c.target == "env"})
+
+
+def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor,
+             env_shown: Collection[str] = ()) -> dict[str, Any]:
+    """The run's facts as the JSON contract names them, each evidenced fact with the line it came from. The
+    environment's names all, its values only where `env_shown` names them (a report may be posted publicly: a
+    value no finding needs is not the report's to quote); the others null."""
     return {
         "world_size": f.world_size, "nodes": f.nodes, "gpus_per_node": f.gpus_per_node,
         "gpu_name": f.gpu_name, "model_params": f.model_params, "zero_stage": f.zero_stage,
         "offload_optimizer": f.offload_optimizer, "offload_param": f.offload_param,
         "micro_batch_per_gpu": f.micro_batch_per_gpu, "grad_accum_steps": f.grad_accum_steps,
         "precision": f.precision, "nccl_transport": f.nccl_transport, "cpu_run": f.cpu_run,
-        "env": {k: r.env(k, str(v.value)) for k, v in sorted(f.env.items())},
+        "env": {k: r.env(k, str(v.value)) if k in env_shown or not r.enabled else None  # all with --no-redact
+                for k, v in sorted(f.env.items())},
         "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
         # the training loop whose syntax the fixes use (diagnose/frameworks.py)
         "framework": f.framework,
@@ -286,8 +297,10 @@ def recommended_diffs(d: Diagnosis, model: RunModel, r: Redactor, files: dict[st
     from diagnose.reports import config_patch
 
     patch = config_patch.build(model, changes, files)
-    out = [{"target": "file", "label": f"{f.relpath} (your file, as a patch; --write-config writes it)",
-            "diff": r("".join(config_patch.unified((f,)).splitlines(keepends=True)[2:]).rstrip("\n"))}
+    # The changed lines only, with their line numbers: the rest of the user's file is not the report's to quote.
+    out = [{"target": "file", "label": f"{f.relpath} (your file: the lines that change; --write-config writes it)",
+            "diff": r("".join(config_patch.unified((f,), config_patch.PUBLIC_CONTEXT)
+                              .splitlines(keepends=True)[2:]).rstrip("\n"))}
            for f in patch.files]
     rest = tuple(c for c in changes if c not in patch.written)
     return out + diff_text(rest, r, model.facts.framework)
@@ -305,7 +318,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
     doc = {
         "schema_version": SCHEMA_VERSION,
         "verdict": r(d.verdict),
-        "run": run_dict(f, model.source_name, r),
+        "run": run_dict(f, model.source_name, r, env_cited(d)),
         "metrics": metrics_dict(d),
         "findings": [finding_dict(x, r, f.framework) for x in d.findings],
         "goodput": goodput_dict(d, model.source_name),

@@ -75,6 +75,19 @@ def _cli_verdict(files: list[Path]) -> str:
     return json.loads(proc.stdout)["verdict"]
 
 
+def _applies(tmp_path: Path, patch: str) -> None:
+    """The patch as the page says to apply it, in a copy of the uploaded files."""
+    work = tmp_path / "apply"
+    work.mkdir()
+    for f in SEED_FILES:
+        shutil.copy(f, work / f.name)
+    (work / "recommended.patch").write_text(patch)
+    proc = subprocess.run(["git", "apply", "--unidiff-zero", "recommended.patch"], cwd=work, capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert '"stage": 1' in (work / "ds_config.json").read_text()
+
+
 def test_upload_gives_the_report_and_its_three_formats(tmp_path: Path) -> None:
     with server(tmp_path) as base:
         r = _upload(base, SEED_FILES)
@@ -93,8 +106,11 @@ def test_upload_gives_the_report_and_its_three_formats(tmp_path: Path) -> None:
         js = httpx.get(base + url + ".json").json()
         assert js == {k: v for k, v in doc.items() if k not in ("report_url", "has_patch")}
         patch = httpx.get(base + url + ".patch")  # the uploaded configs with the recommended changes
-        assert doc["has_patch"] and patch.status_code == 200 and patch.text.startswith("--- a/ds_config.json")
+        assert doc["has_patch"] and patch.status_code == 200 and "\n--- a/ds_config.json" in patch.text
         assert '+    "stage": 1,' in patch.text and "-export CUDA_LAUNCH_BLOCKING=1" in patch.text
+        # the changed lines only (a public output quotes nothing else of the user's files), and it still applies
+        assert not [ln for ln in patch.text.splitlines() if ln.startswith(" ")]
+        _applies(tmp_path, patch.text)
         assert httpx.get(base + "/reports/" + "A" * 24).status_code == 404
         front = httpx.get(base + "/")
         assert front.status_code == 200 and 'type="file"' in front.text and "content-security-policy" in front.headers
