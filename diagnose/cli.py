@@ -630,6 +630,9 @@ def serve(
                                                 "arrive; a slower (trickling) client gets HTTP 408.")] = 120.0,
     no_access_log: Annotated[bool, typer.Option("--no-access-log", help="Do not log one line per request to "
                                                 "stderr.")] = False,
+    github_token_for_uploads: Annotated[bool, typer.Option(
+        "--github-token-for-uploads", help="Read GitHub threads for uploaders with this process's GITHUB_TOKEN "
+        "when they send none (off: a thread is read with the uploader's own token, or none).")] = False,
 ) -> None:
     """Serve an upload page and API: drop a run's logs, configs and launch script (or paste a W&B run or GitHub issue
     URL) in the browser and get the report, with the Markdown one click away. API: POST /api/diagnose (multipart
@@ -650,7 +653,7 @@ def serve(
                   "may hold internal details (hostnames, paths, config)" + ("" if token else "; consider --token"))
     config = ServeConfig(max_upload_mb=max_upload_mb, keep_minutes=keep_minutes, workers=workers, queue=queue,
                          token=token, redact_secrets=not no_redact, body_timeout_s=body_timeout,
-                         access_log=not no_access_log)
+                         access_log=not no_access_log, github_token_for_uploads=github_token_for_uploads)
     try:
         run(config, host, port, lambda line: err.print(line))
     except (OSError, OverflowError) as e:

@@ -187,8 +187,16 @@ def _threads(names: list[str], options: Options, files: dict[str, Path] | None,
             found = [r for r in found if options.run in (r.name, r.url) or r.name.endswith(options.run)]
             if len(found) != 1:
                 raise InputError(options.run, f"matches {len(found)} of the thread's runs")
-        done = [_one(r.name, run_model.build(list(r.inputs) + context), options, files) for r in found]
+        # What the thread did not give (an attachment that did not come, the cut of its byte or time budget) is
+        # named in each of its runs' reports, beside the sources they read.
+        cut = tuple(run_model.Skipped(where, why) for t in read for where, why in t.skipped)
+        done = [_one(r.name, _with_skipped(run_model.build(list(r.inputs) + context), cut), options, files)
+                for r in found]
     return Analysis(tuple(done), tuple(x for t in read for x in t.skipped), tuple(t.thread for t in read))
+
+
+def _with_skipped(model: RunModel, skipped: tuple[Any, ...]) -> RunModel:
+    return dataclasses.replace(model, skipped=model.skipped + skipped) if skipped else model
 
 
 def _one(name: str, model: RunModel, options: Options, files: dict[str, Path] | None) -> RunAnalysis:

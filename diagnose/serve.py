@@ -51,6 +51,9 @@ class ServeConfig:
     # connection and its temporary files freed) instead of holding a queue slot.
     body_timeout_s: float = 120.0
     access_log: bool = True
+    # A GitHub thread is read with the token the uploader sends (the `github_token` field; none: public threads
+    # only), never with this process's GITHUB_TOKEN, unless the server is started to lend it to every upload.
+    github_token_for_uploads: bool = False
 
 
 @dataclass
@@ -193,7 +196,7 @@ def wandb_field(text: str) -> object:
 
 
 def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_secrets: bool,
-            workdir: Path) -> dict[str, Any]:
+            workdir: Path, github_token: str | None = None) -> dict[str, Any]:
     """The report for one upload, through the same pipeline as `diagnose report`: written in every format the
     registry holds (reports/formats.py) into `out`, with the recommended config patch."""
     from diagnose.pipeline import Options
@@ -213,16 +216,23 @@ def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_
         else:
             inputs.append(Input(wandb, None, True, ref))
     uploaded = {name: path for name, path in files}  # only what the client sent is read, never a path it named
-    analysis = run_pipeline(threads, Options(redact_secrets=redact_secrets), inputs=inputs, files=uploaded)
+    from diagnose.parsers import github
+
+    with github.using_token(github_token):  # the uploader's, or the server's where it lends its own (ServeConfig)
+        analysis = run_pipeline(threads, Options(redact_secrets=redact_secrets), inputs=inputs, files=uploaded)
     one = analysis.runs[0]
     out.mkdir(parents=True)
     for fmt in FORMATS.values():
         (out / f"report{fmt.suffixes[0]}").write_text(analysis.render(fmt.name))
     # The uploaded configs with the recommended changes, as a patch (`diagnose report --write-config` on the
     # command line); redacted like every output of the server.
+    # Stored and served by link, it is a public output: the changed lines only (config_patch.PUBLIC_CONTEXT).
     patch = config_patch.build(one.model, one.diagnosis.recommendation.changes, uploaded)
     if patch.patch:
-        (out / "recommended.patch").write_text(redact.text(patch.patch) if redact_secrets else patch.patch)
+        body = (f"# The changed lines only: apply in the folder of the uploaded files with\n"
+                f"#   {config_patch.PUBLIC_APPLY} recommended.patch\n"
+                + config_patch.unified(patch.files, config_patch.PUBLIC_CONTEXT))
+        (out / "recommended.patch").write_text(redact.text(body) if redact_secrets else body)
     return {**one.document, "has_patch": bool(patch.patch)}
 
 
@@ -256,8 +266,9 @@ def create_app(config: ServeConfig) -> Starlette:
     async def page(request: Request) -> Response:
         from diagnose.reports.html import upload_page
 
-        return HTMLResponse(upload_page(token_required=bool(config.token),
-                                        max_upload_mb=config.max_upload_mb), headers={"Content-Security-Policy": CSP})
+        return HTMLResponse(upload_page(token_required=bool(config.token), max_upload_mb=config.max_upload_mb,
+                                        github_token_lent=config.github_token_for_uploads),
+                            headers={"Content-Security-Policy": CSP})
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"ok": True, "pending": st().pending, "reports": len(st().reports)})
@@ -300,7 +311,13 @@ def create_app(config: ServeConfig) -> Starlette:
             rid = secrets.token_urlsafe(18)
             out = s.root / "reports" / rid
             loop = asyncio.get_running_loop()
-            doc = await loop.run_in_executor(s.pool, analyse, sink.files, wandb, out, config.redact_secrets, upload)
+            given = sink.fields.get("github_token") or None
+            if config.github_token_for_uploads and given is None:
+                from diagnose.parsers.github import token as own_token
+
+                given = own_token()
+            doc = await loop.run_in_executor(s.pool, analyse, sink.files, wandb, out, config.redact_secrets, upload,
+                                             given)
             s.reports[rid] = _Report(time.monotonic(), out)
             return JSONResponse({**doc, "report_url": f"/reports/{rid}"})
         except UploadError as e:

@@ -20,6 +20,8 @@ where it sits: `#5014 comment 3 (alice) block 2`.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import re
@@ -27,18 +29,26 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 from urllib.parse import urlparse
 
 from diagnose.parsers.errors import InputError
-from diagnose.parsers.sources import GZIP_RATIO_CAP, GZIP_RATIO_FLOOR, MAX_DOWNLOAD_BYTES, Input, download
+from diagnose.parsers.sources import (GZIP_RATIO_CAP, GZIP_RATIO_FLOOR, MAX_DOWNLOAD_BYTES, Input, HostRedirects,
+                                      download)
 
 API_TIMEOUT_S = 20.0
 MAX_COMMENT_PAGES = 30  # 3,000 comments: past that a thread is not a bug report
 MAX_ATTACHMENTS = 40  # per thread; more is a thread of screenshots and wheels, not of logs
 MAX_ZIP_MEMBERS = 50
+MAX_GIST_FILES = 20  # per gist: a gist of hundreds of files is a dataset, not a paste
+# A whole thread, every post, block and attachment together: what it may bring in bytes, and how long its downloads
+# may take (past either, the rest is skipped and the report says where the cut fell). Reading what came is linear
+# in its bytes, so the byte budget bounds that too.
+THREAD_MAX_BYTES = 1 << 30
+THREAD_MAX_S = 300.0
 ATTACHMENT_SUFFIXES = (".log", ".txt", ".out", ".err", ".json", ".yaml", ".yml", ".sh", ".gz", ".zip")
 # The suffix a fenced block's info string gives its temporary file, so that the readers sniff it as what it is.
 _INFO_SUFFIX = {"json": ".json", "jsonc": ".json", "yaml": ".yaml", "yml": ".yaml", "bash": ".sh", "sh": ".sh",
@@ -114,8 +124,40 @@ def graphql_url() -> str:
     return base[: -len("/v3")] + "/graphql" if base.endswith("/api/v3") else base + "/graphql"
 
 
+# The token of one analysis where it is not the process's own: the server reads a thread with the uploader's token
+# (or none), never with its GITHUB_TOKEN, unless started to (diagnose/serve.py). A context variable: each worker
+# thread of the server sets its own.
+_TOKEN: contextvars.ContextVar[tuple[str | None] | None] = contextvars.ContextVar("github_token", default=None)
+
+
 def token() -> str | None:
+    given = _TOKEN.get()
+    if given is not None:
+        return given[0]
     return os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or None
+
+
+@contextlib.contextmanager
+def using_token(value: str | None) -> Iterator[None]:
+    """Within the block, the API is called with `value` (None: with no token), whatever the environment holds."""
+    reset = _TOKEN.set((value or None,))
+    try:
+        yield
+    finally:
+        _TOKEN.reset(reset)
+
+
+def _api_host(host: str) -> bool:
+    return host == (urlparse(api_url()).hostname or "") or host == (urlparse(graphql_url()).hostname or "")
+
+
+def attachment_host(host: str) -> bool:
+    """Where a thread's attachments may be fetched from, redirects included: GitHub's web host, its raw-content
+    and release hosts, and the S3 buckets user attachments are stored in."""
+    host = host.lower()
+    return (host in {h.split(":")[0] for h in _web_hosts()} or host == "codeload.github.com"
+            or host.endswith(".githubusercontent.com") or host == "githubusercontent.com"
+            or bool(re.fullmatch(r"github-production-[\w-]+\.s3(?:\.[\w-]+)?\.amazonaws\.com", host)))
 
 
 def _web_hosts() -> set[str]:
@@ -152,6 +194,10 @@ class GitHubError(InputError):
     """The API refused or failed: one line that says why and what to do."""
 
 
+# The API's redirects (a renamed repository) stay on the API host, where the token may go.
+_API_OPENER = urllib.request.build_opener(HostRedirects(lambda host: _api_host(host)))
+
+
 def request(method: str, url: str, payload: dict[str, Any] | None = None, *, what: str) -> Answer:
     """One API call with the token (when set), GitHub's media type and version; errors as one line."""
     headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
@@ -161,9 +207,11 @@ def request(method: str, url: str, payload: dict[str, Any] | None = None, *, wha
     body = None if payload is None else json.dumps(payload).encode()
     if body is not None:
         headers["Content-Type"] = "application/json"
+    if not _api_host(urlparse(url).hostname or ""):  # the token goes to the API host alone
+        raise GitHubError(what, f"not a GitHub API address ({urlparse(url).hostname}): not requested")
     req = urllib.request.Request(url, data=body, headers=headers, method=method)
     try:
-        with urllib.request.urlopen(req, timeout=API_TIMEOUT_S) as resp:
+        with _API_OPENER.open(req, timeout=API_TIMEOUT_S) as resp:
             raw = resp.read(MAX_DOWNLOAD_BYTES + 1)
             hdrs = {k.lower(): v for k, v in resp.headers.items()}
             return Answer(resp.status, hdrs, json.loads(raw) if raw.strip() else None)
@@ -196,8 +244,9 @@ def _why(e: urllib.error.HTTPError) -> str:
 
 
 def _next_link(headers: dict[str, str]) -> str | None:
+    """The next page, if it is on the API host (the token goes with it); a `Link` elsewhere is not followed."""
     m = re.search(r'<([^>]+)>;\s*rel="next"', headers.get("link", ""))
-    return m.group(1) if m else None
+    return m.group(1) if m and _api_host(urlparse(m.group(1)).hostname or "") else None
 
 
 # ---- the thread -------------------------------------------------------------------------------------------------
@@ -370,25 +419,45 @@ def links(body: str) -> list[tuple[str, str]]:
     return [(u, n) for u, n in out if u.startswith("gist:") or n.lower().endswith(ATTACHMENT_SUFFIXES)]
 
 
+@dataclass
+class _Budget:
+    """What is left of a thread's byte and time budget as its pieces come in."""
+
+    bytes_left: int = field(default_factory=lambda: THREAD_MAX_BYTES)
+    deadline: float = field(default_factory=lambda: time.monotonic() + THREAD_MAX_S)
+
+    def cut(self) -> str | None:
+        if self.bytes_left <= 0:
+            return f"past the thread's {THREAD_MAX_BYTES / 2**20:g} MiB budget: not read"
+        if time.monotonic() > self.deadline:
+            return f"past the thread's {THREAD_MAX_S:g} s download budget: not read"
+        return None
+
+
 def pieces(thread: Thread, posts: list[Post], tmpdir: Path) -> Pieces:
-    """Every piece of the posts as a temporary file and an Input named by where it sits."""
+    """Every piece of the posts as a temporary file and an Input named by where it sits, within the thread's
+    budget (THREAD_MAX_BYTES, THREAD_MAX_S)."""
     out = Pieces()
+    budget = _Budget()
     n_attached = 0
     for post in posts:
         where = f"#{thread.ref.number} {post.label} ({post.author})"
         found, rest = blocks(post.body)
         for j, b in enumerate(found, 1):
-            _add(out, post, f"{where} block {j}", b.text.encode(), b.suffix, tmpdir)
+            _add(out, post, f"{where} block {j}", b.text.encode(), b.suffix, tmpdir, budget)
         prose = _LINK.sub(" ", rest)
         if len(_LOGGISH.findall(prose)) >= LOGGISH_LINES:
-            _add(out, post, f"{where} text", rest.encode(), ".md", tmpdir)
+            _add(out, post, f"{where} text", rest.encode(), ".md", tmpdir, budget)
         for url, name in links(post.body):
             if n_attached >= MAX_ATTACHMENTS:
                 out.skipped.append((f"{where} {name}", f"past {MAX_ATTACHMENTS} attachments in one thread"))
                 break
+            if (why := budget.cut()) is not None:
+                out.skipped.append((f"{where} {name}", why))
+                continue
             n_attached += 1
             try:
-                _attachment(out, post, where, url, name, tmpdir)
+                _attachment(out, post, where, url, name, tmpdir, budget)
             except InputError as e:
                 out.skipped.append((f"{where} {name}", e.why + _private_hint(url)))
     return out
@@ -400,31 +469,52 @@ def _private_hint(url: str) -> str:
             if "/files/" in url else "")
 
 
-def _add(out: Pieces, post: Post, name: str, data: bytes, suffix: str, tmpdir: Path) -> None:
+def _add(out: Pieces, post: Post, name: str, data: bytes, suffix: str, tmpdir: Path, budget: _Budget) -> None:
     if not data.strip():
         return
+    if len(data) > budget.bytes_left:
+        out.skipped.append((name, f"past the thread's {THREAD_MAX_BYTES / 2**20:g} MiB budget: not read"))
+        budget.bytes_left = 0
+        return
+    budget.bytes_left -= len(data)
     path = tmpdir / f"piece-{len(out.pieces):04d}{suffix}"
     path.write_bytes(data)
     out.pieces.append(Piece(post, name, Input(name, path, False)))
 
 
-def _attachment(out: Pieces, post: Post, where: str, url: str, name: str, tmpdir: Path) -> None:
+def _fetch(url: str, tmpdir: Path, budget: _Budget) -> Path:
+    """An attachment within what the thread's budget leaves, redirects only to GitHub's attachment hosts."""
+    return download(url, tmpdir, max_bytes=min(MAX_DOWNLOAD_BYTES, budget.bytes_left), deadline=budget.deadline,
+                    allowed_hosts=attachment_host)
+
+
+def _attachment(out: Pieces, post: Post, where: str, url: str, name: str, tmpdir: Path, budget: _Budget) -> None:
     if url.startswith("gist:"):
         gist = request("GET", f"{api_url()}/gists/{url[5:]}", what=f"{where} gist {name}").data or {}
-        for fname, f in sorted((gist.get("files") or {}).items()):
-            if not fname.lower().endswith(ATTACHMENT_SUFFIXES + (".md",)) and "." in fname:
+        files = [(fname, f) for fname, f in sorted((gist.get("files") or {}).items())
+                 if fname.lower().endswith(ATTACHMENT_SUFFIXES + (".md",)) or "." not in fname]
+        for fname, f in files[MAX_GIST_FILES:]:
+            out.skipped.append((f"{where} gist {fname}", f"past {MAX_GIST_FILES} files in one gist"))
+        for fname, f in files[:MAX_GIST_FILES]:
+            if (why := budget.cut()) is not None:
+                out.skipped.append((f"{where} gist {fname}", why))
                 continue
             data = (f.get("content") or "").encode()
             if f.get("truncated") and f.get("raw_url"):
-                data = download(f["raw_url"], tmpdir).read_bytes()
-            _add(out, post, f"{where} gist {fname}", data, _suffix(fname), tmpdir)
+                try:
+                    data = _fetch(f["raw_url"], tmpdir, budget).read_bytes()
+                except InputError as e:
+                    out.skipped.append((f"{where} gist {fname}", e.why))
+                    continue
+            _add(out, post, f"{where} gist {fname}", data, _suffix(fname), tmpdir, budget)
         return
-    fetched = download(url, tmpdir)
+    fetched = _fetch(url, tmpdir, budget)
     if name.lower().endswith(".zip"):
         with open(fetched, "rb") as fh:
-            _unzip(out, post, f"{where} {name}", fh, tmpdir)
+            _unzip(out, post, f"{where} {name}", fh, tmpdir, budget)
         fetched.unlink()
-    elif fetched.stat().st_size:  # moved, not read: an attachment may be hundreds of megabytes
+    elif size := fetched.stat().st_size:  # moved, not read: an attachment may be hundreds of megabytes
+        budget.bytes_left -= size
         path = fetched.rename(tmpdir / f"piece-{len(out.pieces):04d}{_suffix(name)}")
         out.pieces.append(Piece(post, f"{where} {name}", Input(f"{where} {name}", path, False)))
 
@@ -437,7 +527,7 @@ def _suffix(name: str) -> str:
     return suffix if suffix in ATTACHMENT_SUFFIXES or suffix == ".md" else ".log"
 
 
-def _unzip(out: Pieces, post: Post, where: str, data: BinaryIO, tmpdir: Path) -> None:
+def _unzip(out: Pieces, post: Post, where: str, data: BinaryIO, tmpdir: Path, budget: _Budget) -> None:
     try:
         z = zipfile.ZipFile(data)
         members = [i for i in z.infolist() if not i.is_dir() and i.filename.lower().endswith(ATTACHMENT_SUFFIXES)
@@ -447,7 +537,7 @@ def _unzip(out: Pieces, post: Post, where: str, data: BinaryIO, tmpdir: Path) ->
             name = f"{where}/{info.filename}"
             # The sizes a zip's directory states can lie: the bytes actually unpacked count, a member is read up to
             # what the cap leaves, and one that would expand past gzip's ratio (sources.GZIP_RATIO_CAP) is refused.
-            left = MAX_DOWNLOAD_BYTES - total
+            left = min(MAX_DOWNLOAD_BYTES - total, budget.bytes_left)
             with z.open(info) as fh:
                 content = fh.read(min(left, GZIP_RATIO_FLOOR + GZIP_RATIO_CAP * max(info.compress_size, 1)) + 1)
             if len(content) > GZIP_RATIO_FLOOR and len(content) > GZIP_RATIO_CAP * max(info.compress_size, 1):
@@ -457,7 +547,7 @@ def _unzip(out: Pieces, post: Post, where: str, data: BinaryIO, tmpdir: Path) ->
             if total > MAX_DOWNLOAD_BYTES:
                 out.skipped.append((where, f"unpacks past the {MAX_DOWNLOAD_BYTES >> 20} MiB cap; the rest skipped"))
                 return
-            _add(out, post, name, content, _suffix(info.filename), tmpdir)
+            _add(out, post, name, content, _suffix(info.filename), tmpdir, budget)
     except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as e:
         out.skipped.append((where, f"not a readable zip ({e})"))
 

@@ -13,18 +13,21 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from diagnose.parsers.errors import InputError
 
 MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024  # a raw log attachment larger than this is not a paste; ask for the file
-DOWNLOAD_TIMEOUT_S = 20.0
+DOWNLOAD_TIMEOUT_S = 20.0  # per read
+DOWNLOAD_DEADLINE_S = 300.0  # for a whole body: 512 MiB at 1.7 MB/s
 SNIFF_BYTES = 64 * 1024
 # A directory walk reads every file whose content is text, whatever its name (`.o123`, `.jsonl`, `metrics.json`,
 # an MMEngine `.py` config): binary files and program source are listed as skipped, with why.
@@ -245,21 +248,47 @@ def _spool_stdin(tmpdir: Path) -> Path:
     return dest
 
 
-def download(url: str, tmpdir: Path) -> Path:
-    """Fetch a raw log with a size cap and a timeout; a gzip body is kept compressed (sniffed later)."""
+class HostRedirects(urllib.request.HTTPRedirectHandler):
+    """Redirects followed only to hosts `allowed` accepts; any other is an error, not a request."""
+
+    def __init__(self, allowed: Callable[[str], bool]) -> None:
+        self.allowed = allowed
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        host = urllib.parse.urlparse(newurl).hostname or ""
+        if not self.allowed(host):
+            raise urllib.error.URLError(f"redirected to {host or newurl!r}, a host it is not fetched from")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def download(url: str, tmpdir: Path, *, max_bytes: int = MAX_DOWNLOAD_BYTES, deadline: float | None = None,
+             allowed_hosts: Callable[[str], bool] | None = None) -> Path:
+    """Fetch a raw log with a size cap, a timeout per read and one for the whole body (DOWNLOAD_DEADLINE_S, or the
+    monotonic `deadline` given: a server that sends a byte now and then is cut off); a gzip body is kept
+    compressed (sniffed later). With `allowed_hosts`, redirects go only to the hosts it accepts."""
     dest = tmpdir / f"download-{len(list(tmpdir.iterdir()))}.log"
     req = urllib.request.Request(url, headers={"User-Agent": "diagnose/0.1"})
+    until = time.monotonic() + DOWNLOAD_DEADLINE_S
+    until = min(deadline, until) if deadline else until
+    cap = f"larger than the {max_bytes >> 20} MiB download cap; download it and pass the file"
+    opener = urllib.request.build_opener(HostRedirects(allowed_hosts)) if allowed_hosts else None
     try:
-        with urllib.request.urlopen(req, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(dest, "wb") as out:
+        with (opener.open(req, timeout=DOWNLOAD_TIMEOUT_S) if opener else
+              urllib.request.urlopen(req, timeout=DOWNLOAD_TIMEOUT_S)) as resp, open(dest, "wb") as out:
             length = resp.headers.get("Content-Length")
-            if length and int(length) > MAX_DOWNLOAD_BYTES:
-                raise InputError(url, f"larger than the {MAX_DOWNLOAD_BYTES >> 20} MiB download cap; download it and pass the file")
+            if length and length.isdigit() and int(length) > max_bytes:
+                raise InputError(url, cap)
             total = 0
-            while block := resp.read(1 << 20):
+            # read1: what has arrived, at most 1 MiB (read(n) waits for all n bytes, however slowly they come)
+            while block := resp.read1(1 << 20):
                 total += len(block)
-                if total > MAX_DOWNLOAD_BYTES:
-                    raise InputError(url, f"larger than the {MAX_DOWNLOAD_BYTES >> 20} MiB download cap; download it and pass the file")
+                if total > max_bytes:
+                    raise InputError(url, cap)
                 out.write(block)
+                if time.monotonic() > until:
+                    raise InputError(url, f"still downloading after {DOWNLOAD_DEADLINE_S:g} s (or past the thread's "
+                                          "time budget); download it and pass the file")
     except urllib.error.HTTPError as e:
         raise InputError(url, f"HTTP {e.code} {e.reason}") from None
     except (urllib.error.URLError, TimeoutError, OSError) as e:

@@ -68,7 +68,8 @@ def combine(pages: list[tuple[str, str]], index: list[dict[str, str]] | None = N
     return head + "\n".join(mains) + "\n</body>\n</html>\n"
 
 
-def upload_page(*, token_required: bool, max_upload_mb: float) -> str:
-    """`diagnose serve`'s upload page."""
+def upload_page(*, token_required: bool, max_upload_mb: float, github_token_lent: bool = False) -> str:
+    """`diagnose serve`'s upload page; it says whose token reads a GitHub thread."""
     return _ENV.get_template("upload.html.j2").render(token_required=token_required,
-                                                     max_upload_mb=f"{max_upload_mb:g}")
+                                                     max_upload_mb=f"{max_upload_mb:g}",
+                                                     github_token_lent=github_token_lent)

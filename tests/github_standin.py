@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 PER_PAGE_CAP = 2  # pages of two comments, so that a short thread already needs the Link header
+DRIP_S = 0.2
 
 
 @dataclass
@@ -25,6 +27,11 @@ class Repo:
     gists: dict[str, dict[str, Any]] = field(default_factory=dict)
     discussions: dict[int, dict[str, Any]] = field(default_factory=dict)
     rate_limited: bool = False
+    # Hostile answers: a redirect or a `Link: next` to another host (`localhost`, where the API is 127.0.0.1), an
+    # attachment that drips a byte at a time. Whatever reaches `/elsewhere` was sent where it must not go.
+    redirect_elsewhere: set[str] = field(default_factory=set)  # paths answered with a redirect to localhost
+    link_elsewhere: bool = False
+    drip: dict[str, bytes] = field(default_factory=dict)  # path -> body sent one byte every DRIP_S
     requests: list[tuple[str, str, str | None]] = field(default_factory=list)  # (method, path, authorization)
     next_id: int = 9000
 
@@ -39,6 +46,7 @@ class StandIn:
         self.owner, self.repo_name, self.state = owner, repo, Repo()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.elsewhere = f"http://localhost:{self.server.server_address[1]}"  # the same server by another host name
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def __enter__(self) -> StandIn:
@@ -119,6 +127,10 @@ class StandIn:
                                 "x-ratelimit-reset": "1796212800"})
                     return
                 repo = f"/repos/{standin.owner}/{standin.repo_name}"
+                if url.path in s.redirect_elsewhere:
+                    return self._send(302, None, {"Location": f"{standin.elsewhere}/elsewhere{url.path}"})
+                if method == "GET" and url.path in s.drip:
+                    return self._drip(s.drip[url.path])
                 if method == "GET" and url.path == "/user":  # who a token is: GitHub refuses an installation token
                     who = self._who()
                     if who is None:
@@ -159,6 +171,18 @@ class StandIn:
                     return self._send(200, raw=data) if data is not None else self._not_found()
                 return self._not_found()
 
+            def _drip(self, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                try:
+                    for i in range(len(data)):
+                        self.wfile.write(data[i:i + 1])
+                        self.wfile.flush()
+                        time.sleep(DRIP_S)
+                except OSError:  # the client gave up: what the test wants
+                    pass
+
             def _who(self) -> tuple[str, str] | None:
                 """The token's identity: `ghp_<login>` is that user's personal token; an installation token (`ghs_`,
                 what a workflow's GITHUB_TOKEN is) posts as github-actions[bot]."""
@@ -180,7 +204,8 @@ class StandIn:
                 chunk = comments[(page - 1) * per: page * per]
                 headers = {}
                 if page * per < len(comments):
-                    base = f"{standin.url}/repos/{standin.owner}/{standin.repo_name}/issues/{number}/comments"
+                    host = standin.elsewhere + "/elsewhere" if standin.state.link_elsewhere else standin.url
+                    base = f"{host}/repos/{standin.owner}/{standin.repo_name}/issues/{number}/comments"
                     headers["Link"] = (f'<{base}?per_page={per}&page={page + 1}>; rel="next", '
                                        f'<{base}?per_page={per}&page={-(-len(comments) // per)}>; rel="last"')
                 self._send(200, chunk, headers)

@@ -78,7 +78,7 @@ def test_a_thread_is_read_as_runs_kept_apart_by_comment_and_author(gh: StandIn) 
     assert names == [f"#{NUMBER} body (alice)", f"#{NUMBER} comment 2 (alice) with comment 3"]
     slow, base = doc["runs"]
     # The slow run: its pasted log, its <details> launch script and its attached config, each named where it sits.
-    sources = {s["name"] for s in slow["sources"]}
+    sources = {s["name"] for s in slow["sources"] if s["kind"] != "skipped"}
     assert sources >= {f"#{NUMBER} body (alice) block 1", f"#{NUMBER} body (alice) block 2",
                        f"#{NUMBER} body (alice) ds_config.json"}
     assert slow["run"]["zero_stage"] == 1 and "straggler" in [f["id"] for f in slow["findings"]]
@@ -86,11 +86,14 @@ def test_a_thread_is_read_as_runs_kept_apart_by_comment_and_author(gh: StandIn) 
     assert any(e.get("source", "").startswith(f"#{NUMBER} body (alice) block") for e in straggler["evidence"])
     # The baseline: its log, then the gist and the zip's config from alice's later comment; the maintainer's
     # suggested ZeRO-3 config is in neither run.
-    base_sources = {s["name"] for s in base["sources"]}
+    base_sources = {s["name"] for s in base["sources"] if s["kind"] != "skipped"}
     assert f"#{NUMBER} comment 2 (alice) block 1" in base_sources
     assert f"#{NUMBER} comment 3 (alice) gist launch.sh" in base_sources
     assert f"#{NUMBER} comment 3 (alice) baseline.zip/baseline/ds_config.json" in base_sources
     assert base["run"]["zero_stage"] == 0 and not any("(bob)" in s for s in sources | base_sources)
+    # ... and each report says why it was left out
+    assert {(s["name"], s["why"]) for s in slow["sources"] if s["kind"] == "skipped"} == {
+        (f"#{NUMBER} comment 1 (bob)", "no training output, and its author posted no run: not read into another's run")}
     # Comments come a page of two at a time: the Link header was followed.
     assert any("page=2" in path for _, path, _ in gh.state.requests)
     # Offered to compare, by the URLs that select each run's first post.
@@ -406,7 +409,9 @@ def test_an_attachment_that_does_not_come_is_named_and_the_rest_is_read(gh: Stan
     r = cli(gh, "report", thread_url(gh, n=12), "-f", "json", "-o", "-")
     assert r.returncode == 0, r.stderr
     assert "#12 body (ivy) private.log (HTTP 404" in r.stderr and "save it from the browser and pass the file" in r.stderr
-    assert [s["name"] for s in json.loads(r.stdout)["sources"]] == ["#12 body (ivy) block 1"]
+    sources = json.loads(r.stdout)["sources"]
+    assert [s["name"] for s in sources if s["kind"] != "skipped"] == ["#12 body (ivy) block 1"]
+    assert [s["why"] for s in sources if s["kind"] == "skipped"][0].startswith("HTTP 404")  # named in the report
 
 
 def test_a_thread_url_on_another_host_is_not_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -463,6 +468,128 @@ def test_a_zip_attachment_is_capped_by_its_expansion_like_gzip(tmp_path: Path) -
         z.writestr("train.log", (BASE / "train.log").read_bytes())
     out = github.Pieces()
     post = github.Post(1, "comment 1", "eve", "", "https://example.invalid/1")
-    github._unzip(out, post, "#1 comment 1 (eve) a.zip", io.BytesIO(zipped.getvalue()), tmp_path)
+    github._unzip(out, post, "#1 comment 1 (eve) a.zip", io.BytesIO(zipped.getvalue()), tmp_path,
+                   github._Budget())
     assert [why for _, why in out.skipped] == [f"expands more than {github.GZIP_RATIO_CAP}x: not read"]
     assert [p.name for p in out.pieces] == ["#1 comment 1 (eve) a.zip/train.log"]
+
+
+# ---- a thread as a whole is bounded, and nothing goes to another host (issue 32, must 5) -------------------------
+
+def _hostile_thread(gh: StandIn, body: str) -> None:
+    gh.add_issue(77, "slow run", body, "mallory")
+
+
+def test_a_redirect_to_another_host_is_not_followed(gh: StandIn) -> None:
+    """An attachment whose download redirects off GitHub's hosts is skipped with the reason, and nothing is
+    requested there; the rest of the thread is read."""
+    link = gh.attach("train.log", (BASE / "train.log").read_bytes())
+    gh.state.redirect_elsewhere.add(urlparse_path(link))
+    _hostile_thread(gh, f"log: {link}\n\n" + _fence((SLOW / "train.log").read_text()))
+    r = cli(gh, "report", thread_url(gh, n=77), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    skipped = {s["name"]: s["why"] for s in json.loads(r.stdout)["sources"] if s["kind"] == "skipped"}
+    assert any("redirected to 'localhost'" in why for why in skipped.values()), skipped
+    assert not [p for _, p, _ in gh.state.requests if p.startswith("/elsewhere")]
+
+
+def test_the_token_never_follows_a_link_or_a_redirect_to_another_host(gh: StandIn) -> None:
+    gh.state.link_elsewhere = True
+    token = "ghp_" + "t" * 36
+    r = cli(gh, "report", thread_url(gh), "-f", "json", "-o", "-", token=token)
+    assert r.returncode == 0, r.stderr  # the first page of comments is read; the foreign next page is not
+    assert not [p for _, p, _ in gh.state.requests if p.startswith("/elsewhere")]
+    gh.state.redirect_elsewhere.add(f"/repos/{gh.owner}/{gh.repo_name}/issues/{NUMBER}")
+    r = cli(gh, "report", thread_url(gh), "-f", "json", "-o", "-", token=token)
+    assert r.returncode == 2 and "redirected to 'localhost'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not [p for _, p, _ in gh.state.requests if p.startswith("/elsewhere")]
+
+
+def test_a_dripping_download_is_cut_at_its_deadline(gh: StandIn, tmp_path: Path) -> None:
+    import time
+
+    from diagnose.parsers.errors import InputError
+    from diagnose.parsers.sources import download
+
+    gh.state.drip["/user-attachments/files/1/drip.log"] = b"x" * 10_000  # 10,000 bytes at 5 a second: 33 minutes
+    started = time.monotonic()
+    with pytest.raises(InputError, match="still downloading"):
+        download(f"{gh.url}/user-attachments/files/1/drip.log", tmp_path, deadline=time.monotonic() + 1.0)
+    assert time.monotonic() - started < 5
+
+
+def test_a_gist_of_300_files_reads_20(gh: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from diagnose.parsers import github
+
+    for k, v in gh.env().items():
+        monkeypatch.setenv(k, v)
+    gh.state.gists["ff00ff00ff00"] = {"id": "ff00ff00ff00", "files": {
+        f"rank{i:03d}.log": {"filename": f"rank{i:03d}.log", "content": "step 1 loss 2.0\n", "truncated": False}
+        for i in range(300)}}
+    _hostile_thread(gh, "all ranks: https://gist.github.com/mallory/ff00ff00ff00")
+    thread = github.fetch(github.parse_thread_url(thread_url(gh, n=77)))
+    out = github.pieces(thread, github.selected(thread), tmp_path)
+    assert len(out.pieces) == github.MAX_GIST_FILES == 20
+    assert len(out.skipped) == 280 and all(why == "past 20 files in one gist" for _, why in out.skipped)
+
+
+def test_a_thread_has_one_byte_and_one_time_budget(gh: StandIn, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past the thread's bytes, the rest is skipped and named; past its download time, attachments are not fetched."""
+    from diagnose.parsers import github
+
+    for k, v in gh.env().items():
+        monkeypatch.setenv(k, v)
+    thread = github.fetch(github.parse_thread_url(thread_url(gh)))
+    (tmp_path / "all").mkdir()
+    whole = sum(p.input.path.stat().st_size for p in github.pieces(thread, github.selected(thread),
+                                                                   tmp_path / "all").pieces)
+    monkeypatch.setattr(github, "THREAD_MAX_BYTES", whole // 2)
+    out = github.pieces(thread, github.selected(thread), tmp_path)
+    cut = [name for name, why in out.skipped if why == f"past the thread's {whole // 2 / 2**20:g} MiB budget: not read"]
+    assert out.pieces and cut, out.skipped
+    assert sum(p.input.path.stat().st_size for p in out.pieces) <= whole // 2
+    monkeypatch.setattr(github, "THREAD_MAX_BYTES", 1 << 30)
+    monkeypatch.setattr(github, "THREAD_MAX_S", 0.0)
+    (tmp_path / "late").mkdir()
+    out = github.pieces(thread, github.selected(thread), tmp_path / "late")
+    assert [why for _, why in out.skipped] and all(why == "past the thread's 0 s download budget: not read"
+                                                   for _, why in out.skipped)
+    assert not [p for p in out.pieces if "ds_config.json" in p.name or ".zip" in p.name]  # attachments not fetched
+
+
+def urlparse_path(url: str) -> str:
+    from urllib.parse import urlparse
+
+    return urlparse(url).path
+
+
+def test_the_server_reads_a_thread_with_the_uploaders_token_not_its_own(gh: StandIn, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32, must 6: the server's GITHUB_TOKEN is not lent to whoever can upload; the uploader's own token is
+    used for its upload alone; `--github-token-for-uploads` lends the server's, and the page says which."""
+    import httpx
+
+    from test_serve import server
+
+    for k, v in gh.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_server" + "s" * 30)
+
+    def upload(base: str, **fields: str) -> set[str | None]:
+        gh.state.requests.clear()
+        r = httpx.post(f"{base}/api/diagnose", data={"wandb": thread_url(gh), **fields},
+                       files=[("files", ("", b""))], timeout=120)
+        assert r.status_code == 200, r.text
+        return {auth for _, path, auth in gh.state.requests if path.startswith("/repos")}
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with server(tmp_path / "a") as base:
+        assert "this server does not lend its own" in " ".join(httpx.get(base, timeout=10).text.split())
+        assert upload(base) == {None}
+        assert upload(base, github_token="ghp_alice" + "a" * 31) == {"Bearer ghp_alice" + "a" * 31}
+        assert upload(base) == {None}  # the last uploader's token is not kept
+    with server(tmp_path / "b", "--github-token-for-uploads") as base:
+        assert "--github-token-for-uploads" in httpx.get(base, timeout=10).text
+        assert upload(base) == {"Bearer ghp_server" + "s" * 30}
