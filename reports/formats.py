@@ -80,9 +80,22 @@ def _sections(render: Callable[[Rendered], str], markdown: bool = True) -> Calla
         else:
             head = [f"{x['n']}. {x['name']}: {x['verdict']} (median step {x['step']}, {x['hours_label']} {x['gpu_hours']}, "
                     f"goodput {x['goodput']})" for x in index]
-        return "\n".join(head) + "\n\n" + "\n\n".join(f"# {x['heading']}\n\n" + render(r)
+        text = "\n".join(head) + "\n\n" + "\n\n".join(f"# {x['heading']}\n\n" + render(r)
                                                         for x, r in zip(index, runs))
+        return _over_limit_note(text, len(runs)) + text if markdown else text
     return join
+
+
+def _over_limit_note(text: str, runs: int) -> str:
+    """Each run's report fits a GitHub comment (reports/markdown.py cuts it to); several together may not: the
+    text says so first, and how to split it."""
+    from diagnose.reports.markdown import GITHUB_LIMIT
+
+    if len(text) < GITHUB_LIMIT:
+        return ""
+    return (f"> **Too long for one GitHub comment:** {len(text):,} characters for {runs} runs, past the "
+            f"{GITHUB_LIMIT:,} a comment holds. Post one run's section per comment (each fits), run `diagnose report "
+            "RUN_FOLDER -f md` for one run, or attach this file.\n\n")
 
 
 def _json_report(r: Rendered) -> str:

@@ -149,6 +149,19 @@ def test_markdown_fits_a_github_comment() -> None:
     assert len(text) < markdown.GITHUB_LIMIT and "shortened to fit a GitHub comment" in text
 
 
+def test_a_markdown_report_of_many_runs_says_it_is_too_long_for_a_comment(tmp_path: Path) -> None:
+    """Each run's section fits a comment; twelve together do not, and the text says so first, with how to split."""
+    for i in range(12):
+        shutil.copytree(SAMPLES / "ds_zero0", tmp_path / f"run{i:02d}")
+    text = run_cli("report", str(tmp_path), "-f", "md").stdout
+    assert len(text) > 65_536
+    first = text.splitlines()[0]
+    assert first.startswith("> **Too long for one GitHub comment:**") and "for 12 runs" in first
+    assert "RUN_FOLDER -f md" in first
+    one = run_cli("report", str(tmp_path / "run00"), "-f", "md").stdout
+    assert "Too long for one GitHub comment" not in one
+
+
 @pytest.mark.parametrize("run", ALL_RUNS)
 def test_every_sample_renders_every_format(tmp_path: Path, run: str) -> None:
     for fmt in ("json", "md", "html", "txt"):
