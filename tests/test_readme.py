@@ -19,3 +19,13 @@ def test_the_developer_notes_name_the_tests_that_need_the_shared_corpus() -> Non
     for name in ("test_real_corpus.py", "test_corpus.py", "test_compare.py"):
         assert name in text
     assert "../shared/corpus is not beside the checkout" in text
+
+
+def test_ci_runs_the_readmes_test_command_verbatim() -> None:
+    """The README's second command is what CI runs, browser install included (issue 32, must 8)."""
+    import re
+
+    blocks = re.findall(r"^```\n(python3 -m venv .*?)\n```", (ROOT / "README.md").read_text(), re.M)
+    tests = [b for b in blocks if "pytest" in b]
+    assert len(tests) == 1 and "tests/install_chromium.py" in tests[0]
+    assert tests[0] in (ROOT / ".ci" / "run").read_text().splitlines()
