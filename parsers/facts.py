@@ -436,6 +436,9 @@ def assemble(inp: FactInputs) -> RunFacts:
 # A training GPU's memory: the smallest cards that train anything have 4 GB (GTX 1650-class), the largest 288 GB
 # (AMD MI355X, NVIDIA B300). A value outside is a misread (an initialisation-time allocation, a MiB count read as GB).
 GPU_MEMORY_RANGE_GB = (4.0, 300.0)
+# 2**53, where floats stop holding every integer: the largest model trained has ~2e12 parameters, the longest run
+# ~1e7 steps; a value past this is a misread (a hash, a fuzzed number), and polars cannot take it as a literal.
+MAX_COUNT = float(2**53)
 
 
 def _set_aside_implausible(c: _Claims) -> tuple[tuple[str, Evidence, str], ...]:
@@ -450,6 +453,13 @@ def _set_aside_implausible(c: _Claims) -> tuple[tuple[str, Evidence, str], ...]:
             kept.append(ev)
     if "gpu_memory_gb" in c.by_fact:
         c.by_fact["gpu_memory_gb"] = kept
+    for fact, claims in c.by_fact.items():  # no count a run prints is this large (parameters: ~1e13)
+        huge = [ev for ev in claims if isinstance(ev.value, int) and not isinstance(ev.value, bool)
+                and abs(ev.value) >= MAX_COUNT]
+        for ev in huge:
+            out.append((fact, ev, f"past {MAX_COUNT:.0e}, larger than any count a run prints"))
+        if huge:
+            c.by_fact[fact] = [ev for ev in claims if ev not in huge]
     for fact in ("world_size", "nodes", "gpus_per_node"):
         bad = [ev for ev in c.by_fact.get(fact, []) if isinstance(ev.value, int) and ev.value < 1]
         for ev in bad:
