@@ -1,4 +1,5 @@
-"""Hostile inputs against `diagnose report` and `diagnose serve`: peak RSS and time for each (issue #21, must 2).
+"""Hostile inputs against `diagnose report`, `diagnose serve` and `diagnose comment`: peak RSS and time for each
+(issue 21, must 2; issue 32, must 9).
 
 The inputs, written once into --dir (reused while their sizes match):
   line-250mb.log     one 250 MB line, no newline
@@ -8,12 +9,15 @@ The inputs, written once into --dir (reused while their sizes match):
   newlines-2gib.gz   2 GiB of newlines, the same way
   tqdm-300mb.log     300 MB of tqdm redraws separated by carriage returns, no newline
   blank-1gb.log      1 GB of newlines, uncompressed
+  cr-100mb.log       100 MiB of bare carriage returns; cr-500mb.log 500 MiB; cr-100mb.log.gz the first gzipped
 
 Each is given to `diagnose report FILE --format json -o OUT` in a fresh process (peak RSS from wait4) and uploaded to
-a running server (its RSS sampled from /proc every 50 ms); the two gzip lines also go up twice at once. Prints the
-exit code or HTTP status, the first line of the answer, seconds and peak RSS, against the bars: 1 GiB and 30 s.
+a running server (its RSS sampled from /proc every 50 ms, and 2 s after it answered: what it still holds); the gzip
+files also go up twice at once. Then hostile GitHub threads (THREADS) are read by `diagnose comment URL` from the
+API's loopback stand-in. Prints the exit code or HTTP status, the first line of the answer, seconds and peak RSS,
+against the bars: 1 GiB and 30 s.
 
-    python benchmarks/bombs.py [--dir /tmp/diagnose-bombs] [--only NAME ...] [--no-server]
+    python benchmarks/bombs.py [--dir /tmp/diagnose-bombs] [--only NAME ...] [--no-server] [--threads NAME ...]
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RSS_BAR_MB = 1024
 TIME_BAR_S = 30.0
+HELD_AFTER_S = 2.0
 MiB = 1 << 20
 
 
@@ -80,7 +85,15 @@ INPUTS: dict[str, tuple[int, Callable[[Path], None]]] = {
     "newlines-2gib.gz": (0, lambda p: _gzip_members(p, b"\n", 2 * 1024 * MiB)),
     "tqdm-300mb.log": (300_000_000, lambda p: _tqdm(p, 300_000_000)),
     "blank-1gb.log": (1_000_000_000, lambda p: _write_repeated(p, b"\n", 1_000_000_000)),
+    # issue 32: bare carriage returns (each run of them one redraw), plain and gzipped
+    "cr-100mb.log": (100 * MiB, lambda p: _write_repeated(p, b"\r", 100 * MiB)),
+    "cr-500mb.log": (500 * MiB, lambda p: _write_repeated(p, b"\r", 500 * MiB)),
+    "cr-100mb.log.gz": (0, lambda p: _gzip_file(p.with_suffix(""), p)),
 }
+# Issue 32: hostile GitHub threads, read by `diagnose comment URL` (a dry run) from a loopback stand-in of the API
+# (tests/github_standin.py): one post of 65,536 newlines, a ~100 KB zip attachment of 100 MiB of carriage returns,
+# a gist of 300 files, pathological bodies (runs of backticks, `<details>`, `[`).
+THREADS = ("65536-newlines", "cr-zip", "gist-300", "pathological")
 
 
 def make(directory: Path, names: list[str]) -> None:
@@ -94,6 +107,57 @@ def make(directory: Path, names: list[str]) -> None:
             make(directory, [name[:-3]])
         print(f"writing {name} ...", file=sys.stderr, flush=True)
         write(path)
+
+
+def _thread(gh: object, name: str) -> str:
+    """The stand-in thread for one hostile case; its URL."""
+    import io
+    import zipfile
+
+    base = (ROOT / "sample_logs" / "ds_zero0" / "train.log").read_text()
+    fence = "```\n" + base + "\n```"
+    n = 100 + THREADS.index(name)
+    if name == "65536-newlines":
+        gh.add_issue(n, name, fence, "alice")  # type: ignore[attr-defined]
+        gh.add_comment(n, "\n" * 65_536, "mallory")  # type: ignore[attr-defined]
+    elif name == "cr-zip":
+        zipped = io.BytesIO()
+        with zipfile.ZipFile(zipped, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr("train.log", b"\r" * (100 * MiB))
+        gh.add_issue(n, name, fence + "\n" + gh.attach("logs.zip", zipped.getvalue()), "alice")  # type: ignore
+    elif name == "gist-300":
+        gh.state.gists["ab12ab12ab12"] = {"id": "ab12ab12ab12", "files": {  # type: ignore[attr-defined]
+            f"rank{i:03d}.log": {"filename": f"rank{i:03d}.log", "content": base, "truncated": False}
+            for i in range(300)}}
+        gh.add_issue(n, name, "all ranks: https://gist.github.com/alice/ab12ab12ab12", "alice")  # type: ignore
+    else:
+        body = fence + "\n" + "`" * 65_536 + "\n" + "<details>" * 10_000 + "\n" + "[" * 65_536 + "\n" \
+            + "~~~\n" * 20_000 + "loss 1.0\n" * 20_000
+        gh.add_issue(n, name, body, "alice")  # type: ignore[attr-defined]
+    return f"{gh.url}/{gh.owner}/{gh.repo_name}/issues/{n}"  # type: ignore[attr-defined]
+
+
+def run_threads(names: tuple[str, ...]) -> list[tuple[str, int, str, float, float]]:
+    sys.path.insert(0, str(ROOT / "tests"))
+    from github_standin import StandIn
+
+    rows = []
+    with StandIn() as gh, tempfile.TemporaryFile() as reply:
+        env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")} | gh.env()
+        for name in names:
+            url = _thread(gh, name)
+            reply.seek(0)
+            reply.truncate()
+            t0 = time.perf_counter()
+            child = subprocess.Popen([sys.executable, "-m", "diagnose", "comment", url], cwd=ROOT, env=env,
+                                     stdout=reply, stderr=subprocess.PIPE)
+            assert child.stderr is not None
+            err = child.stderr.read().decode("utf-8", "replace")
+            _, status, usage = os.wait4(child.pid, 0)
+            wall = time.perf_counter() - t0
+            said = _first_line(err) or f"a reply of {reply.tell():,} bytes"
+            rows.append((name, os.waitstatus_to_exitcode(status), said, wall, usage.ru_maxrss / 1024))
+    return rows
 
 
 def _first_line(text: str) -> str:
@@ -174,7 +238,9 @@ def run_server(paths: list[Path], concurrent: list[Path]) -> list[tuple[str, int
             wall = time.perf_counter() - t0
             done.set()
             sampler.join()
-            rows.append((name, answers[0][0], answers[0][1], wall, peak[0]))
+            time.sleep(HELD_AFTER_S)  # what the server still holds once it has answered (issue 32)
+            held = _rss_mb(proc.pid)
+            rows.append((name, answers[0][0], f"{answers[0][1]} (holds {held:.0f} MB after)", wall, peak[0]))
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=30)
@@ -192,8 +258,11 @@ def main() -> int:
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "diagnose-bombs")
     ap.add_argument("--only", nargs="*", choices=sorted(INPUTS), default=None)
     ap.add_argument("--no-server", action="store_true")
+    ap.add_argument("--threads", nargs="*", choices=THREADS, default=None,
+                    help="the hostile threads to read (default all; none with --only)")
     args = ap.parse_args()
     names = args.only or list(INPUTS)
+    threads = tuple(args.threads if args.threads is not None else (() if args.only else THREADS))
     make(args.dir, names)
     print(f"{'where':6} {'input':32} {'exit':>4} {'time':>9} {'peak RSS':>11}  bars ({RSS_BAR_MB} MB, "
           f"{TIME_BAR_S:g} s), what it said", flush=True)
@@ -208,6 +277,9 @@ def main() -> int:
         for name, code, said, wall, rss in run_server([args.dir / n for n in names], gz):
             over += rss > RSS_BAR_MB or wall > TIME_BAR_S
             print(_row("serve", name, code, said, wall, rss), flush=True)
+    for name, code, said, wall, rss in run_threads(threads) if threads else []:
+        over += rss > RSS_BAR_MB or wall > TIME_BAR_S
+        print(_row("thread", name, code, said, wall, rss), flush=True)
     return 1 if over else 0
 
 

@@ -12,6 +12,7 @@ import collections
 import gzip
 import hashlib
 import io
+import json
 import random
 import re
 import sys
@@ -113,9 +114,63 @@ def _redraws(rng: random.Random, b: bytes) -> bytes:
         [b"\r", b"\n"]), b)
 
 
+def _stamps(rng: random.Random, b: bytes) -> bytes:
+    """Impossible and extreme timestamps: year 0000 or 9999, hour 25, a clock that runs backwards, epoch 0."""
+    year = rng.choice([b"0000", b"9999", b"1900", b"2200", b"0001"])
+    b = re.sub(rb"\b20\d\d(?=-\d\d-\d\d)", lambda m: year if rng.random() < 0.5 else m.group(0), b)
+    b = re.sub(rb"\b\d\d:\d\d:\d\d\b", lambda m: rng.choice([b"25:61:99", b"00:00:00", b"23:59:60", m.group(0)]), b)
+    lines = b.split(b"\n")
+    for _ in range(rng.randrange(1, 5)):
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice([b"0 step 1 loss 2.0", b"[0000-00-00 00:00:00,000] x",
+                                                                 b"1e20: iter 1", b"99999999999 step 2"]))
+    return b"\n".join(lines)
+
+
+def _duplicates(rng: random.Random, b: bytes) -> bytes:
+    """Duplicate keys in configs (YAML and JSON lines repeated with another value) and repeated log lines."""
+    out = []
+    for line in b.split(b"\n"):
+        out.append(line)
+        if rng.random() < 0.3:
+            out.append(re.sub(rb"\d+", lambda m: str(int(m.group(0)) + 1).encode(), line))
+    return b"\n".join(out)
+
+
+# A structural secret (issue 32's families) planted in an input: whatever is read of it, no output may hold it.
+SECRET_MARK = "Zq7Xw"
+_SECRET_SHAPES = [
+    "mysql -u root -p {v} analytics", "docker login -u bob -p {v} registry.example.com", "ldapsearch -x -w {v}",
+    "wandb:\n  api_key: {v}", "password: |\n  {v}", "Server=db;User ID=sa;Password={v};",
+    "jdbc:sqlserver://db:1433;password={v}", "fetch https://alice:{v}@files.example.com/x",
+    "body=user%3Dbob%26password%3D{v}", "argv=['train.py', '--hub_token', '{v}']", "<password>{v}</password>",
+    "Authorization: Negotiate {v}", "kind: Secret\ndata:\n  anything: {v}", "--from-literal=x={v}",
+    "npm config set //registry.npmjs.org/:_authToken {v}", "export HF_TOKEN={v}", '{{"api_key": "{v}"}}',
+    "metadata=[('x-api-key', '{v}')]", "sshpass -p {v} ssh node2", "smbclient //fs/s -U bob%{v}",
+]
+
+
+def _secrets(rng: random.Random, b: bytes) -> bytes:
+    lines = b.split(b"\n")
+    for _ in range(rng.randrange(1, 4)):
+        value = f"{SECRET_MARK}{rng.randrange(10**6):06d}pw"
+        shape = rng.choice(_SECRET_SHAPES).format(v=value).encode()
+        lines.insert(rng.randrange(len(lines) + 1), shape)
+    return b"\n".join(lines)
+
+
+def _pathological(rng: random.Random, b: bytes) -> bytes:
+    """Lines built to make a backtracking or quadratic pattern slow: long runs of one separator or one prefix."""
+    piece = rng.choice([b" ", b"[", b"=", b":", b"1:", b"\t", b"-", b"%3D", b"<a ", b"\\'", b"a=", b"`", b"{", b"|",
+                        b"0.", b"e", b"--x ", b"\r\n"])
+    lines = b.split(b"\n")
+    at = rng.randrange(len(lines) + 1)
+    return b"\n".join(lines[:at] + [piece * (65_536 // len(piece)) + b"x", b"\n" * rng.randrange(0, 65_536)]
+                      + lines[at:])
+
+
 MUTATIONS: list[Callable[[random.Random, bytes], bytes]] = [
     _truncate, _flip, _invalid_utf8, _nuls, _line_ends, _ansi, _huge, _wrong_types, _nesting, _gzip, _overflow,
-    _controls, _prefixes, _redraws]
+    _controls, _prefixes, _redraws, _stamps, _duplicates, _secrets, _pathological]
 
 
 # Raw control characters that must not reach a terminal, Markdown or text output.
@@ -126,7 +181,7 @@ def run_case(seed: int, tmp: Path) -> str:
     """One seeded case -> "report" or "input_error"; raises on anything else (the bug the fuzz looks for)."""
     from diagnose.engine import diagnose
     from diagnose.parsers import InputError, parse
-    from diagnose.reports import document, html, markdown, terminal
+    from diagnose.reports import document, html, markdown, run_json, terminal
     from rich.console import Console
 
     rng = random.Random(seed)
@@ -144,12 +199,20 @@ def run_case(seed: int, tmp: Path) -> str:
         d = diagnose(model)
         doc = document.build(model, d)
         md = markdown.render(doc)
-        html.render(doc, [])
+        page = html.render(doc, [])
         buf = io.StringIO()
         terminal.render(doc, Console(file=buf, width=120, color_system=None, force_terminal=False))
         for name, text in (("markdown", md), ("terminal", buf.getvalue())):
             if (m := RAW_CONTROL.search(text)) is not None:
                 raise AssertionError(f"seed {seed} ({mutate.__name__}): raw {m.group(0)!r} in the {name} output")
+        if mutate is _secrets:
+            parsed = json.dumps(run_json.summary(model), default=str)
+            for name, text in (("markdown", md), ("html", page), ("terminal", buf.getvalue()),
+                               ("json", json.dumps(doc, default=str)), ("parse json", parsed)):
+                if SECRET_MARK in text:
+                    at = text.index(SECRET_MARK)
+                    raise AssertionError(f"seed {seed}: a planted secret in the {name} output: "
+                                         f"{text[max(0, at - 60):at + 20]!r}")
         return "report"
     finally:
         if hashlib.sha256(path.read_bytes()).hexdigest() != digest:
@@ -166,10 +229,12 @@ def main() -> int:
     outcomes: collections.Counter[str] = collections.Counter()
     by_mutation: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     failures: list[str] = []
+    slowest: dict[str, float] = {}  # per mutation, the longest case: a super-linear pattern shows here
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.seeds):
             name = MUTATIONS[seed % len(MUTATIONS)].__name__.lstrip("_")
+            case_start = time.perf_counter()
             try:
                 outcome = run_case(seed, Path(tmp))
             except Exception as e:  # noqa: BLE001 - the finding this script exists for
@@ -178,6 +243,7 @@ def main() -> int:
                 traceback.print_exc(limit=3)
             outcomes[outcome] += 1
             by_mutation[name][outcome] += 1
+            slowest[name] = max(slowest.get(name, 0.0), time.perf_counter() - case_start)
             if (seed + 1) % 500 == 0:
                 print(f"{seed + 1} cases, {dict(outcomes)}", file=sys.stderr, flush=True)
     wall = time.perf_counter() - start
@@ -187,11 +253,11 @@ def main() -> int:
              "a report or a one-line input error, never another exception; no raw control character in Markdown "
              "or terminal text; the input unchanged.", "",
              f"- reports: {outcomes['report']:,}", f"- input errors (exit 2): {outcomes['input_error']:,}",
-             f"- failures: {outcomes['failure']:,}", "", "| mutation | reports | input errors | failures |",
-             "|---|---:|---:|---:|"]
+             f"- failures: {outcomes['failure']:,}", "",
+             "| mutation | reports | input errors | failures | slowest case |", "|---|---:|---:|---:|---:|"]
     for name in sorted(by_mutation):
         c = by_mutation[name]
-        lines.append(f"| {name} | {c['report']} | {c['input_error']} | {c['failure']} |")
+        lines.append(f"| {name} | {c['report']} | {c['input_error']} | {c['failure']} | {slowest[name]:.2f} s |")
     if failures:
         lines += ["", "Failures:", ""] + [f"- {f}" for f in failures[:50]]
     text = "\n".join(lines) + "\n"

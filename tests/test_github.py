@@ -175,6 +175,21 @@ def test_a_post_of_65536_newlines_is_read_like_any_other(gh: StandIn) -> None:
     assert json.loads(r.stdout)["metrics"]["steps"]["p50_s"] == pytest.approx(0.121, rel=0.02)
 
 
+@pytest.mark.parametrize("junk", ["`" * 65_536, "<details>" * 10_000, "[" * 65_536, "~~~\n" * 20_000,
+                                  "https://" * 8_000, "| " * 30_000, "password=" * 7_000],
+                         ids=["backticks", "details", "brackets", "fences", "links", "table", "pairs"])
+def test_a_pathological_post_is_read_like_any_other(gh: StandIn, junk: str) -> None:
+    """Bodies built against the post's patterns (fences, details, links, tables, the redactor's pairs), then a
+    paste: the paste is read (benchmarks/bombs.py times such threads)."""
+    lines = [f"iter {i}: loss {4.5 - i / 100:.4f}, time {120 + (i % 3):.2f}ms, mfu {31.2:.2f}%" for i in range(40)]
+    gh.add_issue(16, "slow", "Why?", "kim")
+    gh.add_comment(16, junk + "\n\n" + _fence("\n".join(lines)), "lee")
+    r = cli(gh, "report", thread_url(gh, n=16), "-f", "json", "-o", "-")
+    assert r.returncode == 0, r.stderr
+    steps = [run["metrics"]["steps"] for run in json.loads(r.stdout).get("runs", [json.loads(r.stdout)])]
+    assert any(s["p50_s"] == pytest.approx(0.121, rel=0.02) for s in steps if s.get("p50_s")), steps
+
+
 def test_a_pull_request_conversation_and_a_gzip_attachment(gh: StandIn) -> None:
     data = gzip.compress((BASE / "train.log").read_bytes())
     gh.add_issue(11, "perf: faster all-reduce", f"Before: {gh.attach('before.log.gz', data)}", "erin", pull=True)
