@@ -7,7 +7,7 @@ from diagnose import changepoints, costs, goodput, hardware, stragglers
 from diagnose.findings import Finding, rank_key
 from diagnose.metrics import Metrics, compute
 from diagnose.planner import MEASURED_FRACTION, Plan, plan
-from diagnose.recommend import MEMORY_TIGHT, Recommendation, settle
+from diagnose.recommend import MEMORY_TIGHT, Headroom, Recommendation, settle
 from diagnose.rules import Ctx, load_all
 from diagnose.parsers.errors import fault
 from diagnose.parsers.facts import GPU_MEMORY_RANGE_GB
@@ -104,7 +104,7 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
     except Exception as e:  # noqa: BLE001 - pricing is one unit: its fault must not cost the findings
         faults.append(fault("the goodput account", e))
     findings.sort(key=rank_key)
-    findings, recommendation = settle(findings, model.facts, memory_tight(metrics, p))
+    findings, recommendation = settle(findings, model.facts, headroom(metrics, p))
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
                      next_steps(findings, metrics, model), tuple(faults), acc, cps, strag)
@@ -118,6 +118,15 @@ def _priced(findings: list[Finding], inputs: costs.Inputs) -> list[Finding]:
         c = costs.cost(declared, inputs) if declared else None
         out.append(replace(f, cost=c) if c is not None else f)
     return out
+
+
+def headroom(m: Metrics, p: Plan | None) -> Headroom:
+    """Whether a change may take more GPU memory: "tight" near the card's limit, "ok" with a measured peak on a
+    known card below it, "unknown" with nothing measured (recommend.py keeps such changes out of the patch)."""
+    if memory_tight(m, p):
+        return "tight"
+    measured = "mem_max" in m.utilization or (p is not None and m.peak_mem_gb is not None and bool(p.gpu_memory_gb))
+    return "ok" if measured else "unknown"
 
 
 def memory_tight(m: Metrics, p: Plan | None) -> bool:

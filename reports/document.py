@@ -46,8 +46,12 @@ class Redactor:
                 out = re.sub(r"\b(?:\d{1,3}\.){3}\d{1,3}\b", lambda m: self._alias(m.group(0)), out)
             return out
         if isinstance(value, dict):
+            # A Kubernetes Secret read as a config: its `data` / `stringData` are secrets whatever their keys.
+            secret_kind = self.enabled and value.get("kind") == "Secret"
             return {self(k) if isinstance(k, str) and self.redact_hosts else inert.text(k) if isinstance(k, str) else k:
-                    redact.MASK if self._secret_key(k, v) else self(v) for k, v in value.items()}
+                    redact.MASK if self._secret_key(k, v) or (self.enabled and v and (
+                        k == "stringData" or (secret_kind and k == "data"))) else self(v)
+                    for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self(v) for v in value]
         return value
