@@ -51,8 +51,18 @@ def _label(text: object) -> str:
     return '"' + re.sub(r"\s+", " ", s).strip()[:100] + '"'
 
 
+SIGNIFICANT = 4
+
+
 def _num(v: float) -> str:
-    return f"{v:.4g}"
+    """Four significant digits in plain decimal: mermaid's chart grammar takes no exponent (`5.556e-07` breaks
+    the block)."""
+    if v == 0 or not math.isfinite(v):
+        return "0"
+    digits = max(0, SIGNIFICANT - 1 - math.floor(math.log10(abs(v))))
+    text = f"{v:.{digits}f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text in ("", "-0") else text
 
 
 def _line(fig: go.Figure) -> str | None:

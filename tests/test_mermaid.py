@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import plotly.graph_objects as go
+import pytest
 
 import diagnose
 from conftest import SAMPLES
@@ -39,7 +40,7 @@ def test_a_long_series_is_bucketed_to_the_bound_and_keeps_its_level_shift() -> N
     values = [float(v) for v in re.search(r"line \[(.*)\]", block.text).group(1).split(", ")]  # type: ignore[union-attr]
     assert len(values) == mermaid.MAX_POINTS
     assert values[: mermaid.MAX_POINTS // 2 - 1] == [1.0] * (mermaid.MAX_POINTS // 2 - 1) and values[-1] == 2.0
-    assert 'x-axis "step" 1 --> 1e+05' in block.text
+    assert 'x-axis "step" 1 --> 100000' in block.text  # plain decimal: mermaid takes no exponent
 
 
 def test_labels_from_logs_cannot_break_the_block() -> None:
@@ -54,3 +55,25 @@ def test_png_images_replace_the_mermaid_blocks(tmp_path: Path) -> None:
     a.runs[0].document["images"] = [{"name": "step-time", "title": "Time per training step", "path": "x.png"}]
     md = a.render("md")
     assert "```mermaid" not in md and "![Time per training step](x.png)" in md
+
+
+@pytest.mark.parametrize("value,shown", [(5.556e-07, "0.0000005556"), (1234.5, "1234"), (0.1, "0.1"),
+                                         (-0.00042, "-0.00042"), (3.0, "3"), (2.5e9, "2500000000"), (0.0, "0")])
+def test_chart_numbers_are_plain_decimals(value: float, shown: str) -> None:
+    """Mermaid's xychart grammar has no exponent: `5.556e-07` made 8 of 98 sample charts fail to render (issue 31)."""
+    from diagnose.reports.mermaid import _num
+
+    assert _num(value) == shown
+
+
+def test_no_sample_chart_writes_an_exponent() -> None:
+    from diagnose.engine import diagnose
+    from diagnose.parsers import parse
+
+    blocks = []
+    for run in sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts}):
+        model = parse([str(run)])
+        blocks += mermaid.blocks(charts.figures(model, diagnose(model)))
+    assert len(blocks) >= 40
+    numbers = re.compile(r"(?<![\w.])-?\d[\d.]*[eE][-+]?\d+")
+    assert not [b.text for b in blocks if numbers.search(b.text)]
