@@ -190,14 +190,12 @@ def _fit(lead: str, figures: list[str], tail: str) -> str:
     return (lead + tail)[: HEADLINE_MAX - 1] + "…"
 
 
-def _loss(findings: list[Finding]) -> str:
-    """`; about 0.4 GPU-hours, 37% of the run, lost to <finding>`: the largest measured loss (issue 23)."""
-    priced = [f for f in findings if f.cost is not None and (f.cost.share is None or f.cost.share >= LOSS_SHOWN)]
-    if not priced:
+def _loss(cause: Finding) -> str:
+    """`; about 0.4 GPU-hours (37% of the run) lost to <measure>`: the headline cause's own measured loss, or
+    nothing (issue 31: another finding's cost beside this cause's title would read as its price)."""
+    c = cause.cost
+    if c is None or (c.share is not None and c.share < LOSS_SHOWN):
         return ""
-    top = max(priced, key=lambda f: f.cost.lost_s)  # type: ignore[union-attr]
-    c = top.cost
-    assert c is not None
     amount = f"about {c.gpu_hours:.2g} {c.unit}" if c.gpu_hours is not None else f"about {c.lost_s / 60:.2g} min"
     share = f" ({c.share:.0%} of the run)" if c.share is not None else ""  # no span without line timestamps
     return f"; {amount}{share} lost to {costs.LABELS[c.measure]}"
@@ -223,7 +221,7 @@ def verdict(findings: list[Finding], m: Metrics, picture: str | None) -> str:
     figures = _figures(m)
     if explaining:
         return _fit(f"Most likely cause: {explaining[0].title}", figures,
-                    _loss(findings) + _more(len(explaining) - 1, len(tuning)))
+                    _loss(explaining[0]) + _more(len(explaining) - 1, len(tuning)))
     if tuning:
         return _fit("No cause of a slowdown found", figures, _more(0, len(tuning)))
     if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):

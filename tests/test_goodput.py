@@ -318,3 +318,22 @@ def test_every_timestamped_account_of_the_corpus_adds_up() -> None:
                 assert check_sum(acc) <= 0.02, name
                 checked += 1
     assert checked >= 21  # the samples have 21 with line timestamps; the real corpus adds 15 when beside the checkout
+
+
+def test_the_headline_names_only_its_own_causes_cost() -> None:
+    """Issue 31, must 4: a cost beside the headline cause's title is that cause's own (the seed's launch-blocking
+    cause once carried the communication finding's 0.76 GPU-hours; allocator_flush the input finding's)."""
+    from diagnose import costs
+    from diagnose.engine import diagnose
+    from diagnose.parsers import parse
+
+    seen = 0
+    for run in sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts}):
+        model = parse([str(run)])
+        d = diagnose(model)
+        top = next((f for f in d.findings if f.explains_slowdown and f.severity != "info"), None)
+        if top is None or " lost to " not in d.verdict:
+            continue
+        seen += 1
+        assert top.cost is not None and f"lost to {costs.LABELS[top.cost.measure]}" in d.verdict, (run, d.verdict)
+    assert seen >= 3
