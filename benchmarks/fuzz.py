@@ -13,12 +13,13 @@ import gzip
 import hashlib
 import io
 import json
+import multiprocessing
+import os
 import random
 import re
 import sys
 import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -220,9 +221,21 @@ def run_case(seed: int, tmp: Path) -> str:
         path.unlink()
 
 
+def _timed_case(seed: int) -> tuple[int, str, float, str]:
+    """One case in a worker process: (seed, outcome, seconds, the failure's line or "")."""
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            return seed, run_case(seed, Path(tmp)), time.perf_counter() - start, ""
+        except Exception as e:  # noqa: BLE001 - the finding this script exists for
+            first = str(e).splitlines()[0][:200] if str(e) else ""
+            return seed, "failure", time.perf_counter() - start, f"{type(e).__name__}: {first}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=10_000)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: the cores)")
     ap.add_argument("--write", type=Path, default=None, help="write the figures as Markdown here (docs/fuzz.md)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -231,24 +244,21 @@ def main() -> int:
     failures: list[str] = []
     slowest: dict[str, float] = {}  # per mutation, the longest case: a super-linear pattern shows here
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(args.seeds):
+    with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+        for done, (seed, outcome, seconds, failure) in enumerate(pool.imap_unordered(_timed_case, range(args.seeds),
+                                                                                     chunksize=20), 1):
             name = MUTATIONS[seed % len(MUTATIONS)].__name__.lstrip("_")
-            case_start = time.perf_counter()
-            try:
-                outcome = run_case(seed, Path(tmp))
-            except Exception as e:  # noqa: BLE001 - the finding this script exists for
-                outcome = "failure"
-                failures.append(f"seed {seed} ({name}): {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
-                traceback.print_exc(limit=3)
+            if failure:
+                failures.append(f"seed {seed} ({name}): {failure}")
+                print(failure, file=sys.stderr, flush=True)
             outcomes[outcome] += 1
             by_mutation[name][outcome] += 1
-            slowest[name] = max(slowest.get(name, 0.0), time.perf_counter() - case_start)
-            if (seed + 1) % 500 == 0:
-                print(f"{seed + 1} cases, {dict(outcomes)}", file=sys.stderr, flush=True)
+            slowest[name] = max(slowest.get(name, 0.0), seconds)
+            if done % 500 == 0:
+                print(f"{done} cases, {dict(outcomes)}", file=sys.stderr, flush=True)
     wall = time.perf_counter() - start
     lines = [f"# Fuzzing: {args.seeds:,} seeded inputs", "",
-             f"`python benchmarks/fuzz.py --seeds {args.seeds}`: {wall:.0f} s. Each case is a sample log or config "
+             f"`python benchmarks/fuzz.py --seeds {args.seeds}` ({args.jobs} worker processes): {wall:.0f} s. Each case is a sample log or config "
              "mutated one way, read, diagnosed and rendered (JSON document, Markdown, HTML, terminal text). Bar: "
              "a report or a one-line input error, never another exception; no raw control character in Markdown "
              "or terminal text; the input unchanged.", "",
