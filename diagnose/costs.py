@@ -3,7 +3,7 @@ what the fix would save, with the arithmetic shown. A rule names the measures it
 a measure the logs cannot give (no timers, no clock) leaves the finding unpriced, never guessed."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from diagnose.changepoints import ChangePoints
@@ -115,8 +115,10 @@ LABELS = {"stalls": "stalls", "data wait": "waiting for data", "communication": 
           "slowdown": "the slowdown", "straggler wait": "waiting for the slowest rank", "skipped steps": "skipped steps"}
 
 
-def cost(measures: tuple[str, ...], x: Inputs) -> Cost | None:
-    """The first of a rule's measures the run can give."""
+def cost(measures: tuple[str, ...], x: Inputs, data: Mapping[str, object] | None = None) -> Cost | None:
+    """The first of a rule's measures the run can give. Where the finding says how much traffic its fix leaves
+    (`data["traffic_gb_per_step"]`: before, after), what the fix saves of the communication is that share, not all
+    of it (ZeRO-3 -> ZeRO-1 still all-reduces the gradients)."""
     acc = x.account
     for name in measures:
         got = MEASURES[name](x)
@@ -126,6 +128,15 @@ def cost(measures: tuple[str, ...], x: Inputs) -> Cost | None:
         hours = acc.gpu_hours(lost)
         if hours is not None:
             arithmetic += f" = {hours:.2f} {acc.hours_unit}"
+        traffic = (data or {}).get("traffic_gb_per_step")
+        if name in ("communication", "socket communication") and isinstance(traffic, tuple) and len(traffic) == 2 \
+                and all(isinstance(v, (int, float)) for v in traffic) and traffic[0] > 0:
+            kept = min(1.0, max(0.0, traffic[1] / traffic[0]))
+            saved = saved * (1.0 - kept)
+            saves = acc.gpu_hours(saved)
+            arithmetic += (f"; the fix leaves {traffic[1]:.1f} of {traffic[0]:.1f} GB per GPU per step, so it saves "
+                           f"{1.0 - kept:.0%} of that: {saved:.0f} s"
+                           + (f" = {saves:.2f} {acc.hours_unit}" if saves is not None else ""))
         return Cost(measure=name, lost_s=lost, gpu_hours=hours, per_1000_steps=per_step_hours(acc, lost),
                     share=lost / acc.span_s if acc.span_s else None, saves_gpu_hours=acc.gpu_hours(saved),
                     arithmetic=arithmetic, unit=acc.hours_unit)

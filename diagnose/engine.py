@@ -115,7 +115,7 @@ def _priced(findings: list[Finding], inputs: costs.Inputs) -> list[Finding]:
     out = []
     for f in findings:
         declared = rules[f.id].costs if f.id in rules else ()
-        c = costs.cost(declared, inputs) if declared else None
+        c = costs.cost(declared, inputs, f.data) if declared else None
         out.append(replace(f, cost=c) if c is not None else f)
     return out
 

@@ -337,3 +337,14 @@ def test_the_headline_names_only_its_own_causes_cost() -> None:
         seen += 1
         assert top.cost is not None and f"lost to {costs.LABELS[top.cost.measure]}" in d.verdict, (run, d.verdict)
     assert seen >= 3
+
+
+def test_what_a_fix_saves_is_the_traffic_it_removes() -> None:
+    """Issue 31, must 4: ZeRO-3 -> ZeRO-1 on the seed still all-reduces the gradients, so the fix saves the traffic
+    difference (the planner's 62.5 -> 10.4 GB per GPU per step), not all communication."""
+    doc = json.loads(diagnose.analyse(SAMPLES / "synthetic" / "seed_zero3_launch_blocking").render("json"))
+    f = next(x for x in doc["findings"] if x["id"] == "grad-accum-zero-traffic")
+    before, after = f["data"]["traffic_gb_per_step"]
+    assert after < before and f["cost"]["saves_gpu_hours"] == pytest.approx(
+        f["cost"]["gpu_hours"] * (1 - after / before), rel=1e-6)
+    assert "so it saves" in f["cost"]["arithmetic"]

@@ -2,11 +2,17 @@
 (causes.md C2, C11, C12, C13, C16, C17)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
 
 from diagnose import stragglers
 from diagnose.metrics import Metrics
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
+
+if TYPE_CHECKING:
+    from diagnose.parsers.facts import RunFacts
+    from diagnose.planner import Plan
 
 COMM_BOUND_SHARE = 0.4  # allreduce > 40% of the timed step: compute cannot hide it (causes.md C2/C12, HTA's
 #                         "communication-dominated" kernel breakdown)
@@ -325,12 +331,30 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
         severity="warning",
         confidence="high",
         explains_slowdown=explains,
+        data={"traffic_gb_per_step": traffic} if (traffic := _traffic(f, plan, target, changes)) else {},
         summary=f"ZeRO-{f.zero_stage} with {f.grad_accum_steps} accumulation steps communicates in every "
                 f"micro-step: {f.grad_accum_steps}x the gradient traffic of ZeRO-1/DDP per optimizer step.",
         evidence=tuple(ev),
         fix=Fix(_accum_fix(target, fits_zero1, plan), tuple(changes),
                 f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step."),
     )
+
+
+def _traffic(f: RunFacts, plan: Plan | None, target: int, changes: list[Change]) -> tuple[float, float] | None:
+    """Per GPU per step, the traffic of the configured stage and of what the fix leaves: the planner's rows for a
+    stage change; the accumulation ratio for fewer, larger micro-steps (ZeRO-2/3 reduce once per micro-step)."""
+    if plan is None:
+        return None
+    now = next((s for s in plan.stages if s.stage == f.zero_stage and s.offload is None), None)
+    if now is None or not now.comm_gb_per_step:
+        return None
+    if any(c.key == "zero_optimization.stage" and c.after != f.zero_stage for c in changes):
+        to = next((s for s in plan.stages if s.stage == target and s.offload is None), None)
+        return (now.comm_gb_per_step, to.comm_gb_per_step) if to and to.comm_gb_per_step is not None else None
+    accum = next((c.after for c in changes if c.key == "gradient_accumulation_steps"), None)
+    if isinstance(accum, int) and f.grad_accum_steps:
+        return now.comm_gb_per_step, now.comm_gb_per_step * accum / f.grad_accum_steps
+    return None
 
 
 def _accum_fix(target: int, fits_zero1: bool, plan: object) -> str:
