@@ -192,7 +192,7 @@ def trainer_state_steps(state: dict[str, Any], source_id: int) -> pl.DataFrame:
     frame = pl.DataFrame(rows, schema={"global_step": pl.Int64, "epoch": pl.Float64, "loss": pl.Float64,
                                        "lr": pl.Float64, "grad_norm": pl.Float64, "train_runtime_s": pl.Float64,
                                        "samples_per_sec": pl.Float64, "origin": pl.String})
-    return frame.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))
+    return frame.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source"))
 
 
 def _float(value: Any) -> float | None:

@@ -100,7 +100,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
     # The hint runs on the rows still without a stamp only (a regex without a literal to skip to costs a scan).
     ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(_ANY_STAMP_HINT)),
                lambda idx: _other_stamps(text.gather(idx)))
-    source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt16)
+    source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt32)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
                               host.alias("node"), ts.alias("ts"), mark.alias("_mark"))
 
@@ -473,14 +473,14 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     # Lines no anchored kind claimed that may state a quantity in words (parsers/prose.py), read once the source is.
     anchorless = anchored.filter(pl.col("anchor").is_null())
     said = prose.candidates(anchorless if source_id is None else
-                            anchorless.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source")))
+                            anchorless.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source")))
     out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
     # Lines no anchored kind claimed that hold a number: their templates are learned once the source is read
     # (parsers/templates.py); the general progress kind's rows on them may give way to a learned stream.
     free = anchorless.filter(pl.col("text").str.contains(r"\d"))
     if free.height:
         if source_id is not None:
-            free = free.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))
+            free = free.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source"))
         mined, tpls = mine(free)
         # Rank and time only for the lines that may be a stream's (the prefixes' patterns cost a pass each).
         mined = with_prefix(mined, source_id, node=False).select(*MINED_SCHEMA)
@@ -500,7 +500,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     marked = [_ranks_seen(anchored.filter(pl.col("anchor").is_null()), source_id)]
     if tagged.height:
         top = tagged.filter(pl.col("_mark").is_not_null()).select("source", "line", pl.col("_mark").alias("rank"))
-        marked.append(top.select(pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32), "rank"))
+        marked.append(top.select(pl.col("source").cast(pl.UInt32), pl.col("line").cast(pl.UInt32), "rank"))
     out["_ranks"] = [max_ranks(marked)]
     out["_faults"] = [pl.DataFrame({"fault": faults}, schema={"fault": pl.String})]
     return out
@@ -532,7 +532,7 @@ RANK_MARKS = ("[Rank ", "[rank", "]<std")
 RANK_MARK_RE = r"\[Rank (\d{1,6})\]|\[rank(\d{1,6})\]:|\[\d+,(\d{1,6})\]<std(?:out|err)>"
 
 
-RANKS_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "rank": pl.Int32}
+RANKS_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32}
 
 
 def _ranks_seen(lines: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
@@ -557,8 +557,8 @@ def _ranks_seen(lines: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
     if found.height == 0:
         return empty
     if source_id is not None:
-        found = found.with_columns(pl.lit(source_id, dtype=pl.UInt16).alias("source"))
-    return max_ranks([found.select(pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32),
+        found = found.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source"))
+    return max_ranks([found.select(pl.col("source").cast(pl.UInt32), pl.col("line").cast(pl.UInt32),
                                    pl.col("_rank").alias("rank"))])
 
 
@@ -571,7 +571,7 @@ def max_ranks(parts: list[pl.DataFrame]) -> pl.DataFrame:
     rows = pl.concat(parts) if len(parts) > 1 else parts[0]
     top = pl.col("rank").max()
     return rows.group_by("source").agg(pl.col("line").filter(pl.col("rank") == top).min(), top).select(
-        pl.col("source").cast(pl.UInt16), pl.col("line").cast(pl.UInt32), pl.col("rank").cast(pl.Int32))
+        pl.col("source").cast(pl.UInt32), pl.col("line").cast(pl.UInt32), pl.col("rank").cast(pl.Int32))
 
 
 def ranks_fact_rows(ranks: pl.DataFrame) -> pl.DataFrame:

@@ -277,7 +277,7 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
     lines = lines_frame(data, stats) if data else pl.DataFrame(schema={"line": pl.UInt32, "text": pl.String})
     # Files with no lines own no start: the last file starting at or before a line is its file.
     file = starts.search_sorted(lines["line"] - 1, side="right").cast(pl.Int64) - 1
-    lines = lines.with_columns((pl.lit(first_source, pl.Int64) + file).cast(pl.UInt16).alias("source"),
+    lines = lines.with_columns((pl.lit(first_source, pl.Int64) + file).cast(pl.UInt32).alias("source"),
                                (pl.col("line") - starts.gather(file)).alias("line")).select("source", "line", "text")
     extracted = extract_chunk(lines, None)
     used_lines = extracted.pop("_lines")[0]

@@ -77,7 +77,7 @@ COMM_WORDS = re.compile(r"nccl|all_?reduce|all-reduce|allgather|all_gather|reduc
 _SHARE_WORDS = {"half": 0.5, "a third": 1 / 3, "a quarter": 0.25}
 
 # the stated frame's own columns (parsers/schema.py), behind the two that place a row
-STATED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, **{c: t for c, (t, _) in FRAMES["stated"].items()}}
+STATED_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, **{c: t for c, (t, _) in FRAMES["stated"].items()}}
 
 
 def candidates(rows: pl.DataFrame) -> pl.DataFrame:

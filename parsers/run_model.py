@@ -181,7 +181,7 @@ def _take_learned(learned: Learned, acc: _Acc, renumber: dict[int, int] | None =
     for lines in learned.lines:
         if renumber is not None:
             lines = lines.filter(pl.col("source").is_in(list(renumber))).with_columns(
-                pl.col("source").replace_strict(renumber, return_dtype=pl.UInt16))
+                pl.col("source").replace_strict(renumber, return_dtype=pl.UInt32))
         acc.stream_lines.append(lines)
 
 
@@ -473,7 +473,7 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
         acc.blocks.append((final[first + i], result.blocks[i]))
         _comms_from_table(result.blocks[i], final[first + i], acc)
         _embedded(plain_text(small.data.decode("utf-8")), final[first + i], acc)
-    renumber = pl.col("source").replace_strict(final, return_dtype=pl.UInt16)
+    renumber = pl.col("source").replace_strict(final, return_dtype=pl.UInt32)
     _take_learned(result.learned, acc, final)
     if result.ranks is not None and result.ranks.height:
         kept = result.ranks.filter(pl.col("source").is_in(list(final)))
@@ -495,7 +495,7 @@ def _comms_from_table(blocks: Blocks, source_id: int, acc: _Acc) -> None:
         if rows:
             where = blocks.where.get(origin, (source_id, 0))
             frame = pl.DataFrame(rows).with_columns(
-                pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
+                pl.lit(source_id, dtype=pl.UInt32).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
                 pl.lit(origin).alias("origin"))
             acc.parts.setdefault("comms", []).append(frame)
 

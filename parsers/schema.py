@@ -1,7 +1,7 @@
 """The run model's frames: one documented schema each. Every parser output is cast to these.
 
 Columns shared by every frame that comes from a log line:
-  source  UInt16    index into RunModel.sources (the file, URL or stdin the line came from)
+  source  UInt32    index into RunModel.sources (the file, URL or stdin the line came from)
   line    UInt32    1-based physical line number in that source (tqdm redraws on one line share it)
   rank    Int32     the rank that printed it, where a prefix (`[Rank N]`, `[rank0]:`, `[default3]:`, `[1,0]<stdout>:`,
                     Slurm `3: `) tells; null otherwise
@@ -14,7 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 BASE: dict[str, pl.DataType | type[pl.DataType]] = {
-    "source": pl.UInt16,
+    "source": pl.UInt32,
     "line": pl.UInt32,
     "rank": pl.Int32,
     "node": pl.Categorical,

@@ -153,9 +153,9 @@ def _prune(out: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     return out.join(drop, on=["source", "tid"], how="anti") if drop.height else out
 
 
-MINED_SCHEMA = {"source": pl.UInt16, "line": pl.UInt32, "rank": pl.Int32, "ts": pl.Datetime("ms"), "tid": pl.UInt64,
+MINED_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32, "ts": pl.Datetime("ms"), "tid": pl.UInt64,
                 "vals": pl.List(pl.Float64)}
-TEMPLATES_SCHEMA = {"source": pl.UInt16, "tid": pl.UInt64, "template": pl.String, "sample": pl.String, "clocks": pl.String,
+TEMPLATES_SCHEMA = {"source": pl.UInt32, "tid": pl.UInt64, "template": pl.String, "sample": pl.String, "clocks": pl.String,
                     "n": pl.UInt32}
 
 

@@ -213,7 +213,7 @@ def system_frame(stats: list[dict[str, Any]], source_id: int) -> pl.DataFrame:
                          orient="row")
     return frame.with_columns(
         pl.from_epoch((pl.col("_t") * 1000).cast(pl.Int64, strict=False), time_unit="ms").alias("ts"),
-        pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit("wandb_stats").alias("origin"),
+        pl.lit(source_id, dtype=pl.UInt32).alias("source"), pl.lit("wandb_stats").alias("origin"),
     ).drop("_t")
 
 
@@ -242,7 +242,7 @@ def steps_frame(history: pl.DataFrame, source_id: int) -> pl.DataFrame:
     return out.with_columns(
         pl.col("global_step").cast(pl.Int64, strict=False),
         pl.from_epoch((pl.col("_timestamp") * 1000).cast(pl.Int64, strict=False), time_unit="ms").alias("ts"),
-        pl.lit(source_id, dtype=pl.UInt16).alias("source"), pl.lit("wandb_history").alias("origin"),
+        pl.lit(source_id, dtype=pl.UInt32).alias("source"), pl.lit("wandb_history").alias("origin"),
     ).drop("_timestamp")
 
 

@@ -16,7 +16,7 @@ from diagnose.scaling import compare
 
 def _stated(*lines: str) -> pl.DataFrame:
     rows = pl.DataFrame({"source": [0] * len(lines), "line": list(range(1, len(lines) + 1)), "text": list(lines)},
-                        schema={"source": pl.UInt16, "line": pl.UInt32, "text": pl.String})
+                        schema={"source": pl.UInt32, "line": pl.UInt32, "text": pl.String})
     return prose.read(prose.candidates(rows))
 
 
