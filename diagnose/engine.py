@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from diagnose import changepoints, costs, goodput, hardware, stragglers
-from diagnose.findings import Finding, rank_key
+from diagnose.findings import Finding, causes_first, rank_key
 from diagnose.metrics import Metrics, compute
 from diagnose.planner import MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Headroom, Recommendation, settle
@@ -104,6 +104,7 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
     except Exception as e:  # noqa: BLE001 - pricing is one unit: its fault must not cost the findings
         faults.append(fault("the goodput account", e))
     findings.sort(key=rank_key)
+    findings = causes_first(findings, {r.id: r.symptoms for r in load_all().values() if r.symptoms})
     findings, recommendation = settle(findings, model.facts, headroom(metrics, p))
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,

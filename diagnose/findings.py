@@ -63,7 +63,21 @@ class Finding:
 
 
 def rank_key(f: Finding) -> tuple[int, int, float, int, str]:
-    """Findings that explain the slowdown first, then by severity; within a severity, those with a measured cost
-    by that cost, largest first (issue 23); then confidence."""
+    """Findings that explain the slowdown first (an info-level one never leads: it is context, issue 31), then by
+    severity; within a severity, those with a measured cost by that cost, largest first (issue 23); then
+    confidence."""
     cost = -f.cost.lost_s if f.cost is not None else 0.0
-    return (0 if f.explains_slowdown else 1, SEVERITY_ORDER[f.severity], cost, CONFIDENCE_ORDER[f.confidence], f.id)
+    leads = f.explains_slowdown and f.severity != "info"
+    return (0 if leads else 1, SEVERITY_ORDER[f.severity], cost, CONFIDENCE_ORDER[f.confidence], f.id)
+
+
+def causes_first(findings: list[Finding], symptoms: dict[str, tuple[str, ...]]) -> list[Finding]:
+    """Each finding whose rule declares others as its symptoms moved just above the first of them that ranks higher:
+    the cause leads what it brings about, and the rest keeps its order."""
+    out = list(findings)
+    for cause in [f for f in findings if symptoms.get(f.id)]:
+        at = out.index(cause)
+        above = [i for i, f in enumerate(out[:at]) if f.id in symptoms[cause.id]]
+        if above:
+            out.insert(above[0], out.pop(at))
+    return out

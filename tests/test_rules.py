@@ -282,3 +282,22 @@ def test_a_qlora_run_computes_in_its_quantization_dtype() -> None:
     assert precision({"quantization_config": {"load_in_8bit": True}}) == "fp16"
     assert precision({"quantization_config": {"load_in_4bit": False}}) == "fp32"
     assert precision({}) == "fp32"
+
+
+def test_a_cause_ranks_above_its_symptom_and_info_never_leads() -> None:
+    """Issue 31, must 7: the pipeline bubble leads the send/recv waits it causes (comm-bound), and an info-level
+    finding that explains some of the time does not lead a warning."""
+    from diagnose.findings import Finding, rank_key
+
+    model = parse([str(SAMPLES / "synthetic" / "pipeline_bubble")])
+    d = diagnose(model)
+    ids = [f.id for f in d.findings]
+    assert ids.index("pipeline-bubble") < ids.index("comm-bound") and d.verdict.startswith(
+        "Most likely cause: Pipeline stages sit idle")
+
+    def made(fid: str, severity: str, explains: bool) -> Finding:
+        return Finding(id=fid, title=fid, severity=severity, confidence="high",  # type: ignore[arg-type]
+                       explains_slowdown=explains, summary="")
+
+    ranked = sorted([made("context", "info", True), made("tuning", "warning", False)], key=rank_key)
+    assert [f.id for f in ranked] == ["tuning", "context"]

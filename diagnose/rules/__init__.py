@@ -69,17 +69,20 @@ class Rule:
     # What the rule's cause cost, as measures of the goodput account (diagnose/goodput.py MEASURES); () where the logs
     # cannot price it (a switch left on has no run without it to compare against).
     costs: tuple[str, ...] = ()
+    # Rules whose findings this rule's cause brings about (the bubble makes pipeline stages wait on send/recv, which
+    # comm-bound sees as communication): where both fire, this one ranks above them (issue 31).
+    symptoms: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, Rule] = {}
 
 
 def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str, drivers: tuple[str, ...],
-         scenario: str, costs: tuple[str, ...] = ()) -> Callable[[Any], Any]:
+         scenario: str, costs: tuple[str, ...] = (), symptoms: tuple[str, ...] = ()) -> Callable[[Any], Any]:
     def register(fn: Callable[[Ctx], Finding | None]) -> Callable[[Ctx], Finding | None]:
         assert id not in REGISTRY, id
         REGISTRY[id] = Rule(id=id, title=title, detects=detects, why=why, evidence=evidence, fix=fix,
-                            drivers=drivers, scenario=scenario, check=fn, costs=costs)
+                            drivers=drivers, scenario=scenario, check=fn, costs=costs, symptoms=symptoms)
         return fn
     return register
 

@@ -23,7 +23,8 @@ def bubble_fraction(stages: int, micro_batches: int) -> float:
                "global batch (arguments or launch flags).",
       fix="More micro-batches per step (a larger global batch, or a smaller micro-batch at the same global batch), "
           "the interleaved schedule (--num-layers-per-virtual-pipeline-stage), or fewer pipeline stages.",
-      drivers=("pipeline_parallel", "grad_accum_steps"), scenario="synthetic/pipeline_bubble")
+      drivers=("pipeline_parallel", "grad_accum_steps"), scenario="synthetic/pipeline_bubble",
+      symptoms=("comm-bound",))
 def pipeline_bubble(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     p = f.pipeline_parallel or 1
