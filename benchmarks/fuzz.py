@@ -258,8 +258,8 @@ def main() -> int:
                 print(f"{done} cases, {dict(outcomes)}", file=sys.stderr, flush=True)
     wall = time.perf_counter() - start
     lines = [f"# Fuzzing: {args.seeds:,} seeded inputs", "",
-             f"`python benchmarks/fuzz.py --seeds {args.seeds}` ({args.jobs} worker processes): {wall:.0f} s. Each case is a sample log or config "
-             "mutated one way, read, diagnosed and rendered (JSON document, Markdown, HTML, terminal text). Bar: "
+             f"`python benchmarks/fuzz.py --seeds {args.seeds}` ({args.jobs} worker processes): {wall:.0f} s. "
+             "Each case is a sample log or config mutated one way, read, diagnosed and rendered (JSON document, Markdown, HTML, terminal text). Bar: "
              "a report or a one-line input error, never another exception; no raw control character in Markdown "
              "or terminal text; the input unchanged.", "",
              f"- reports: {outcomes['report']:,}", f"- input errors (exit 2): {outcomes['input_error']:,}",

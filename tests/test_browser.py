@@ -10,7 +10,8 @@ import pytest
 from conftest import SAMPLES, run_cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (tests/install_chromium.py installs it as root)")
+NO_CHROMIUM = "Debian's chromium is not installed (tests/install_chromium.py installs it as root)"
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 
 
 @pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "ds_zero1_ga2_torchrun", "two runs",

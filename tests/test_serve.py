@@ -24,6 +24,7 @@ from conftest import ROOT, SAMPLES, run_cli
 SEED = SAMPLES / "synthetic" / "seed_zero3_launch_blocking"
 SEED_FILES = [SEED / "slurm-1234.out", SEED / "ds_config.json", SEED / "train.sh"]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+NO_CHROMIUM = "Debian's chromium is not installed (tests/install_chromium.py installs it as root)"
 
 
 def _free_port() -> int:
@@ -219,7 +220,7 @@ def test_a_full_queue_is_refused_and_health_answers_while_busy(tmp_path: Path) -
     assert health.status_code == 200 and health_s < 2.0
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (tests/install_chromium.py installs it as root)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_page_uploads_and_shows_the_report_in_chromium(tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     with server(tmp_path) as base, playwright.sync_playwright() as p:
@@ -319,7 +320,7 @@ def test_a_trickling_body_times_out_and_a_broken_multipart_is_400(tmp_path: Path
         assert garbage.status_code == 400, garbage.text
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (tests/install_chromium.py installs it as root)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_page_with_a_token_and_an_oversize_upload_in_chromium(tmp_path: Path) -> None:
     """With --token the page sends it and shows the stored report fetched with it; an upload over the limit is
     refused by the page before a byte is sent (the access log shows no POST)."""
