@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+from urllib.parse import quote, unquote
 
 from diagnose.parsers.credentials import is_secret_name
 
@@ -77,9 +78,8 @@ _PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in (
     # A webhook URL is its own credential: everything after the hook's path word (Slack's /services/, Discord's
     # /api/webhooks/, Teams' /webhookb2/, any hooks.* host).
     r"(?i)(?<=://)((?:[\w-]+\.)*hooks?\.[\w.-]+/|[^\s/]+/(?:[^\s/]+/)*?(?:web)?hooks?\w*/)[^\s'\"<>)\]]+",
-    # Passwords given to the usual short flags.
+    # mysql's and sshpass's `-p`, the password attached to it too (`-pX`); any other tool's `-p X`: _password_flags.
     r"(?i)\b((?:sshpass|mysql\w*|mariadb\w*)\b[^\n|;&]*?\s-p\s?)(?![\s$])[^\s'\"]+",
-    r"(?i)\b(redis-cli\b[^\n|;&]*?\s-a\s+)[^\s'\"]+",
     # `user:pass`, `user%pass` (smbclient), `user,pass` (lftp) given to a user or auth flag of any tool; a numeric
     # `uid:gid` is not a password.
     r"(?i)((?<![\w-])(?:-u|-U|--user|--username|--auth|--creds|--credentials|--login)(?:=|[ \t]+)['\"]?"
@@ -137,13 +137,18 @@ MIN_RANDOM_LOWER = 24  # lower case and digits only (base36 keys) need more leng
 _NOT_SECRET_VALUE = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|\$\{?\w+\}?")
 
 
+def _hides_nothing(value: str) -> bool:
+    """A value with nothing to mask: a function word, a boolean, a number, a reference, or already masked."""
+    value = value.strip()
+    return (value.lower() in _NOT_A_VALUE or value.startswith(MASK[:-1]) or MASK in value
+            or _NOT_SECRET_VALUE.fullmatch(value) is not None)
+
+
 def _masked(m: re.Match[str], secret: bool, groups: tuple[int, ...]) -> str:
     if not secret:
         return m.group(0)
     group = next((g for g in groups if m.group(g) is not None), None)
-    value = m.group(group).strip() if group is not None else ""
-    if (value.lower() in _NOT_A_VALUE or value.startswith(MASK[:-1])  # nothing to hide, or already hidden
-            or _NOT_SECRET_VALUE.fullmatch(value)):
+    if _hides_nothing(m.group(group) if group is not None else ""):
         return m.group(0)
     start, end = m.span(group)
     return m.string[m.start():start] + MASK + m.string[end:m.end()]
@@ -248,10 +253,12 @@ _FLAG_NOT_A_PASSWORD = frozenset({
     "ulimit", "uname", "free", "df", "du", "srun", "sbatch", "salloc", "squeue", "#sbatch", "pdsh", "clush", "pdcp",
     "docker-run", "nvidia-smi", "read", "git", "bash", "sh", "set", "patch", "diff", "taskset", "numactl", "date",
     "touch", "chmod", "chown", "find", "lsof", "netstat", "ss", "ping", "iperf", "iperf3", "htop", "watch", "zcat",
+    # a training launch line's short flags are its options (the launch script is what a report's diff quotes)
+    "python", "python3", "torchrun", "deepspeed", "accelerate", "mpirun", "horovodrun", "jsrun", "aprun", "pip",
 })
 _SEGMENT = re.compile(r"[^\n|;&]+")
 _COMMAND_WORD = re.compile(r"[ \t]*(?:(?:sudo|env|exec|time|nohup)[ \t]+|[A-Za-z_]\w*=\S*[ \t]+)*(\S+)")
-_PORT_OR_PATH = re.compile(r"[\d:.,\[\]-]+|[./~].*|.*/.*|\$.*")
+_PORT_OR_PATH = re.compile(r"[\d:.,\[\]-]+|[./~].*|.*/.*|\$.*|[\w-]+\.[A-Za-z]{1,5}")  # ... or a file name
 
 
 def _password_flags(s: str) -> str:
@@ -262,6 +269,7 @@ def _password_flags(s: str) -> str:
         text = m.group(0)
         word = _COMMAND_WORD.match(text)
         tool = word.group(1).rsplit("/", 1)[-1].lower() if word else ""
+        tool = "python" if re.fullmatch(r"python[\d.]*", tool) else tool
         if tool in _FLAG_NOT_A_PASSWORD or (tool == "docker" and re.match(r"\s*docker\s+(?:run|create|exec)", text)):
             return text
         return _SHORT_PASSWORD_FLAG.sub(lambda f: f.group(0) if _PORT_OR_PATH.fullmatch(f.group(2)) or
@@ -279,12 +287,9 @@ _DECODED_PAIR = re.compile(r"([A-Za-z_][\w.-]*)=(?=([^\s&'\"]+))")  # a value ma
 def _encoded_pairs(s: str) -> str:
     if not _ENCODED_HINT.search(s):
         return s
-    from urllib.parse import quote, unquote
-
     for m in _DECODED_PAIR.finditer(unquote(s)):
         value = m.group(2)
-        if (len(value) < 4 or not is_secret_name(m.group(1)) or value.lower() in _NOT_A_VALUE or MASK in value
-                or _NOT_SECRET_VALUE.fullmatch(value)):
+        if len(value) < 4 or not is_secret_name(m.group(1)) or _hides_nothing(value):
             continue
         for form in sorted({quote(value, safe=""), quote(value), value}, key=len, reverse=True):
             s = s.replace(form, MASK)
@@ -299,15 +304,17 @@ _QUOTED_SEQUENCE = re.compile(r"([\"'])(-{0,2}[A-Za-z_][\w.-]*)\1\s*,\s*(?=([\"'
 _XML_ELEMENT = re.compile(r"<([A-Za-z_][\w:.-]*)(\s[^<>]*)?>([^<]*)(?=</\1\s*>)")
 _XML_NAMED = re.compile(r"<[A-Za-z_][\w:.-]*\s[^<>]*?\b(?:name|key)\s*=\s*([\"'])([^\"'<>]+)\1[^<>]*>")
 _XML_VALUE = re.compile(r"(\bvalue\s*=\s*([\"']))([^\"'<>]*)(?=\2)")
+# `<entry name="token">x</entry>`: the element's text under a credential's name
+_XML_NAMED_TEXT = re.compile(r"(<[A-Za-z_][\w:.-]*\s[^<>]*?\b(?:name|key)\s*=\s*([\"'])([^\"'<>]+)\2[^<>]*(?<!/)>)"
+                             r"([^<]+)(?=</)")
 
 
 def _structured(s: str) -> str:
     if '\\"' in s:
         s = _ESCAPED_JSON.sub(lambda m: _masked(m, is_secret_name(m.group(1)), (3,)), s)
     if "," in s:
-        spans = [m.span(4) for m in _QUOTED_SEQUENCE.finditer(s) if is_secret_name(m.group(2)) and m.group(4).strip()
-                 and m.group(4).lower() not in _NOT_A_VALUE and not _NOT_SECRET_VALUE.fullmatch(m.group(4))
-                 and MASK not in m.group(4)]
+        spans = [m.span(4) for m in _QUOTED_SEQUENCE.finditer(s)
+                 if is_secret_name(m.group(2)) and not _hides_nothing(m.group(4))]
         for start, end in reversed(spans):
             s = s[:start] + MASK + s[end:]
     if "<" in s:
@@ -318,9 +325,8 @@ def _structured(s: str) -> str:
                 else m.group(0)
 
         s = _XML_NAMED.sub(named, s)
-        s = re.sub(r"(<[A-Za-z_][\w:.-]*\s[^<>]*?\b(?:name|key)\s*=\s*([\"'])([^\"'<>]+)\2[^<>]*(?<!/)>)([^<]+)(?=</)",
-                   lambda m: m.group(1) + (MASK if is_secret_name(m.group(3)) and m.group(4).strip()
-                                           and not _NOT_SECRET_VALUE.fullmatch(m.group(4).strip()) else m.group(4)), s)
+        s = _XML_NAMED_TEXT.sub(lambda m: m.group(1) + (MASK if is_secret_name(m.group(3)) and not _hides_nothing(
+            m.group(4)) else m.group(4)), s)
     return s
 
 
@@ -343,8 +349,7 @@ def _config_set(s: str) -> str:
             value = b.group(0).strip("'\"")
             if name.startswith("-") or not parts or not any(is_secret_name(p) for p in parts[-2:]):
                 continue
-            if (value.startswith("-") or MASK in value or _NOT_SECRET_VALUE.fullmatch(value)
-                    or value.lower() in _NOT_A_VALUE):
+            if value.startswith("-") or _hides_nothing(value):
                 continue
             text = text[:b.start()] + MASK + text[b.end():]
         return text
@@ -408,8 +413,7 @@ def _mask_yaml_line(line: str) -> str:
     m = _YAML_KEY.match(line)
     if m:
         value = m.group(5) or ""
-        if not value or _YAML_BLOCK_HEAD.fullmatch(value) or value.lower() in _NOT_A_VALUE \
-                or _NOT_SECRET_VALUE.fullmatch(value):
+        if not value or _YAML_BLOCK_HEAD.fullmatch(value) or _hides_nothing(value):
             return line
         return line[:m.start(5)] + MASK
     if body.startswith("- "):

@@ -134,6 +134,9 @@ KEPT: list[tuple[str, str]] = [
     ("mkdir -p /tmp/run", "/tmp/run"),
     ("python train.py -w 8", "8"),
     ("mysql -p $MYSQL_PWD analytics", "$MYSQL_PWD"),
+    ("CUDA_VISIBLE_DEVICES=0 python3.11 train.py -a adamw -w warmup", "adamw"),  # a launch line's options
+    ("torchrun --nproc_per_node 8 pretrain.py -p bf16", "bf16"),
+    ("./prepare -p settings.yaml", "settings.yaml"),  # a file name
     ("deepspeed --num_gpus 8 train.py", "8"),
     ("wandb:\n  project: llm\n  entity: team", "llm"),
     ("pad_token: <pad>", "<pad>"),
