@@ -23,7 +23,7 @@ from diagnose.engine import diagnose as run_diagnosis
 from diagnose.findings import Finding
 from diagnose.parsers.errors import InputError
 from diagnose.parsers.github import Thread, parse_thread_url
-from diagnose.parsers.run_model import RunModel
+from diagnose.parsers.run_model import RunModel, Skipped
 from diagnose.parsers.sources import Input, Run, find_runs
 from diagnose.reports import document as documents
 from diagnose.reports.formats import FORMATS, Rendered, by_suffix
@@ -189,13 +189,13 @@ def _threads(names: list[str], options: Options, files: dict[str, Path] | None,
                 raise InputError(options.run, f"matches {len(found)} of the thread's runs")
         # What the thread did not give (an attachment that did not come, the cut of its byte or time budget) is
         # named in each of its runs' reports, beside the sources they read.
-        cut = tuple(run_model.Skipped(where, why) for t in read for where, why in t.skipped)
+        cut = tuple(Skipped(where, why) for t in read for where, why in t.skipped)
         done = [_one(r.name, _with_skipped(run_model.build(list(r.inputs) + context), cut), options, files)
                 for r in found]
     return Analysis(tuple(done), tuple(x for t in read for x in t.skipped), tuple(t.thread for t in read))
 
 
-def _with_skipped(model: RunModel, skipped: tuple[Any, ...]) -> RunModel:
+def _with_skipped(model: RunModel, skipped: tuple[Skipped, ...]) -> RunModel:
     return dataclasses.replace(model, skipped=model.skipped + skipped) if skipped else model
 
 

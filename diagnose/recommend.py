@@ -47,11 +47,8 @@ class Recommendation:
     dropped: tuple[Dropped, ...]
 
 
-def settle(findings: list[Finding], facts: RunFacts, headroom: Headroom | bool) -> tuple[list[Finding], Recommendation]:
-    """-> (findings with only safe, non-conflicting changes, the merged recommendation). `headroom` True / False
-    are "tight" / "ok" (the callers that measured memory before it could be unknown)."""
-    if isinstance(headroom, bool):
-        headroom = "tight" if headroom else "ok"
+def settle(findings: list[Finding], facts: RunFacts, headroom: Headroom) -> tuple[list[Finding], Recommendation]:
+    """-> (findings with only safe, non-conflicting changes, the merged recommendation)."""
     merged: dict[tuple[str, str], Change] = {}
     decided: dict[tuple[str, str], str] = {}
     dropped: list[Dropped] = []
@@ -114,7 +111,7 @@ def _keep_global_batch(findings: list[Finding], merged: list[Change], facts: Run
         return findings, merged
     before, after = global_batch(facts), global_batch(facts, merged)
     asked = [c for c in merged if c.key in _GLOBAL_BATCH_KEYS]
-    meant = any(f.data.get("global_batch_change") for f in findings if f.fix and set(f.fix.changes) & set(shape))
+    meant = any(f.data.get("global_batch_change") for f in findings if f.fix and any(c in shape for c in f.fix.changes))
     if meant or (before is not None and after is not None and _product(before) == _product(after) and not asked):
         return findings, merged
     if before is not None and after is not None:
@@ -124,7 +121,7 @@ def _keep_global_batch(findings: list[Finding], merged: list[Change], facts: Run
         why = "the global batch it would give cannot be checked (the micro-batch or data-parallel size is unknown)"
     out = []
     for f in findings:
-        if f.fix is None or not set(f.fix.changes) & set(shape):
+        if f.fix is None or not any(c in shape for c in f.fix.changes):
             out.append(f)
             continue
         mine = [c for c in f.fix.changes if c in shape]

@@ -453,7 +453,7 @@ def _set_aside_implausible(c: _Claims) -> tuple[tuple[str, Evidence, str], ...]:
             kept.append(ev)
     if "gpu_memory_gb" in c.by_fact:
         c.by_fact["gpu_memory_gb"] = kept
-    for fact, claims in c.by_fact.items():  # no count a run prints is this large (parameters: ~1e13)
+    for fact, claims in c.by_fact.items():
         huge = [ev for ev in claims if isinstance(ev.value, int) and not isinstance(ev.value, bool)
                 and abs(ev.value) >= MAX_COUNT]
         for ev in huge:

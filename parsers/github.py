@@ -195,7 +195,7 @@ class GitHubError(InputError):
 
 
 # The API's redirects (a renamed repository) stay on the API host, where the token may go.
-_API_OPENER = urllib.request.build_opener(HostRedirects(lambda host: _api_host(host)))
+_API_OPENER = urllib.request.build_opener(HostRedirects(_api_host))
 
 
 def request(method: str, url: str, payload: dict[str, Any] | None = None, *, what: str) -> Answer:
@@ -426,9 +426,13 @@ class _Budget:
     bytes_left: int = field(default_factory=lambda: THREAD_MAX_BYTES)
     deadline: float = field(default_factory=lambda: time.monotonic() + THREAD_MAX_S)
 
+    @staticmethod
+    def past_bytes() -> str:
+        return f"past the thread's {THREAD_MAX_BYTES / 2**20:g} MiB budget: not read"
+
     def cut(self) -> str | None:
         if self.bytes_left <= 0:
-            return f"past the thread's {THREAD_MAX_BYTES / 2**20:g} MiB budget: not read"
+            return self.past_bytes()
         if time.monotonic() > self.deadline:
             return f"past the thread's {THREAD_MAX_S:g} s download budget: not read"
         return None
@@ -473,7 +477,7 @@ def _add(out: Pieces, post: Post, name: str, data: bytes, suffix: str, tmpdir: P
     if not data.strip():
         return
     if len(data) > budget.bytes_left:
-        out.skipped.append((name, f"past the thread's {THREAD_MAX_BYTES / 2**20:g} MiB budget: not read"))
+        out.skipped.append((name, budget.past_bytes()))
         budget.bytes_left = 0
         return
     budget.bytes_left -= len(data)

@@ -271,11 +271,10 @@ def download(url: str, tmpdir: Path, *, max_bytes: int = MAX_DOWNLOAD_BYTES, dea
     req = urllib.request.Request(url, headers={"User-Agent": "diagnose/0.1"})
     until = time.monotonic() + DOWNLOAD_DEADLINE_S
     until = min(deadline, until) if deadline else until
-    cap = f"larger than the {max_bytes >> 20} MiB download cap; download it and pass the file"
-    opener = urllib.request.build_opener(HostRedirects(allowed_hosts)) if allowed_hosts else None
+    cap = f"larger than the {max_bytes / 2**20:g} MiB download cap; download it and pass the file"
+    opener = urllib.request.build_opener(HostRedirects(allowed_hosts or (lambda host: True)))
     try:
-        with (opener.open(req, timeout=DOWNLOAD_TIMEOUT_S) if opener else
-              urllib.request.urlopen(req, timeout=DOWNLOAD_TIMEOUT_S)) as resp, open(dest, "wb") as out:
+        with opener.open(req, timeout=DOWNLOAD_TIMEOUT_S) as resp, open(dest, "wb") as out:
             length = resp.headers.get("Content-Length")
             if length and length.isdigit() and int(length) > max_bytes:
                 raise InputError(url, cap)
