@@ -94,19 +94,36 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
                      lambda idx: host.gather(idx).str.extract(r"[^ ]+$", 0))
     else:
         host = pl.repeat(None, text.len(), dtype=pl.String, eager=True)
-    ts = (text.str.extract(_TS, 0).str.slice(0, 23)
-          .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
+    # DeepSpeed's stamp is followed by `] [` or ` >> `: a literal test (a few ns a line) keeps the pattern, which
+    # has no literal to skip to, off the lines without one (the benchmark's timer lines, half of its lines).
+    ts = pl.repeat(None, text.len(), dtype=pl.Datetime("ms"), eager=True)
+    ts = _fill(ts, text.str.contains_any(list(_TS_AFTER)).fill_null(False),
+               lambda idx: text.gather(idx).str.extract(_TS, 0).str.slice(0, 23)
+               .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
     # Every other stamp has a clock time (`HH:MM`) or is epoch seconds: the other lines skip the patterns below.
     # The hint runs on the rows still without a stamp only (a regex without a literal to skip to costs a scan).
-    ts = _fill(ts, _where(ts.is_null(), lambda idx: text.gather(idx).str.contains(_ANY_STAMP_HINT)),
+    ts = _fill(ts, _where(ts.is_null(), lambda idx: _any_stamp_hint(text.gather(idx))),
                lambda idx: _other_stamps(text.gather(idx)))
     source = pl.col("source") if source_id is None else pl.lit(source_id, dtype=pl.UInt32)
     return frame.with_columns(source.alias("source"), rank.alias("rank"),
                               host.alias("node"), ts.alias("ts"), mark.alias("_mark"))
 
 
-# A clock time or epoch seconds: what every stamp but DeepSpeed's (read first, on every line) holds.
-_ANY_STAMP_HINT = r"\d:\d\d|^(?:\s*\S{1,40}: ){0,2}\[?1\d{9}"
+_TS_AFTER = ("] [", " >> ")
+
+
+# A clock time or epoch seconds: what every stamp but DeepSpeed's (read first, on every line) holds. The clock's
+# colon and digit are found as literals first (an unanchored pattern costs a regex step per byte of a long line);
+# epoch seconds stand at the line's start, behind at most two prefix words (an anchored test of a few bytes).
+_CLOCK_COLON = tuple(f":{d}" for d in range(10))
+_CLOCK_TIME = r"\d:\d\d"
+_EPOCH_LEAD = r"^(?:\s*\S{1,40}: ){0,2}\[?1\d{9}"
+
+
+def _any_stamp_hint(text: pl.Series) -> pl.Series:
+    clock = _where(text.str.contains_any(list(_CLOCK_COLON)).fill_null(False),
+                   lambda idx: text.gather(idx).str.contains(_CLOCK_TIME))
+    return _where(~clock, lambda idx: text.gather(idx).str.contains(_EPOCH_LEAD)) | clock
 
 
 def _other_stamps(text: pl.Series) -> pl.Series:

@@ -102,6 +102,29 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if spaced.len():
         tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
     tpl = tpl.str.strip_chars(" .;,")
+    frame = (rows.with_columns(tpl.alias("template"), body.alias("_body"))
+             .filter(pl.col("template").str.contains(SLOT_MARK, literal=True))
+             .with_columns(pl.col("template").hash().alias("tid")))
+    # Which slots are clocks (`0:08:01`) is the same on every line of a template: kept with the template, read from
+    # its first line.
+    el = pl.element()
+    clocks = pl.col("_body").str.extract_all(SLOT).list.eval(el.str.contains(":", literal=True).cast(pl.String))
+    templates = (frame.group_by("source", "tid")
+                 .agg(pl.col("template").first(), pl.col("text").first().alias("sample"), pl.col("_body").first(),
+                      pl.len().cast(pl.UInt32).alias("n"))
+                 .with_columns(clocks.list.join("").alias("clocks")).drop("_body"))
+    # A copy through Python: a string taken with first() shares the chunk's whole text buffer, which would stay
+    # alive with this small table until the source is read (1 GB of log, 1 GB held).
+    small = pl.DataFrame(templates.select(*TEMPLATES_SCHEMA).to_dict(as_series=False), schema=TEMPLATES_SCHEMA)
+    drop = _prunable(frame, small)
+    if drop.height:
+        frame = frame.join(drop, on=["source", "tid"], how="anti")
+    out = frame.with_columns(_values(pl.col("_body")).alias("vals")).select("source", "line", "tid", "vals", "text")
+    return out, small
+
+
+def _values(body: pl.Expr) -> pl.Expr:
+    """A line's slots as numbers: clock durations in seconds, `80,314` without its separators."""
     el = pl.element()
     clock = el.str.split(":")
     part = [clock.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) for i in range(3)]
@@ -109,33 +132,28 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         part[0] * 60 + part[1])
     value = pl.when(el.str.contains(":", literal=True)).then(clock_s).otherwise(
         el.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False))
-    out = (rows.with_columns(tpl.alias("template"), body.str.extract_all(SLOT).alias("_tok"))
-           .filter(pl.col("_tok").list.len() > 0)
-           .with_columns(pl.col("template").hash().alias("tid"), pl.col("_tok").list.eval(value).alias("vals")))
-    # Which slots are clocks (`0:08:01`) is the same on every line of a template: kept with the template.
-    clocks = pl.col("_tok").list.eval(el.str.contains(":", literal=True).cast(pl.String)).list.join("")
-    templates = out.group_by("source", "tid").agg(pl.col("template").first(), pl.col("text").first().alias("sample"),
-                                        clocks.first().alias("clocks"), pl.len().cast(pl.UInt32).alias("n"))
-    out = out.select("source", "line", "tid", "vals", "text")
-    # A copy through Python: a string taken with first() shares the chunk's whole text buffer, which would stay
-    # alive with this small table until the source is read (1 GB of log, 1 GB held).
-    small = pl.DataFrame(templates.to_dict(as_series=False), schema=templates.schema)
-    return _prune(out, small), small
+    return body.str.extract_all(SLOT).list.eval(value)
 
 
-def _prune(out: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
-    """Drop the rows of templates that cannot be a stream: printed PRUNE_ROWS times or more in this chunk with no
-    slot of integers that steps up (a counter steps up within every chunk as over the whole log) and no time named
-    as a step's. Their count stays in `templates` (the report lists them as not understood); their values are not
-    held until the source ends (the noise lines of a large log would be)."""
+# Lines of one template judged in a chunk: its first ones show whether a slot can be a counter as well as all would
+# (a counter steps up within any stretch of a log), and the noise lines of a large log are not read for numbers.
+PRUNE_SAMPLE = 256
+
+
+def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
+    """The (source, tid) of templates that cannot be a stream: printed PRUNE_ROWS times or more in this chunk with no
+    slot of integers that steps up and no time named as a step's. Their count stays in `templates` (the report lists
+    them as not understood); their rows are dropped here, not held until the source ends."""
     big = templates.filter((pl.col("n") >= PRUNE_ROWS) & ~pl.col("template").str.contains(_PER_STEP_TIME))
     if big.height == 0:
-        return out
-    long = (out.join(big.select("source", "tid"), on=["source", "tid"], how="semi")
-            .select("source", "tid", pl.col("vals"), pl.int_ranges(pl.col("vals").list.len()).alias("slot"))
+        return big.select("source", "tid")
+    sample = (frame.join(big.select("source", "tid"), on=["source", "tid"], how="semi")
+              .filter(pl.int_range(pl.len()).over("source", "tid") < PRUNE_SAMPLE))
+    long = (sample.select("source", "tid", _values(pl.col("_body")).alias("vals"))
+            .with_columns(pl.int_ranges(pl.col("vals").list.len()).alias("slot"))
             .explode("vals", "slot"))
     if long.height == 0:
-        return out
+        return big.select("source", "tid")
     # In line order, ranks interleaved (the rank is not known yet): lenient, as a prefilter; learning judges per rank.
     v = pl.col("vals")
     d = v.diff().over("source", "tid", "slot")
@@ -149,8 +167,7 @@ def _prune(out: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
         stats = stats.join(other, on=["tid", "slot"], how="anti")
     counters = stats.filter(pl.col("integral") & (pl.col("k") > 1) & (pl.col("hold") >= PRUNE_HOLD_SHARE)
                             & (pl.col("up") >= PRUNE_UP_SHARE)).select("source", "tid").unique()
-    drop = big.select("source", "tid").join(counters, on=["source", "tid"], how="anti")
-    return out.join(drop, on=["source", "tid"], how="anti") if drop.height else out
+    return big.select("source", "tid").join(counters, on=["source", "tid"], how="anti")
 
 
 MINED_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32, "ts": pl.Datetime("ms"), "tid": pl.UInt64,
@@ -299,7 +316,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
                 unread.append(Unread(int(source), display(template), n, samples.get(tid, "")))
             else:
                 found.append(got)
-        # Templates whose rows were dropped as no stream while mining (parsers/templates._prune) are unread too.
+        # Templates whose rows were dropped as no stream while mining (parsers/templates._prunable) are unread too.
         kept = set(per_source["tid"].to_list())
         for tid, n in pruned.get(int(source), []):
             if tid not in kept:
