@@ -666,7 +666,8 @@ def plan(
     gpus: Annotated[int, typer.Option("--gpus", help="Data-parallel GPUs in total.")],
     gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node", help="GPUs per node (traffic inside "
                                                          "a node is cheaper than across nodes).")] = None,
-    gpu_memory: Annotated[float, typer.Option("--gpu-memory", help="GB per GPU.")] = 80.0,
+    gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU (unset: an 80 GB card "
+                                                        "is assumed, and the plan says so).")] = None,
     seq_len: Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens (with the model "
                                                    "shape and micro-batch: activation memory).")] = None,
     micro_batch: Annotated[Optional[int], typer.Option("--micro-batch", help="Micro-batch per GPU, in "
@@ -680,42 +681,64 @@ def plan(
     activation_checkpointing: Annotated[bool, typer.Option("--activation-checkpointing", help="Activations are "
                                                            "recomputed in backward (about a layer's worth kept).")]
     = False,
+    precision: Annotated[str, typer.Option("--precision", help="bf16 | fp16 | fp32 (fp32 keeps 4-byte weights and "
+                                           "gradients and twice the activations).")] = "bf16",
+    zero_stage: Annotated[Optional[int], typer.Option("--zero-stage", help="The stage the run uses now (0 for "
+                                                      "plain data parallel): marked in the plan, and the basis of "
+                                                      "--peak-memory.")] = None,
+    offload: Annotated[bool, typer.Option("--offload", help="The run now offloads to the CPU.")] = False,
+    peak_memory: Annotated[Optional[float], typer.Option("--peak-memory", help="GB per GPU the run peaked at under "
+                                                         "--zero-stage: the plan then works from that measurement, "
+                                                         "as `report` does.")] = None,
     format: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
 ) -> None:
     """Choose a ZeRO stage before the run: memory and traffic per stage, in the DeepSpeed maintainers' order."""
     import dataclasses
 
-    from diagnose.planner import OPTIMIZER_BYTES, plan as make_plan
+    from diagnose.planner import ASSUMED_GPU_GB, OPTIMIZER_BYTES, PRECISIONS, as_dict, plan as make_plan
 
     if optimizer not in OPTIMIZER_BYTES:
         raise _fail(f"--optimizer must be one of {', '.join(OPTIMIZER_BYTES)}, not {optimizer!r}")
-    if params <= 0 or gpus <= 0 or gpu_memory <= 0:
+    if precision not in PRECISIONS:
+        raise _fail(f"--precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if params <= 0 or gpus <= 0 or (gpu_memory is not None and gpu_memory <= 0):
         raise _fail("--params, --gpus and --gpu-memory must be positive")
-    p = make_plan(params, gpus, gpus_per_node, gpu_memory, optimizer, grad_accum, seq_len, micro_batch, hidden,
-                  layers, heads, activation_checkpointing)
+    if zero_stage is not None and zero_stage not in (0, 1, 2, 3):
+        raise _fail(f"--zero-stage must be 0, 1, 2 or 3, not {zero_stage}")
+    if peak_memory is not None and (zero_stage is None or peak_memory <= 0):
+        raise _fail("--peak-memory needs --zero-stage (the stage it was measured under) and a positive value")
+    p = make_plan(params, gpus, gpus_per_node, gpu_memory or ASSUMED_GPU_GB, optimizer, grad_accum, seq_len,
+                  micro_batch, hidden, layers, heads, activation_checkpointing, measured_peak_gb=peak_memory,
+                  current=(zero_stage, offload) if zero_stage is not None else None,
+                  gpu_memory_known=gpu_memory is not None, precision=precision)
     if format == "json":
-        _emit(strict_json(dataclasses.asdict(p)))
+        _emit(strict_json(as_dict(p)))
         return
     if format != "text":
         raise _fail(f"--format must be text or json, not {format!r}")
     from rich.table import Table
 
     # Short headers: the table fits 80 columns (a pipe, a narrow terminal); the legend says what each column is.
-    t = Table(title=f"{params / 1e9:.2f}B parameters, {gpus} GPUs x {gpu_memory:.0f} GB, {optimizer}",
+    card = f"{p.gpu_memory_gb:.0f} GB" + ("" if p.gpu_memory_known else " (assumed: pass --gpu-memory)")
+    t = Table(title=f"{params / 1e9:.2f}B parameters, {gpus} GPUs x {card}, {optimizer}, {p.precision}",
               title_justify="left")
     for col in ("option", "states", "DS est.", "activ.", "total", "traffic", "fits"):
         t.add_column(col, justify="right" if col != "option" else "left")
     for s in p.stages:
         chosen = s.name == p.recommended
-        fits = "yes" if s.fits else ("with ckpt" if chosen else "no")  # chosen without fitting: with checkpointing
-        t.add_row(s.name + (" *" if chosen else ""), f"{s.model_states_gb:.1f}", f"{s.deepspeed_estimate_gb:.1f}",
+        # chosen without fitting as it is: with activation checkpointing
+        fits = "with ckpt" if chosen and not s.fits else s.verdict
+        name = s.name + (" *" if chosen else "") + (" (now)" if s.name == p.current_stage else "")
+        t.add_row(name, f"{s.model_states_gb:.1f}", f"{s.deepspeed_estimate_gb:.1f}",
                   "-" if s.activations_gb is None else f"{s.activations_gb:.1f}",
                   "-" if s.total_gb is None else f"{s.total_gb:.1f}", f"{s.comm_gb_per_step or 0:.1f}", fits,
                   style="bold green" if chosen else None)
     out.print(t)
     legend = (("* = recommended. " if p.recommended in {s.name for s in p.stages} else "")
-              + "GB per GPU: model states (mixed-precision Adam, ZeRO paper), DeepSpeed's estimator, activations, "
-              "total; traffic: GB sent per GPU per optimizer step.")
+              + "GB per GPU: model states (Adam, ZeRO paper), DeepSpeed's estimator, activations, "
+              "total; traffic: GB sent per GPU per optimizer step."
+              + (" fits unknown: the model states fit, the activations are not known (--seq-len, --micro-batch, "
+                 "--hidden and --layers give them)." if any(s.verdict == "unknown" for s in p.stages) else ""))
     if p.recommended not in {s.name for s in p.stages}:
         legend += ("\nNothing fits as configured: more GPUs (ZeRO-3 divides model states by the GPU count), a "
                    "smaller micro-batch or activation checkpointing, CPU offload, or an 8-bit optimizer would.")

@@ -2,15 +2,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from diagnose import changepoints, costs, goodput, hardware, stragglers
-from diagnose.findings import Finding, causes_first, rank_key
+from diagnose.findings import Change, Finding, causes_first, rank_key
 from diagnose.metrics import Metrics, compute
-from diagnose.planner import MEASURED_FRACTION, Plan, plan
+from diagnose.planner import ASSUMED_GPU_GB, MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Headroom, Recommendation, settle
 from diagnose.rules import Ctx, load_all
 from diagnose.parsers.errors import fault
-from diagnose.parsers.facts import GPU_MEMORY_RANGE_GB
+from diagnose.parsers.facts import GPU_MEMORY_RANGE_GB, RunFacts
 from diagnose.parsers.run_model import RunModel
 
 LOW_UTIL = 60.0  # % NVML utilization below which a run is "low utilization" (causes.md §0.3 P-flat-mid band)
@@ -36,11 +37,10 @@ class Diagnosis:
     stragglers: stragglers.Stragglers | None = None
 
 
-ASSUMED_GPU_GB = 80.0  # with the GPU unknown, the plan is worked for an 80 GB card and says so
 
-
-def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metrics | None = None) -> Plan | None:
-    """The planner on the run's facts; with the run's measured peak memory where the logs print it."""
+def plan_inputs(model: RunModel, gpu_memory_gb: float | None = None,
+                metrics: Metrics | None = None) -> dict[str, Any] | None:
+    """The run's shape as the planner takes it (planner.plan's arguments); None where it cannot be planned."""
     f = model.facts
     mem = gpu_memory_gb or f.gpu_memory_gb or hardware.memory_gb(f.gpu_name)
     known = mem is not None
@@ -50,8 +50,7 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
     peak = metrics.peak_mem_gb if metrics is not None else None
     if peak is None and metrics is not None and known and "mem_max" in metrics.utilization:
         peak = metrics.utilization["mem_max"] / 100.0 * mem  # W&B's allocated % of the card
-    offloaded = f.offloaded
-    current = (f.zero_stage, offloaded) if f.zero_stage is not None else None
+    current = (f.zero_stage, f.offloaded) if f.zero_stage is not None else None
     card, fraction = mem or ASSUMED_GPU_GB, MEASURED_FRACTION
     if not known:
         if peak is not None and current is not None and peak >= GPU_MEMORY_RANGE_GB[0]:
@@ -62,10 +61,36 @@ def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metri
             peak = None
     # Tensor and pipeline parallelism split the weights first; ZeRO partitions each shard over the data-parallel group.
     shard = float(f.model_params) / ((f.tensor_parallel or 1) * (f.pipeline_parallel or 1))
-    return plan(shard, dp, f.gpus_per_node, card, grad_accum=f.grad_accum_steps or 1, seq_len=f.seq_len,
-                micro_batch=f.micro_batch_per_gpu, hidden=f.hidden_size, layers=f.num_layers, heads=f.num_heads,
-                activation_checkpointing=bool(f.gradient_checkpointing), measured_peak_gb=peak, current=current,
-                gpu_memory_known=known, measured_fraction=fraction)
+    return {"params": shard, "gpus": dp, "gpus_per_node": f.gpus_per_node, "gpu_memory_gb": card,
+            "grad_accum": f.grad_accum_steps or 1, "seq_len": f.seq_len, "micro_batch": f.micro_batch_per_gpu,
+            "hidden": f.hidden_size, "layers": f.num_layers, "heads": f.num_heads,
+            "activation_checkpointing": bool(f.gradient_checkpointing), "measured_peak_gb": peak, "current": current,
+            "gpu_memory_known": known, "measured_fraction": fraction, "precision": f.precision}
+
+
+def run_plan(model: RunModel, gpu_memory_gb: float | None = None, metrics: Metrics | None = None) -> Plan | None:
+    """The planner on the run's facts; with the run's measured peak memory where the logs print it."""
+    inputs = plan_inputs(model, gpu_memory_gb, metrics)
+    return plan(**inputs) if inputs is not None else None
+
+
+def plan_command(inputs: dict[str, Any]) -> list[str]:
+    """`diagnose plan` flags that plan the same run as the report does (the report's planner and `plan` are one
+    planner, told the same shape); the card as a whole where the report planned on the measured peak alone."""
+    flags = ["--params", f"{inputs['params']:.12g}", "--gpus", str(inputs["gpus"])]
+    named = (("gpus_per_node", "--gpus-per-node"), ("seq_len", "--seq-len"), ("micro_batch", "--micro-batch"),
+             ("hidden", "--hidden"), ("layers", "--layers"), ("heads", "--heads"), ("grad_accum", "--grad-accum"),
+             ("precision", "--precision"))
+    flags += [x for key, flag in named if inputs.get(key) is not None for x in (flag, str(inputs[key]))]
+    if inputs["gpu_memory_known"]:
+        flags += ["--gpu-memory", f"{inputs['gpu_memory_gb']:g}"]
+    if inputs["activation_checkpointing"]:
+        flags.append("--activation-checkpointing")
+    if inputs["current"] is not None:
+        flags += ["--zero-stage", str(inputs["current"][0])] + (["--offload"] if inputs["current"][1] else [])
+        if inputs["measured_peak_gb"] is not None:
+            flags += ["--peak-memory", f"{inputs['measured_peak_gb']:.12g}"]
+    return flags
 
 
 def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str] | None = None,
@@ -105,10 +130,32 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
         faults.append(fault("the goodput account", e))
     findings.sort(key=rank_key)
     findings = causes_first(findings, {r.id: r.symptoms for r in load_all().values() if r.symptoms})
+    proposed = {f.id: f.fix.changes for f in findings if f.fix is not None}
     findings, recommendation = settle(findings, model.facts, headroom(metrics, p))
+    findings = _with_effects(findings, proposed, recommendation, model.facts, faults)
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
                      next_steps(findings, metrics, model), tuple(faults), acc, cps, strag)
+
+
+def _with_effects(findings: list[Finding], proposed: dict[str, tuple[Change, ...]], rec: Recommendation,
+                  facts: RunFacts, faults: list[str]) -> list[Finding]:
+    """Each fix's expected effect computed by its rule from the changes: its own, with the merged recommendation's
+    values where another finding decided a key (so the bubble is that of the batch the patch gives)."""
+    rules = load_all()
+    out = []
+    for f in findings:
+        rule = rules.get(f.id)
+        if f.fix is None or rule is None or rule.effect is None:
+            out.append(f)
+            continue
+        try:
+            words = rule.effect(facts, f.data, (*proposed.get(f.id, ()), *rec.changes))
+        except Exception as e:  # noqa: BLE001 - an effect that raises keeps the rule's own words
+            faults.append(fault(f"effect of {f.id}", e))
+            words = None
+        out.append(replace(f, fix=replace(f.fix, expected_effect=words)) if words else f)
+    return out
 
 
 def _priced(findings: list[Finding], inputs: costs.Inputs) -> list[Finding]:

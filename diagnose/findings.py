@@ -24,6 +24,9 @@ class Change:
     key: str  # JSON path (zero_optimization.stage), YAML key, variable name or flag
     before: object | None  # current value where known; None = unknown or unset
     after: object | None  # None = remove / unset
+    # The framework that fills this DeepSpeed JSON key from its own arguments (diagnose/frameworks.py): an "auto"
+    # in the file stays, a literal moves with the argument.
+    filled_by: str | None = None
 
 
 @dataclass(frozen=True)

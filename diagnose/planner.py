@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 GB = 1e9
+ASSUMED_GPU_GB = 80.0  # with the GPU unknown, the plan is worked for an 80 GB card and says so
 # The share of a card a run may fill with model states and activations: 90%. The rest is the CUDA context,
 # NCCL's buffers and the caching allocator's fragmentation (PyTorch's memory notes; DeepSpeed's estimator prints
 # needs with no headroom). One fraction for the estimated and the measured plan alike, so `plan` and `report` agree.
@@ -30,6 +31,11 @@ MIN_TOKENS_PER_GPU = 4096  # a smaller micro-batch is offered only down to ~4k t
 BYTES_PER_PARAM_WEIGHTS = 2
 BYTES_PER_PARAM_GRADS = 2
 OPTIMIZER_BYTES = {"adamw": 12, "adam": 12, "adam8bit": 6}
+# Training in fp32 keeps 4-byte weights and gradients and no fp32 master copy (4 of the optimizer's bytes), and its
+# activations and gradient messages are twice as large as in bf16 / fp16 (the ZeRO paper's K counts the master).
+FP32_BYTES_PER_PARAM = 4
+MASTER_COPY_BYTES = 4
+PRECISIONS = ("bf16", "fp16", "fp32")
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,16 @@ class StagePlan:
     note: str
     # fits only at this smaller micro-batch (with proportionally more accumulation); None: fits as it is, or not
     fits_micro_batch: int | None = None
+    # False where `fits` rests on unknown activations (the model states fit with ACTIVATION_RESERVE_FRACTION to
+    # spare): shown as "unknown", not "yes"
+    fits_known: bool = True
+
+    @property
+    def verdict(self) -> str:
+        """yes | no | unknown | with micro-batch N: what the planner can say of this stage."""
+        if self.fits_micro_batch and not self.fits:
+            return f"with micro-batch {self.fits_micro_batch}"
+        return ("yes" if self.fits_known else "unknown") if self.fits else "no"
 
 
 @dataclass(frozen=True)
@@ -66,16 +82,26 @@ class Plan:
     # The micro-batch / accumulation change the recommended stage needs to fit the measured memory (None: none)
     recommended_micro_batch: int | None = None
     recommended_grad_accum: int | None = None
+    precision: str = "bf16"
+    current_stage: str | None = None  # the option the run used (ddp, zero1, ... zero3+offload), where known
+
+
+def as_dict(p: Plan) -> dict[str, object]:
+    """The plan as JSON: its fields, and each stage's verdict (yes / no / unknown / with micro-batch N)."""
+    out = dataclasses.asdict(p)
+    for row, stage in zip(out["stages"], p.stages):
+        row["verdict"] = stage.verdict
+    return out
 
 
 def activations_gb(seq_len: int | None, micro_batch: int | None, hidden: int | None, layers: int | None,
-                   heads: int | None, checkpointing: bool) -> float | None:
-    if not all((seq_len, micro_batch, hidden, layers)):
+                   heads: int | None, checkpointing: bool, precision: str = "bf16") -> float | None:
+    if not seq_len or not micro_batch or not hidden or not layers:
         return None
-    s, b, h, L = seq_len, micro_batch, hidden, layers  # type: ignore[assignment]
+    s, b, h, L = seq_len, micro_batch, hidden, layers
     a = heads or max(1, h // 128)
     per_layer = 2 * s * b * h if checkpointing else s * b * h * (34 + 5 * a * s / h)
-    return per_layer * L / GB
+    return per_layer * L * (2 if precision == "fp32" else 1) / GB
 
 
 def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_gb: float = 80.0,
@@ -83,14 +109,19 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
          hidden: int | None = None, layers: int | None = None, heads: int | None = None,
          activation_checkpointing: bool = False, measured_peak_gb: float | None = None,
          current: tuple[int, bool] | None = None, gpu_memory_known: bool = True,
-         measured_fraction: float = MEASURED_FRACTION) -> Plan:
-    """`measured_peak_gb` with `current` (the run's ZeRO stage, offloaded or not) switches to measured memory."""
+         measured_fraction: float = MEASURED_FRACTION, precision: str | None = None) -> Plan:
+    """`measured_peak_gb` with `current` (the run's ZeRO stage, offloaded or not) switches to measured memory.
+    `precision` None: mixed precision (bf16 / fp16), the planner's usual case."""
+    precision = precision if precision in PRECISIONS else "bf16"
     nd = max(1, gpus)
     k = OPTIMIZER_BYTES.get(optimizer, 12)
     w, g = BYTES_PER_PARAM_WEIGHTS, BYTES_PER_PARAM_GRADS
+    if precision == "fp32":
+        w = g = FP32_BYTES_PER_PARAM
+        k -= MASTER_COPY_BYTES
     budget = gpu_memory_gb * USABLE_FRACTION
-    act = activations_gb(seq_len, micro_batch, hidden, layers, heads, activation_checkpointing)
-    act_ckpt = activations_gb(seq_len, micro_batch, hidden, layers, heads, True)
+    act = activations_gb(seq_len, micro_batch, hidden, layers, heads, activation_checkpointing, precision)
+    act_ckpt = activations_gb(seq_len, micro_batch, hidden, layers, heads, True, precision)
     psi = params
     ga = max(1, grad_accum)
     ring = 2 * (nd - 1) / nd if nd > 1 else 0.0  # ring all-reduce moves 2(n-1)/n of the data per GPU
@@ -115,8 +146,9 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
     for name, stage, offload, states, ds_states, comm, note in rows:
         total = states / GB + act if act is not None else None
         need = total if total is not None else states / GB + reserve
-        stages.append(StagePlan(name, stage, offload, states / GB, ds_states / GB, act, total, need <= budget,
-                                comm if nd > 1 else 0.0, note))
+        fits = need <= budget
+        stages.append(StagePlan(name, stage, offload, states / GB, ds_states / GB, act, total, fits,
+                                comm if nd > 1 else 0.0, note, fits_known=act is not None or not fits))
     mb_ga: tuple[int | None, int | None] = (None, None)
     basis = "estimated"
     cur = next((s for s in stages if current and s.stage == current[0] and (s.offload is not None) == current[1]),
@@ -130,7 +162,7 @@ def plan(params: float, gpus: int, gpus_per_node: int | None = None, gpu_memory_
     rec = next(s for s in stages if s.name == recommended) if recommended in {s.name for s in stages} else None
     return Plan(params, nd, gpus_per_node or nd, gpu_memory_gb, optimizer, ga, activation_checkpointing,
                 tuple(stages), recommended, rec.stage if rec else 3, tuple(steps), basis, gpu_memory_known,
-                mb_ga[0], mb_ga[1])
+                mb_ga[0], mb_ga[1], precision, cur.name if cur is not None else None)
 
 
 def _recommend_measured(stages: list[StagePlan], cur: StagePlan, peak: float, gpu_gb: float, mb: int | None,
@@ -149,7 +181,8 @@ def _recommend_measured(stages: list[StagePlan], cur: StagePlan, peak: float, gp
         need = s.model_states_gb + other
         # The configuration the run used fits: its measured peak proves it, whatever the limit's margin says.
         proven = s.name == cur.name
-        refit.append(dataclasses.replace(s, total_gb=need, fits=need <= limit or proven, activations_gb=other))
+        refit.append(dataclasses.replace(s, total_gb=need, fits=need <= limit or proven, activations_gb=other,
+                                         fits_known=True))
     by = {s.name: s for s in refit}
     for name in ("ddp", "zero1", "zero2", "zero3", "zero2+offload", "zero3+offload"):
         s = by[name]
@@ -207,7 +240,25 @@ def _recommend(stages: list[StagePlan], budget: float, act: float | None, act_ck
                              "included (sequence length, micro-batch, hidden size and layers give them). Use it if "
                              "they do; higher stages only add communication.")
             return name, steps
+        # Recomputation costs compute (about a third more backward); a later stage that moves no more data per
+        # step and fits as it is costs nothing: ZeRO-1 partitions the optimizer states at DDP's traffic.
+        free = next((t for t in stages[stages.index(s) + 1:4] if t.fits and t.comm_gb_per_step is not None
+                     and s.comm_gb_per_step is not None and t.comm_gb_per_step <= s.comm_gb_per_step * 1.0001), None)
+        if free is not None:
+            steps.append(f"{label}: needs {s.total_gb or s.model_states_gb:.1f} GB per GPU, more than {budget:.0f} GB "
+                         f"usable; ZeRO-{free.stage} fits as it is at the same traffic per step, so it comes before "
+                         "activation checkpointing.")
+            continue
         if act is not None and not ckpt_on and act_ckpt is not None and s.model_states_gb + act_ckpt <= budget:
+            z1 = by["zero1"]
+            if name == "ddp" and z1.comm_gb_per_step == s.comm_gb_per_step and z1.model_states_gb < s.model_states_gb:
+                # With recomputation needed either way, ZeRO-1 holds the same activations in less room at the same
+                # traffic (its reduce-scatter and all-gather move what DDP's all-reduce moves).
+                steps.append(f"{label}: fits only with activation checkpointing ({s.model_states_gb:.1f} GB states "
+                             f"+ {act_ckpt:.1f} GB activations); ZeRO-1 with the same checkpointing needs "
+                             f"{z1.model_states_gb + act_ckpt:.1f} GB at the same traffic per step: use it (or a smaller "
+                             "micro-batch with more gradient accumulation) rather than a higher ZeRO stage.")
+                return "zero1", steps
             steps.append(f"{label}: fits with activation checkpointing ({s.model_states_gb:.1f} GB states + "
                          f"{act_ckpt:.1f} GB activations); prefer that, or a smaller micro-batch with more gradient "
                          f"accumulation, over a higher ZeRO stage.")

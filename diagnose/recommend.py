@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from diagnose.findings import Change, Finding
-from diagnose.frameworks import translate
+from diagnose.frameworks import route, translate
 from diagnose.parsers.facts import RunFacts
 
 MEMORY_TIGHT = 0.85  # above 85% of the GPU a larger micro-batch risks OOM (issue 11; the allocator needs headroom)
@@ -66,20 +66,28 @@ def settle(findings: list[Finding], facts: RunFacts, headroom: Headroom) -> tupl
                 continue
             ch = _with_before(ch_here, facts)
             why = _unsafe(ch, facts, headroom)
-            if why is None and headroom == "unknown" and _needs_headroom(ch, facts):
-                dropped.append(Dropped(f.id, ch, f"{_said(ch)}: try it by hand, watching memory (this run measured "
-                                                 "no peak memory on a known GPU, so it is not in the patch)",
-                                       advice=True))
-                continue
-            slot = (ch.target, ch.key)
-            if why is None and slot in merged and _norm(merged[slot].after) != _norm(ch.after):
-                why = f"the recommended configuration follows {decided[slot]} for this key"
             if why is not None:
                 dropped.append(Dropped(f.id, ch, why))
                 continue
-            kept.append(ch)
-            if slot not in merged:
-                merged[slot], decided[slot] = ch, f.id
+            routed, words = route(ch, facts)  # the knob in the files the run's framework reads (frameworks.py)
+            if not routed:
+                if words:
+                    dropped.append(Dropped(f.id, ch, words, advice=True))
+                continue
+            if headroom == "unknown" and _needs_headroom(ch, facts):
+                said = _said(_with_before(routed[0], facts))
+                dropped.append(Dropped(f.id, ch, f"{said}: try it by hand, watching memory (this run measured no peak "
+                                                 "memory on a known GPU, so it is not in the patch)", advice=True))
+                continue
+            for ch in (_with_before(r, facts) for r in routed):
+                slot = (ch.target, ch.key)
+                if slot in merged and _norm(merged[slot].after) != _norm(ch.after):
+                    dropped.append(Dropped(f.id, ch, f"the recommended configuration follows {decided[slot]} for "
+                                                     "this key"))
+                    continue
+                kept.append(ch)
+                if slot not in merged:
+                    merged[slot], decided[slot] = ch, f.id
         note = _note(f.id, f.fix.changes, kept, dropped)
         fix = dataclasses.replace(f.fix, changes=tuple(kept),
                                   summary=f.fix.summary + (f" ({note})" if note else ""))
@@ -89,15 +97,25 @@ def settle(findings: list[Finding], facts: RunFacts, headroom: Headroom) -> tupl
 
 
 def global_batch(facts: RunFacts, changes: list[Change] | tuple[Change, ...] = ()) -> tuple[int, int, int] | None:
-    """(micro-batch, accumulation, data-parallel size) with `changes` applied; None where one is unknown."""
+    """(micro-batch, accumulation, data-parallel size) with `changes` applied (the last change of a key counts);
+    None where one is unknown. In Megatron the accumulation is no setting: it follows from the global batch
+    (--global-batch-size / (--micro-batch-size x data-parallel size)), and a micro-batch that does not divide it
+    is refused by Megatron (None here)."""
     micro, accum = facts.micro_batch_per_gpu, facts.grad_accum_steps or 1
     dp = facts.data_parallel or facts.world_size
+    glob = facts.train_batch_size
     for ch in changes:
         if ch.key in _MICRO_BATCH_KEYS and isinstance(ch.after, int):
             micro = ch.after
         elif ch.key in _ACCUM_KEYS and isinstance(ch.after, int):
             accum = ch.after
-    return (micro, accum, dp) if micro and dp else None
+        elif ch.key in _GLOBAL_BATCH_KEYS and isinstance(ch.after, int):
+            glob = ch.after
+    if not micro or not dp:
+        return None
+    if facts.framework == "megatron" and glob:
+        return (micro, glob // (micro * dp), dp) if glob % (micro * dp) == 0 else None
+    return micro, accum, dp
 
 
 def _keep_global_batch(findings: list[Finding], merged: list[Change], facts: RunFacts,
@@ -112,6 +130,8 @@ def _keep_global_batch(findings: list[Finding], merged: list[Change], facts: Run
     before, after = global_batch(facts), global_batch(facts, merged)
     asked = [c for c in merged if c.key in _GLOBAL_BATCH_KEYS]
     meant = any(f.data.get("global_batch_change") for f in findings if f.fix and any(c in shape for c in f.fix.changes))
+    if meant and before is not None and after is not None and _product(before) != _product(after):
+        return [_batch_said(f, before, after) for f in findings], merged
     if meant or (before is not None and after is not None and _product(before) == _product(after) and not asked):
         return findings, merged
     if before is not None and after is not None:
@@ -128,9 +148,18 @@ def _keep_global_batch(findings: list[Finding], merged: list[Change], facts: Run
         for c in mine:
             dropped.append(Dropped(f.id, c, why))
         fix = dataclasses.replace(f.fix, changes=tuple(c for c in f.fix.changes if c not in shape),
-                                  summary=f.fix.summary + f" ({', '.join(c.key for c in mine)}: {why})")
+                                  summary=f.fix.summary + f" ({', '.join(dict.fromkeys(c.key for c in mine))}: {why})")
         out.append(dataclasses.replace(f, fix=fix))
     return out, [c for c in merged if c not in shape]
+
+
+def _batch_said(f: Finding, before: tuple[int, int, int], after: tuple[int, int, int]) -> Finding:
+    """A fix that means to change the global batch says by how much and why (its `global_batch_change`)."""
+    why = f.data.get("global_batch_change")
+    if f.fix is None or not why:
+        return f
+    said = f"global batch {_shown(before)} -> {_shown(after)}: {why}"
+    return dataclasses.replace(f, fix=dataclasses.replace(f.fix, summary=f"{f.fix.summary} ({said})"))
 
 
 def _product(shape: tuple[int, int, int]) -> int:
@@ -138,7 +167,7 @@ def _product(shape: tuple[int, int, int]) -> int:
 
 
 def _shown(shape: tuple[int, int, int]) -> str:
-    return f"{_product(shape)} ({shape[0]} x {shape[1]} x {shape[2]} GPUs)"
+    return f"{_product(shape)} ({shape[0]} x {shape[1]} x {shape[2]} data-parallel ranks)"
 
 
 def _needs_headroom(ch: Change, facts: RunFacts) -> bool:
@@ -163,7 +192,7 @@ def _said(ch: Change) -> str:
 
 def _note(fid: str, before: tuple[Change, ...], kept: list[Change], dropped: list[Dropped]) -> str:
     mine = [d for d in dropped if d.finding == fid]
-    if not mine or len(kept) == len(before):
+    if not mine:
         return ""
     return "; ".join(d.why if d.advice else f"{d.change.key}: {d.why}" for d in mine)
 
@@ -186,7 +215,17 @@ def _with_before(ch: Change, facts: RunFacts) -> Change:
     if ch.before is not None:
         return ch
     known, current = facts.effective(ch.target, ch.key)
+    if known and isinstance(current, str) and isinstance(ch.after, (int, float)) and not isinstance(ch.after, bool):
+        current = _number(current)  # a flag's value as the script wrote it, read as the number it sets
     return dataclasses.replace(ch, before=current) if known else ch
+
+
+def _number(text: str) -> Any:
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return int(value) if value.is_integer() and "." not in text and "e" not in text.lower() else value
 
 
 def _norm(value: Any) -> str | None:

@@ -54,6 +54,8 @@ _ORIGIN_TIERS = {
     "model_name": "hardware",
     # the highest rank a line prefix names is a lower bound on the world size, never a claim of it (assemble)
     "rank_prefix": "hardware",
+    # the accumulation as the global batch over micro-batch x data-parallel size: below everything printed
+    "from_global_batch": "hardware",
     # a config file's name (`ds_z3_config.json`): what it was named for, below everything it or the job prints
     "config_file_name": "hardware",
     # what a thread's sentences state (`on 2 host, 8 gpus per host`): below everything a program printed
@@ -382,6 +384,15 @@ def assemble(inp: FactInputs) -> RunFacts:
     tp, pp, dp = val("tensor_parallel"), val("pipeline_parallel"), val("data_parallel")
     if world and (tp or pp) and dp is None and world % ((tp or 1) * (pp or 1)) == 0:
         dp = world // ((tp or 1) * (pp or 1))
+    accum = val("grad_accum_steps")
+    glob, micro = val("train_batch_size"), val("micro_batch_per_gpu")
+    # Megatron prints no accumulation: it is the global batch over micro-batch x data-parallel size (its arguments
+    # derive it so), and so is DeepSpeed's where only train_batch_size is set. Only with the data-parallel size known
+    # (a world size alone may hold tensor- and pipeline-parallel ranks too) and where it divides evenly.
+    if accum is None and glob and micro and dp and glob % (micro * dp) == 0:
+        ev = c.first("train_batch_size")
+        c.add("grad_accum_steps", glob // (micro * dp), "from_global_batch", ev.source if ev else -1,
+              ev.line if ev else None)
     if nodes and gpn and world and nodes * gpn != world and c.first("world_size").tier == "job":
         # the job's own count wins; a per-node count from a lower tier that does not fit it is dropped
         ev_g = c.first("gpus_per_node")
@@ -1046,5 +1057,10 @@ def _engine_value(engine: dict[str, Any], key: str) -> tuple[bool, Any]:
         if not m:
             return False, None
         text = m.group(1)
-    m = re.search(r"(?:^|[\s(,])" + re.escape(parts[-1]) + r"=([^,\s)]+)", text)
-    return (True, m.group(1).strip("'\"")) if m else (False, None)
+    # The repr names fields as DeepSpeed's config model does: its JSON aliases `stage3_prefetch_bucket_size`,
+    # `stage3_gather_16bit_weights_on_model_save`, ... drop the prefix there (deepspeed/runtime/zero/config.py).
+    for name in dict.fromkeys((parts[-1], parts[-1].removeprefix("stage3_"))):
+        m = re.search(r"(?:^|[\s(,])" + re.escape(name) + r"=([^,\s)]+)", text)
+        if m:
+            return True, m.group(1).strip("'\"")
+    return False, None

@@ -56,8 +56,16 @@ def build(model: RunModel, changes: tuple[Change, ...], files: dict[str, Path]) 
     for ch in changes:
         kind = {"ds_config": "ds_config", "accelerate": "accelerate_config"}.get(ch.target, "launch_script")
         path = by_kind.get(kind)
+        if kind == "ds_config" and (ch.filled_by or ch.after == "auto") and (
+                path is None or _filled_in(edited[path], ch.key.split("."))):
+            continue  # the framework fills the key from its arguments (diagnose/frameworks.py): nothing to write
         if path is None:
             notes.append(f"{ch.key}: no {kind.replace('_', ' ')} among the sources to write it into")
+            continue
+        if _new_trainer_flag(model, ch, edited[path]):
+            notes.append(f"{ch.key}: add `--{ch.key}{'' if ch.after is True else f' {_flag_value(ch.after)}'}` to "
+                         f"the training command if its script takes the Trainer's arguments (HfArgumentParser); "
+                         f"{path} does not pass it now, and a script with a parser of its own would refuse it")
             continue
         try:
             after = _apply(kind, edited[path], ch)
@@ -108,6 +116,30 @@ def _apply(kind: str, text: str, ch: Change) -> str:
     if ch.target == "env":
         return set_env(text, ch.key, ch.after)
     return set_flag(text, ch.key, ch.after)
+
+
+def _new_trainer_flag(model: RunModel, ch: Change, script: str) -> bool:
+    """A Trainer flag the launch command does not pass yet. Scripts built on the HF Trainer often parse their own
+    arguments under the Trainer's names, and refuse one they do not define (`error: unrecognized arguments`, seen
+    starting a patched recorded run: benchmarks/patched_runs.py); a flag already there is changed in place. Megatron
+    and DeepSpeed-Chat parse their full argument sets, so theirs may be added."""
+    if ch.target != "trainer_args" or model.facts.framework != "hf_trainer" or ch.after in (False, None):
+        return False
+    return re.search(r"--" + re.escape(ch.key) + r"(?=[\s=\\]|$)", script) is None
+
+
+def _filled_in(text: str, path: list[str]) -> bool:
+    """Whether a JSON key that the framework fills is left to it: absent, or "auto" (a literal must move with the
+    framework's argument, or the run stops at start-up)."""
+    try:
+        node = jsonc.scan(text)
+    except jsonc.JsoncError:
+        return False
+    for key in path:
+        if not node.is_object or key not in node.members:
+            return True
+        node = node.members[key][1]
+    return text[node.start:node.end].strip() == '"auto"'
 
 
 # ---- DeepSpeed JSON: in place --------------------------------------------------------------------------------

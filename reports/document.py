@@ -12,6 +12,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
+from diagnose import planner
 from diagnose.doc_links import docs_for
 from diagnose.engine import Diagnosis
 from diagnose.findings import Change, Finding
@@ -78,7 +79,8 @@ def change_text(c: Change) -> str:
     diff is shown once, in the recommended configuration."""
     if c.target == "env" and c.after is None:
         return f"unset {c.key}"
-    return f"{c.key}: {json.dumps(c.before) if c.before is not None else '(unset)'} -> {json.dumps(c.after)}"
+    name = f"--{c.key}" if c.target == "trainer_args" else c.key  # a flag beside the JSON key of the same name
+    return f"{name}: {json.dumps(c.before) if c.before is not None else '(unset)'} -> {json.dumps(c.after)}"
 
 
 # What the `trainer_args` target is called in each framework (diagnose/frameworks.py translated the keys).
@@ -318,7 +320,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
                  common_folder([s.name for s in model.sources] + [s.name for s in model.skipped]))
     plan = None
     if d.plan is not None:
-        plan = {k: v for k, v in dataclasses.asdict(d.plan).items()}
+        plan = planner.as_dict(d.plan)
     doc = {
         "schema_version": SCHEMA_VERSION,
         "verdict": r(d.verdict),
@@ -425,13 +427,14 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
     if plan:
         out["plan_caption"] = (f"{plan['params'] / 1e9:.2f}B parameters on {plan['gpus']} GPUs of "
                                f"{plan['gpu_memory_gb']:.0f} GB, {plan['optimizer']}, gradient accumulation "
-                               f"{plan['grad_accum']}; mixed-precision Adam = 2 + 2 + 12 bytes per parameter "
-                               "(ZeRO paper); the DeepSpeed estimator adds 4 bytes of fp32 gradients.")
+                               f"{plan['grad_accum']}; "
+                               + ("fp32 Adam = 4 + 4 + 8 bytes per parameter" if plan.get("precision") == "fp32"
+                                  else "mixed-precision Adam = 2 + 2 + 12 bytes per parameter")
+                               + " (ZeRO paper); the DeepSpeed estimator adds 4 bytes of fp32 gradients.")
         out["plan_rows"] = [{"name": s["name"], "recommended": s["name"] == plan["recommended"],
                              "states": f"{s['model_states_gb']:.1f} GB", "ds": f"{s['deepspeed_estimate_gb']:.1f} GB",
                              "comm": f"{s['comm_gb_per_step'] or 0:.1f} GB",
-                             "fits": ("yes" if s["fits"] else f"with micro-batch {s['fits_micro_batch']}"
-                                      if s.get("fits_micro_batch") else "no"),
+                             "fits": s["verdict"],
                              "note": s["note"]} for s in plan["stages"]]
     facts = [("world size", run["world_size"]), ("nodes", run["nodes"]), ("GPUs per node", run["gpus_per_node"]),
              ("tensor parallel", run["tensor_parallel"]), ("pipeline parallel", run["pipeline_parallel"]),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -50,3 +51,39 @@ def test_plan_cli_json() -> None:
     doc = json.loads(proc.stdout)
     assert doc["recommended"] == "ddp" and len(doc["stages"]) == 6
     assert run_cli("plan", "--params", "-1", "--gpus", "16").returncode == 2
+
+
+def _sample_dirs() -> list[Path]:
+    root = Path(__file__).resolve().parent.parent / "sample_logs"
+    return sorted(p.parent for p in root.glob("**/*.log") if "pairs" not in p.parts and "record" not in p.parts) + \
+        sorted(p for p in (root / "synthetic").iterdir() if p.is_dir())
+
+
+def test_plan_with_the_runs_shape_agrees_with_the_reports_planner_on_every_sample() -> None:
+    """`diagnose plan`, given the flags that describe a sample's run, prints the report's plan of that run (issue 31,
+    must 5): one planner, told what ran (stage, precision, micro-batch, accumulation, sequence length, peak)."""
+    from typer.testing import CliRunner
+
+    from diagnose import engine
+    from diagnose.cli import app
+    from diagnose.metrics import compute
+    from diagnose.parsers import parse
+    from diagnose.planner import MEASURED_FRACTION, as_dict
+
+    compared = 0
+    for run in dict.fromkeys(_sample_dirs()):
+        model = parse([str(run)])
+        metrics = compute(model)
+        inputs = engine.plan_inputs(model, None, metrics)
+        if inputs is None or inputs["measured_fraction"] != MEASURED_FRACTION:
+            continue  # no plan, or one on a card known only from its measured peak (no flag says that)
+        report = as_dict(engine.run_plan(model, None, metrics))
+        res = CliRunner().invoke(app, ["plan", *engine.plan_command(inputs), "--format", "json"])
+        assert res.exit_code == 0, (run, res.output)
+        cli = json.loads(res.output)
+        assert cli["recommended"] == report["recommended"], run
+        assert [(s["name"], s["verdict"]) for s in cli["stages"]] == \
+            [(s["name"], s["verdict"]) for s in report["stages"]], run
+        assert cli["steps"] == list(report["steps"]), run
+        compared += 1
+    assert compared >= 4  # the samples with a plan (the CPU recordings have none)

@@ -136,8 +136,10 @@ def test_json_contract() -> None:
             plan["recommended_grad_accum"]) == ("measured", "zero1", 2, 8)
     assert any("13.2 + 35.3 = 48.5 GB fits" in line for line in plan["steps"])
     rec = {(c["target"], c["key"]): c["after"] for c in doc["recommended_changes"]}
+    # The HF Trainer owns the batch keys: its flags move with the JSON's literals (diagnose/frameworks.py).
     assert rec == {("env", "CUDA_LAUNCH_BLOCKING"): None, ("ds_config", "zero_optimization.stage"): 1,
-                   ("ds_config", "train_micro_batch_size_per_gpu"): 2, ("ds_config", "gradient_accumulation_steps"): 8}
+                   ("ds_config", "train_micro_batch_size_per_gpu"): 2, ("ds_config", "gradient_accumulation_steps"): 8,
+                   ("trainer_args", "per_device_train_batch_size"): 2, ("trainer_args", "gradient_accumulation_steps"): 8}
     assert len(doc["recommended_changes"]) == len(rec)  # one value per key
 
 

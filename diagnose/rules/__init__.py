@@ -72,17 +72,24 @@ class Rule:
     # Rules whose findings this rule's cause brings about (the bubble makes pipeline stages wait on send/recv, which
     # comm-bound sees as communication): where both fire, this one ranks above them (issue 31).
     symptoms: tuple[str, ...] = ()
+    # The expected effect of the fix, computed from the changes as the recommendation merged them (its own where
+    # another finding did not decide the key): (facts, the finding's data, the changes) -> words; None keeps the
+    # rule's own words (issue 31).
+    effect: Callable[[RunFacts, dict[str, Any], tuple[Change, ...]], str | None] | None = None
 
 
 REGISTRY: dict[str, Rule] = {}
 
 
 def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str, drivers: tuple[str, ...],
-         scenario: str, costs: tuple[str, ...] = (), symptoms: tuple[str, ...] = ()) -> Callable[[Any], Any]:
+         scenario: str, costs: tuple[str, ...] = (), symptoms: tuple[str, ...] = (),
+         effect: Callable[[RunFacts, dict[str, Any], tuple[Change, ...]], str | None] | None = None,
+         ) -> Callable[[Any], Any]:
     def register(fn: Callable[[Ctx], Finding | None]) -> Callable[[Ctx], Finding | None]:
         assert id not in REGISTRY, id
         REGISTRY[id] = Rule(id=id, title=title, detects=detects, why=why, evidence=evidence, fix=fix,
-                            drivers=drivers, scenario=scenario, check=fn, costs=costs, symptoms=symptoms)
+                            drivers=drivers, scenario=scenario, check=fn, costs=costs, symptoms=symptoms,
+                            effect=effect)
         return fn
     return register
 

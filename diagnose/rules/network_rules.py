@@ -336,7 +336,9 @@ def grad_accum_zero_traffic(ctx: Ctx) -> Finding | None:
                 f"micro-step: {f.grad_accum_steps}x the gradient traffic of ZeRO-1/DDP per optimizer step.",
         evidence=tuple(ev),
         fix=Fix(_accum_fix(target, fits_zero1, plan), tuple(changes),
-                f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step."),
+                f"Per-GPU traffic from {traffic[0]:.1f} to {traffic[1]:.1f} GB per optimizer step." if traffic else
+                f"Up to {f.grad_accum_steps}x less gradient traffic per optimizer step (one reduction a step instead "
+                f"of one per micro-step)."),
     )
 
 

@@ -1,7 +1,10 @@
 """ZeRO stage, offload and the optimizer step (causes.md C3, C5, C7, C8)."""
 from __future__ import annotations
 
+from typing import Any
+
 from diagnose.planner import USABLE_FRACTION
+from diagnose.recommend import global_batch
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 from diagnose.parsers.facts import RunFacts
 
@@ -262,6 +265,19 @@ def activation_checkpointing_unneeded(ctx: Ctx) -> Finding | None:
     )
 
 
+def _micro_batch_effect(facts: RunFacts, data: dict[str, Any], changes: tuple[Change, ...]) -> str | None:
+    """What a larger micro-batch at the same global batch changes: the work per kernel, and under ZeRO-2/3 (which
+    reduce gradients in every micro-step) the reductions per optimizer step; ZeRO-0/1 and DDP reduce once a step."""
+    before, after = global_batch(facts), global_batch(facts, changes)
+    if before is None or after is None or after[0] == before[0]:
+        return None
+    work = f"{after[0] / before[0]:g}x the samples per kernel launch (micro-batch {before[0]} -> {after[0]})"
+    if (facts.zero_stage or 0) >= 2 and after[1] != before[1]:
+        return (f"{work}; gradient reductions per optimizer step from {before[1]} to {after[1]} (ZeRO-"
+                f"{facts.zero_stage} reduces in every micro-step).")
+    return f"{work}; the same gradient traffic per optimizer step (reduced once a step)."
+
+
 @rule("small-micro-batch", "Too little work per GPU per step",
       detects="micro-batch x sequence length below ~4k tokens per GPU for a 1B+ model, or a micro-batch of 1 "
               "with many accumulation steps.",
@@ -269,7 +285,7 @@ def activation_checkpointing_unneeded(ctx: Ctx) -> Finding | None:
           "stays low while memory has headroom.",
       evidence="train_micro_batch_size_per_gpu (config, HF block, launch flags), sequence length, parameters.",
       fix="Raise the micro-batch and lower gradient accumulation to keep the global batch; pack sequences.",
-      drivers=("micro_batch_per_gpu",), scenario="synthetic/small_micro_batch")
+      drivers=("micro_batch_per_gpu",), scenario="synthetic/small_micro_batch", effect=_micro_batch_effect)
 def small_micro_batch(ctx: Ctx) -> Finding | None:
     f = ctx.facts
     if not f.micro_batch_per_gpu:
@@ -298,8 +314,9 @@ def small_micro_batch(ctx: Ctx) -> Finding | None:
         evidence=tuple(e for e in (
 ctx.fact_evidence("micro_batch_per_gpu", "train_micro_batch_size_per_gpu"),) if e),
         fix=Fix("Double the micro-batch and halve gradient accumulation (same global batch).", tuple(changes),
-                "Larger kernels and half the per-sample communication."),
+                _micro_batch_effect(f, {}, tuple(changes)) or ""),
     )
+
 
 
 def _fixed_costs_dominate(ctx: Ctx, tokens: int, fixed: float) -> Finding:
