@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from diagnose.findings import Change
-from diagnose.parsers.facts import RunFacts
+from diagnose.parsers.facts import RunFacts, dig
 
 FRAMEWORK_NAMES = {"hf_trainer": "the HF Trainer", "megatron": "Megatron", "dschat": "DeepSpeed-Chat",
                    "lightning": "Lightning", "custom": "a training script of its own"}
@@ -178,7 +178,7 @@ def route(ch: Change, facts: RunFacts) -> tuple[tuple[Change, ...], str]:
         if arg is None:  # it follows from the micro-batch and global batch changes beside it
             return (), ""
         after = _enabled(ch.after) if ch.key in PRECISION_KEYS else ch.after
-        follow = (dataclasses.replace(ch, filled_by="megatron"),) if _has(facts.ds_config, ch.key) else ()
+        follow = (dataclasses.replace(ch, filled_by="megatron"),) if dig(facts.ds_config, ch.key)[0] else ()
         return (Change("trainer_args", arg, None, after), *follow), ""
     if framework == "dschat" and ch.key in DSCHAT_DS:
         flag = DSCHAT_DS[ch.key]
@@ -205,8 +205,8 @@ def _route_accelerate(ch: Change, facts: RunFacts) -> tuple[tuple[Change, ...], 
     if ch.key == "mixed_precision" and facts.framework == "hf_trainer":
         # The Trainer's flag decides: TrainingArguments sets accelerate's precision from --bf16 / --fp16.
         wanted = str(ch.after).lower()
-        flags = tuple(Change("trainer_args", p, None, p == wanted) for p in ("bf16", "fp16") if p == wanted)
-        return (ch, *flags), ""
+        flag = (Change("trainer_args", wanted, None, True),) if wanted in ("bf16", "fp16") else ()
+        return (ch, *flag), ""
     return (ch,), ""
 
 
@@ -235,11 +235,3 @@ def _accelerate_inline_ds(facts: RunFacts) -> bool:
 def _enabled(value: object) -> bool:
     return value is True or str(value).lower() in ("true", "1", "yes")
 
-
-def _has(config: dict[str, Any], key: str) -> bool:
-    node: Any = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return True

@@ -88,7 +88,7 @@ def settle(findings: list[Finding], facts: RunFacts, headroom: Headroom) -> tupl
                 kept.append(ch)
                 if slot not in merged:
                     merged[slot], decided[slot] = ch, f.id
-        note = _note(f.id, f.fix.changes, kept, dropped)
+        note = _note(f.id, dropped)
         fix = dataclasses.replace(f.fix, changes=tuple(kept),
                                   summary=f.fix.summary + (f" ({note})" if note else ""))
         out.append(dataclasses.replace(f, fix=fix))
@@ -190,7 +190,7 @@ def _said(ch: Change) -> str:
     return f"{ch.key} {ch.before} -> {ch.after}" if ch.before is not None else f"{ch.key} = {ch.after}"
 
 
-def _note(fid: str, before: tuple[Change, ...], kept: list[Change], dropped: list[Dropped]) -> str:
+def _note(fid: str, dropped: list[Dropped]) -> str:
     mine = [d for d in dropped if d.finding == fid]
     if not mine:
         return ""

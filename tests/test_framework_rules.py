@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from diagnose.cli import app
 from diagnose.engine import diagnose
 from diagnose.parsers import parse
+from diagnose.parsers.facts import dig
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_logs"
 
@@ -40,15 +41,6 @@ ACCELERATE_REFUSED_DS = ("gradient_accumulation_steps", "gradient_clipping", "ze
                          "zero3_save_16bit_model")
 
 
-def _dig(config: dict, key: str) -> tuple[bool, object]:
-    node: object = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
-
-
 def _flags(script: str) -> dict[str, object]:
     """`--name value` and bare `--name` of a launch script (backslash continuations joined)."""
     text = script.replace("\\\n", " ")
@@ -69,10 +61,10 @@ def hf_mismatches(ds: dict, flags: dict[str, object], world: int) -> list[str]:
             args[name] = type(default)(float(value))
     bad = []
     for key, name, _ in HF_FILLED:
-        found, value = _dig(ds, key)
+        found, value = dig(ds, key)
         if found and value != "auto" and value != args[name]:
             bad.append(f"{key}={value!r} but --{name} gives {args[name]!r}")
-    found, total = _dig(ds, "train_batch_size")
+    found, total = dig(ds, "train_batch_size")
     product = world * int(args["per_device_train_batch_size"]) * int(args["gradient_accumulation_steps"])
     if found and total != "auto" and total != product:
         bad.append(f"train_batch_size={total} but world x micro x accumulation = {product}")
