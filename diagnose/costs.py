@@ -19,6 +19,9 @@ SOCKET_GBPS = 25.0
 IB_GBPS = 200.0
 
 
+Measure = tuple[float, float, str] | None  # (seconds lost, seconds the fix saves, the arithmetic)
+
+
 @dataclass(frozen=True)
 class Inputs:
     account: Account
@@ -36,68 +39,78 @@ def _gpus(acc: Account) -> str:
     return f"{acc.gpus} {acc.device}" if acc.gpus else f"{acc.device} (count not in the logs)"
 
 
-def _stalls(x: Inputs) -> tuple[float, float, str] | None:
+def _stalls(x: Inputs, data: Mapping[str, object]) -> Measure:
+    """The stall seconds the finding itself counted (`data["stall_s"]`, from the account's stalls it names or the
+    GPUs' idle time), so its share and its price are one figure; else the account's whole stalls part."""
     part = x.account.part("stalls")
+    own, count, basis = data.get("stall_s"), data.get("stall_count"), data.get("stall_basis")
+    if isinstance(own, (int, float)) and isinstance(count, int):
+        return (float(own), float(own), f"{count} stall(s) x {basis}, {_sec(own)} in all, x {_gpus(x.account)}")
     if part is None or not part.seconds:
         return None
     kinds = sorted({p.name for p in part.pieces})
     return (part.seconds, part.seconds,
             f"{len(part.pieces)} stall(s) ({', '.join(kinds)}) x their excess over the steady step, "
-            f"{part.seconds:.0f} s in all, x {_gpus(x.account)}")
+            f"{_sec(part.seconds)} in all, x {_gpus(x.account)}")
 
 
-def _piece(*names: str) -> Callable[[Inputs], tuple[float, float, str] | None]:
-    def measure(x: Inputs) -> tuple[float, float, str] | None:
+def _sec(seconds: float) -> str:
+    """Seconds at three significant figures: a sub-second loss reads as itself, not as '0 s'."""
+    return f"{seconds:.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"
+
+
+def _piece(*names: str) -> Callable[[Inputs, Mapping[str, object]], Measure]:
+    def measure(x: Inputs, data: Mapping[str, object]) -> Measure:
         p = _sub(x.account, *names)
         if p is None or p.seconds is None:
             return None
         share = p.seconds / (x.account.part("steps").seconds or 1.0)  # type: ignore[union-attr]
-        return (p.seconds, p.seconds, f"{p.name} {share:.0%} of the steady steps ({p.basis}) = {p.seconds:.0f} s, "
+        return (p.seconds, p.seconds, f"{p.name} {share:.0%} of the steady steps ({p.basis}) = {_sec(p.seconds)}, "
                                       f"x {_gpus(x.account)}")
     return measure
 
 
-def _socket(x: Inputs) -> tuple[float, float, str] | None:
+def _socket(x: Inputs, data: Mapping[str, object]) -> Measure:
     p = _sub(x.account, "communication")
     if p is None or p.seconds is None:
         return None
     used = x.metrics.comm_busbw_gbps or SOCKET_GBPS
     basis = "measured bus bandwidth" if x.metrics.comm_busbw_gbps else "a 25 GbE NIC"
     saved = p.seconds * max(0.0, 1.0 - used / IB_GBPS)
-    return (p.seconds, saved, f"communication {p.seconds:.0f} s x (1 - {used:.0f} Gb/s ({basis}) / {IB_GBPS:.0f} "
-                              f"Gb/s (one HDR InfiniBand port)) = {saved:.0f} s saved, x {_gpus(x.account)}")
+    return (p.seconds, saved, f"communication {_sec(p.seconds)} x (1 - {used:.0f} Gb/s ({basis}) / {IB_GBPS:.0f} "
+                              f"Gb/s (one HDR InfiniBand port)) = {_sec(saved)} saved, x {_gpus(x.account)}")
 
 
-def _slowdown(x: Inputs) -> tuple[float, float, str] | None:
+def _slowdown(x: Inputs, data: Mapping[str, object]) -> Measure:
     cp = x.change_points
     if cp is None or cp.slowdown_s <= 0:
         return None
     how = (f"{len(cp.shifts)} level shift(s) up" if cp.pattern in ("shift", "staircase")
            else "a steady climb (trend)")
     return (cp.slowdown_s, cp.slowdown_s, f"{how}: the steps after them beyond the first level, "
-                                          f"{cp.slowdown_s:.0f} s, x {_gpus(x.account)}")
+                                          f"{_sec(cp.slowdown_s)}, x {_gpus(x.account)}")
 
 
-def _straggler(x: Inputs) -> tuple[float, float, str] | None:
+def _straggler(x: Inputs, data: Mapping[str, object]) -> Measure:
     s = x.stragglers
     if s is None or not x.account.steps:
         return None
     lost = s.wait_s_per_step * x.account.steps
     return (lost, lost, f"the others wait {s.wait_s_per_step:.3g} s per step for rank {s.rank} x "
-                        f"{x.account.steps} steps = {lost:.0f} s, x {_gpus(x.account)}")
+                        f"{x.account.steps} steps = {_sec(lost)}, x {_gpus(x.account)}")
 
 
-def _skipped(x: Inputs) -> tuple[float, float, str] | None:
+def _skipped(x: Inputs, data: Mapping[str, object]) -> Measure:
     frac = x.metrics.skipped_fraction
     if not frac or not x.account.steps:
         return None
     lost = frac * x.account.steps * x.account.steady_step_s
     return (lost, lost, f"{frac:.1%} of {x.account.steps} steps skipped x the steady {x.account.steady_step_s:.3g} s "
-                        f"= {lost:.0f} s, x {_gpus(x.account)}")
+                        f"= {_sec(lost)}, x {_gpus(x.account)}")
 
 
 # The measures a rule may name (Rule.costs): each -> (seconds lost, seconds the fix saves, the arithmetic).
-MEASURES: dict[str, Callable[[Inputs], tuple[float, float, str] | None]] = {
+MEASURES: dict[str, Callable[[Inputs, Mapping[str, object]], Measure]] = {
     "stalls": _stalls,
     "data wait": _piece("data wait", "outside the timers"),
     "communication": _piece("communication"),
@@ -118,16 +131,17 @@ LABELS = {"stalls": "stalls", "data wait": "waiting for data", "communication": 
 def cost(measures: tuple[str, ...], x: Inputs, data: Mapping[str, object] | None = None) -> Cost | None:
     """The first of a rule's measures the run can give. Where the finding says how much traffic its fix leaves
     (`data["traffic_gb_per_step"]`: before, after), what the fix saves of the communication is that share, not all
-    of it (ZeRO-3 -> ZeRO-1 still all-reduces the gradients)."""
+    of it (ZeRO-3 -> ZeRO-1 still all-reduces the gradients). Where it says what share of the loss its fix keeps
+    (`data["fix_keeps"]`: share, why), the fix saves the rest (a save every 4x the steps keeps a quarter)."""
     acc = x.account
     for name in measures:
-        got = MEASURES[name](x)
+        got = MEASURES[name](x, data or {})
         if got is None or got[0] <= 0:
             continue
         lost, saved, arithmetic = got
         hours = acc.gpu_hours(lost)
         if hours is not None:
-            arithmetic += f" = {hours:.2f} {acc.hours_unit}"
+            arithmetic += f" = {hours:.3g} {acc.hours_unit}"
         traffic = (data or {}).get("traffic_gb_per_step")
         if name in ("communication", "socket communication") and isinstance(traffic, tuple) and len(traffic) == 2 \
                 and all(isinstance(v, (int, float)) for v in traffic) and traffic[0] > 0:
@@ -135,8 +149,15 @@ def cost(measures: tuple[str, ...], x: Inputs, data: Mapping[str, object] | None
             saved = saved * (1.0 - kept)
             saves = acc.gpu_hours(saved)
             arithmetic += (f"; the fix leaves {traffic[1]:.1f} of {traffic[0]:.1f} GB per GPU per step, so it saves "
-                           f"{1.0 - kept:.0%} of that: {saved:.0f} s"
-                           + (f" = {saves:.2f} {acc.hours_unit}" if saves is not None else ""))
+                           f"{1.0 - kept:.0%} of that: {_sec(saved)}"
+                           + (f" = {saves:.3g} {acc.hours_unit}" if saves is not None else ""))
+        kept_events = (data or {}).get("fix_keeps")
+        if isinstance(kept_events, tuple) and len(kept_events) == 2 and isinstance(kept_events[0], (int, float)) \
+                and 0 <= kept_events[0] < 1:
+            saved = saved * (1.0 - kept_events[0])
+            saves = acc.gpu_hours(saved)
+            arithmetic += (f"; the fix keeps {kept_events[0]:.0%} of that ({kept_events[1]}), so it saves "
+                           f"{_sec(saved)}" + (f" = {saves:.3g} {acc.hours_unit}" if saves is not None else ""))
         return Cost(measure=name, lost_s=lost, gpu_hours=hours, per_1000_steps=per_step_hours(acc, lost),
                     share=lost / acc.span_s if acc.span_s else None, saves_gpu_hours=acc.gpu_hours(saved),
                     arithmetic=arithmetic, unit=acc.hours_unit)

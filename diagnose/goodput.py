@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import polars as pl
 
-from diagnose.metrics import OVERFLOW_STEP_CLOCKS, SPIKE_FACTOR, Metrics
+from diagnose.metrics import OVERFLOW_STEP_CLOCKS, SPIKE_FACTOR, Metrics, steady_level
 from diagnose.parsers.run_model import RunModel
 
 # A leading step is warm-up while it runs 10% or more above the steady level: Greyhound's (ATC'25) gate between a
@@ -224,7 +224,7 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
     if body.height < 2:
         return None
     per_step = body["dur"] / body["n"]
-    level = float(per_step.median())  # type: ignore[arg-type]
+    level = steady_level(per_step)
     if level <= 0:
         return None
     iv = _with_events(iv, model.frames["events"].filter(pl.col("kind").is_in(list(STALL_EVENTS))))
@@ -380,7 +380,7 @@ def _from_step_times(s: pl.DataFrame, m: Metrics, gpus: int | None, clock: str) 
     """No timestamps: the step series' own times are the clock; what lies around the steps is unknown."""
     n = s["step"].diff().fill_null(1).clip(lower_bound=1)
     dur = s["step_time_s"] * n
-    level = float(s["step_time_s"].median())  # type: ignore[arg-type]
+    level = steady_level(s["step_time_s"])
     warm_s, steps_s, stalls = _body(pl.DataFrame({"global_step": s["step"], "dur": dur, "n": n}), level)
     stall_s = sum(p.seconds or 0.0 for p in stalls)
     unknown = "not in the logs without line timestamps"

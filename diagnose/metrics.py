@@ -435,6 +435,18 @@ def _data_wait_share(steps: pl.DataFrame) -> float | None:
     return float((rows["data_time_s"] / rows["step_time_s"]).median())  # type: ignore[arg-type]
 
 
+def steady_level(times: pl.Series) -> float:
+    """The steady step time: the median of the steps that are not stalls against the lower quartile. When every
+    second step stalls (nanoGPT evaluating and saving every 2 iterations) the plain median is itself a stalled step;
+    elsewhere the two agree. The statistics, the goodput account and the costs all take the steady level from here."""
+    t = times.drop_nulls()
+    if t.len() == 0:
+        return 0.0
+    base = float(t.quantile(0.25, "lower"))  # type: ignore[arg-type]
+    calm = t.filter(t < SPIKE_FACTOR * base) if base > 0 else t
+    return float((calm if calm.len() else t).median())  # type: ignore[arg-type]
+
+
 def _stats(series: pl.DataFrame, source: str) -> StepStats:
     body = series.filter(pl.col("step") > WARMUP_STEPS) if series.height > WARMUP_STEPS + 3 else series
     t = body["step_time_s"]

@@ -348,3 +348,32 @@ def test_what_a_fix_saves_is_the_traffic_it_removes() -> None:
     assert after < before and f["cost"]["saves_gpu_hours"] == pytest.approx(
         f["cost"]["gpu_hours"] * (1 - after / before), rel=1e-6)
     assert "so it saves" in f["cost"]["arithmetic"]
+
+
+def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
+    """Issue 31, must 4: a stall finding's share and seconds come from the numbers its cost is priced by (once
+    'adding 39% to the run's time' from the printed spikes beside '0 s in all' from the account): on every sample
+    and every real case, the summary prints the cost's own seconds and share."""
+    from diagnose.engine import diagnose
+    from diagnose.parsers import InputError, parse
+
+    runs = sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts})
+    real = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+    runs += sorted(p for p in real.iterdir() if p.is_dir()) if real.is_dir() else []
+    seen = 0
+    for run in runs:
+        try:
+            d = diagnose(parse([str(p) for p in sorted(run.iterdir()) if p.name != "truth.json"]))
+        except InputError:
+            continue
+        for f in (x for x in d.findings if x.id == "periodic-stalls"):
+            seen += 1
+            c = f.cost
+            assert c is not None and c.measure == "stalls", run
+            assert c.lost_s == pytest.approx(f.data["stall_s"]) and f"{c.lost_s:.3g} s" in f.summary, (run, f.summary)
+            if c.share is not None:
+                assert f.data["stall_share"] == pytest.approx(c.share) and f"{c.share:.0%} of the run" in f.summary
+                assert (f.severity != "info") == (c.share >= 0.1), (run, c.share, f.severity)
+            else:
+                assert "of the run" not in f.summary, (run, f.summary)
+    assert seen >= 3

@@ -157,11 +157,24 @@ def periodic_stalls(ctx: Ctx) -> Finding | None:
     return _stalls_from_account(ctx)
 
 
-def _added(extra: float | None, total: float | None) -> float | None:
-    """What the stalls add to the run: their extra time over the run's time without them."""
-    if extra is None or not total or total <= extra:
-        return None
-    return extra / (total - extra)
+def _share(ctx: Ctx, seconds: float) -> float | None:
+    """Stall seconds as a share of the run's span in the goodput account, the figure the finding's cost divides
+    by; none without line timestamps (the steps' own times leave out what lies between them)."""
+    acc = ctx.account
+    return seconds / acc.span_s if acc is not None and acc.span_s else None
+
+
+def _account_stalls(ctx: Ctx, kinds: list[str], steps: set[int] | None) -> tuple[float, int]:
+    """(seconds, count) of the goodput account's stalls this finding names: the pauses at the named kinds of event
+    and the spikes at the given steps (or every spike where no step is given). The account is the one place that
+    measures a stall's seconds; the finding's share and its cost both come from these."""
+    acc = ctx.account
+    part = acc.part("stalls") if acc is not None else None
+    if part is None:
+        return 0.0, 0
+    mine = [p for p in part.pieces if p.seconds and (
+        STALL_KINDS.get(p.name) in kinds or (p.name == "spike" and (steps is None or p.step in steps)))]
+    return sum(p.seconds or 0.0 for p in mine), len(mine)
 
 
 def _stalls_from_spikes(ctx: Ctx) -> Finding | None:
@@ -172,20 +185,17 @@ def _stalls_from_spikes(ctx: Ctx) -> Finding | None:
     aligned = [s for s in stats.spikes if s in saves or (s - 1) in saves]
     if not aligned and (stats.spike_period is None or m.loader_period is not None):
         return None  # a loader's rhythm is input-bound's
-    series = m.step_series
-    extra = None
-    if series is not None:
-        spiky = series.filter(pl.col("step").is_in(list(stats.spikes)))["step_time_s"]
-        extra = float(spiky.sum()) - stats.p50_s * spiky.len()
-    total = float(series["step_time_s"].sum()) if series is not None else None
-    share = _added(extra, total)
     kinds = sorted({k for k, step, _ in m.stall_events if step is not None and (step in aligned or step + 1 in aligned)})
+    near = {s + d for s in aligned for d in (0, 1)} if aligned else None
+    seconds, count = _account_stalls(ctx, kinds, near)
+    if not count:
+        return None  # spikes the account does not measure as time lost (CPU noise around a save)
     ev = [Evidence(f"steps {', '.join(map(str, stats.spikes[:8]))} took >= {SPIKE_FACTOR:.0f}x the median "
                    f"{stats.p50_s * 1000:.0f} ms" + (f" (every {stats.spike_period} steps)" if stats.spike_period else ""),
                    kind="metric")]
     ev += [Evidence(f"{k} at step {s}" + (f", next step {t:.2f} s" if t else ""), kind="metric")
            for k, s, t in m.stall_events[:4]]
-    return _stalls(ctx, kinds, share, ev, "high" if aligned else "medium")
+    return _stalls(ctx, kinds, seconds, count, ev, "high" if aligned else "medium")
 
 
 def _stalls_from_account(ctx: Ctx) -> Finding | None:
@@ -204,30 +214,40 @@ def _stalls_from_account(ctx: Ctx) -> Finding | None:
         return None
     kinds = sorted({STALL_KINDS[p.name] for p in pieces})
     extra = sum(p.seconds or 0.0 for p in pieces)
-    share = _added(extra, acc.span_s or acc.measured_s)
     ev = [Evidence(f"{len(pieces)} pauses at a {' or '.join(kinds)} every {period} steps (steps "
-                   f"{', '.join(map(str, steps[:8]))}), {extra:.1f} s beyond the steady {acc.steady_step_s:.3g} s "
+                   f"{', '.join(map(str, steps[:8]))}), {extra:.3g} s beyond the steady {acc.steady_step_s:.3g} s "
                    "a step, measured by the lines' timestamps", kind="metric")]
-    return _stalls(ctx, kinds, share, ev, "high")
+    return _stalls(ctx, kinds, extra, len(pieces), ev, "high")
 
 
 STALL_KINDS = {"checkpoint": "checkpoint", "evaluation": "eval"}  # the account's stall names -> stall event kinds
 
 
-def _stalls(ctx: Ctx, kinds: list[str], share: float | None, ev: list[Evidence], confidence: str) -> Finding:
-    what = " and ".join(kinds) or "a recurring event"
+def _fewer(changes: list[Change]) -> tuple[float, str] | None:
+    """What share of the stall time a fix that saves / evaluates LESS_OFTEN times less often keeps."""
+    if any(c.key in ("save_steps", "eval_steps") for c in changes):
+        return 1.0 / LESS_OFTEN, f"one event in {LESS_OFTEN}"
+    return None
+
+
+def _stalls(ctx: Ctx, kinds: list[str], seconds: float, count: int, ev: list[Evidence],
+            confidence: str) -> Finding:
+    what = " and ".join(kinds)
+    share = _share(ctx, seconds)
+    changes = _less_often(ctx, kinds)
     explains = share is not None and share >= STALL_SHARE
     return ctx.finding(
-        title=f"Training stalls at each {what}",
+        title=f"Training stalls at each {what}" if kinds else "Training stalls at a recurring step",
         severity="warning" if explains else "info",
         confidence=confidence,
         explains_slowdown=explains,
-        summary=f"Steps stall periodically{' at ' + what if kinds else ''}"
-                + (f", adding {share:.0%} to the run's time." if share is not None else "."),
+        summary=f"Steps stall periodically{' at ' + what if kinds else ''}: {count} stall(s), {seconds:.3g} s "
+                "beyond the steady step in all" + (f", {share:.0%} of the run." if share is not None else "."),
         evidence=tuple(ev),
-        fix=Fix("Do the periodic work less often, or asynchronously.", tuple(_less_often(ctx, kinds)),
+        fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
                 "The stall time, spread over fewer events."),
-        data={"stall_share": share},
+        data={"stall_share": share, "stall_s": seconds, "stall_count": count,
+              "stall_basis": "their excess over the steady step", "fix_keeps": _fewer(changes)},
     )
 
 
@@ -251,27 +271,35 @@ def _less_often(ctx: Ctx, kinds: list[str]) -> list[Change]:
 
 
 def _stalls_from_utilization(ctx: Ctx) -> Finding:
-    """W&B utilization samples and log timestamps on one clock: idle GPUs exactly when the run saved or evaluated."""
+    """W&B utilization samples and log timestamps on one clock: idle GPUs exactly when the run saved or evaluated.
+    The time lost is the account's measure of those pauses where it has them (the idle minutes are counted between
+    W&B's samples, a coarser clock); the idle minutes otherwise."""
     m = ctx.metrics
     kinds = sorted({k for k, _, _ in m.stalls_in_idle})
     idle = sum(s for _, _, s in m.stalls_in_idle)
-    share = idle / m.wall_s if m.wall_s else None
     steps = [s for _, s, _ in m.stalls_in_idle if s is not None]
+    seconds, count = _account_stalls(ctx, kinds, set())
+    basis = "their excess over the steady step"
+    if not count:
+        seconds, count, basis = idle, len(m.stalls_in_idle), "the GPUs' idle time (utilization under 10% on every GPU)"
+    share = _share(ctx, seconds)
     what = " and ".join(f"each {k}" for k in kinds)
     text = (f"utilization fell below 10% on every GPU for ~{idle / len(m.stalls_in_idle) / 60:.1f} min at {what}"
             + (f" (steps {', '.join(map(str, steps[:6]))})" if steps else ""))
     changes = _less_often(ctx, kinds)
     explains = share is None or share >= STALL_SHARE
+    lost = f": {count} pause(s), {seconds:.3g} s beyond the steady step in all" if basis.startswith("their") else ""
     return ctx.finding(
         title=f"GPUs sit idle at {what}",
         severity="warning" if explains else "info",
         confidence="high",
         explains_slowdown=explains,
-        summary=text[0].upper() + text[1:] + (f": {share:.0%} of the run." if share is not None else "."),
+        summary=text[0].upper() + text[1:] + lost + (f", {share:.0%} of the run." if share is not None else "."),
         evidence=(Evidence(text + " (W&B system metrics against log timestamps)", kind="metric"),),
         fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
                 "The idle minutes, spread over fewer events."),
-        data={"stall_share": share, "idle_s": idle},
+        data={"stall_share": share, "stall_s": seconds, "stall_count": count, "stall_basis": basis,
+              "fix_keeps": _fewer(changes)},
     )
 
 
