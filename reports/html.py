@@ -29,6 +29,10 @@ def _script_safe(js: str) -> str:
     return js.replace("</script", "<\\/script")
 
 
+DEFAULT_CHART_PX = 320  # plotly's height where a figure sets none (reports/charts.py sets every one)
+FRAME_PAD_PX = 20
+
+
 def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: str = "",
            template: str = "report.html.j2") -> str:
     if template == "report.html.j2":  # a comparison arrives with its own display rows (compare_doc)
@@ -40,7 +44,9 @@ def render(doc: dict[str, Any], figures: list[tuple[str, Any]], chart_prefix: st
         html = fig.to_html(include_plotlyjs=False, full_html=False, config=PLOT_CONFIG,
                            div_id=f"chart-{chart_prefix}{name}",
                            default_height="100%", default_width="100%")
-        charts.append({"name": name, "html": Markup(html)})
+        # the frame is as tall as its figure (plus its border's padding): no blank band under a short chart
+        charts.append({"name": name, "html": Markup(html),
+                       "frame_px": int(fig.layout.height or DEFAULT_CHART_PX) + FRAME_PAD_PX})
     return _ENV.get_template(template).render(doc=doc, charts=charts,
                                                       plotlyjs=Markup(plotlyjs()))
 

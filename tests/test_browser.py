@@ -53,6 +53,10 @@ def test_report_renders_in_chromium(tmp_path: Path, run: str) -> None:
                                   ".filter(d => d.data && d.data.length && d.querySelector('.main-svg')).length")
             verdict = page.locator("#verdict").first
             assert verdict.is_visible() and verdict.inner_text().strip()
+            if run == "two runs":  # issue 31, must 6: the index is as tall as its table, no blank screen after it
+                gap = page.evaluate("() => document.querySelector('#run-1').getBoundingClientRect().top - "
+                                    "document.querySelector('#runs-index table').getBoundingClientRect().bottom")
+                assert 0 <= gap < 120, gap
             if run.startswith("synthetic/seed"):
                 diffs = " ".join(page.locator("#recommended ~ pre.diff").all_inner_texts())
                 assert "-export CUDA_LAUNCH_BLOCKING=1" in diffs and '+    "stage": 1,' in diffs  # a patch of the run's own ds_config.json
@@ -72,7 +76,11 @@ CHART_LAYOUT = """() => [...document.querySelectorAll('.js-plotly-plot')].map(gd
     .filter(r => r.width > 0);
   const overlaps = rects => rects.some((a, i) => rects.slice(i + 1).some(b =>
     a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1));
+  const legend = texts('.legend .bg'), titles = texts('.xtitle, .ytitle, .gtitle');
+  const frame = gd.parentElement.closest('[data-chart]').getBoundingClientRect();
   return {name: gd.parentElement.closest('[data-chart]').dataset.chart, title: L.title.text || '',
+          legendOverTitle: legend.some(a => titles.some(b => overlaps([a, b]))),
+          blankBelow: frame.bottom - gd.getBoundingClientRect().bottom,
           x: (L.xaxis.title || {}).text || '', y: (L.yaxis.title || {}).text || '', traces: gd.data.length,
           legend: L.showlegend, ymin: L.yaxis.range ? L.yaxis.range[0] : null, ytype: L.yaxis.type,
           xOverlap: overlaps(texts('.xtick text')), yOverlap: overlaps(texts('.ytick text'))};
@@ -103,6 +111,8 @@ def test_every_chart_says_what_it_shows_at_two_widths(tmp_path: Path, run: str) 
                     if c["ytype"] == "linear":
                         assert c["ymin"] is not None and c["ymin"] <= 0, c
                     assert not c["xOverlap"] and not c["yOverlap"], (width, c)
+                    assert not c["legendOverTitle"], (width, c)  # issue 31, must 6
+                    assert c["blankBelow"] < 30, (width, c)  # the frame as tall as its figure
                 page.close()
         finally:
             browser.close()

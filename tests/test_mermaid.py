@@ -77,3 +77,53 @@ def test_no_sample_chart_writes_an_exponent() -> None:
     assert len(blocks) >= 40
     numbers = re.compile(r"(?<![\w.])-?\d[\d.]*[eE][-+]?\d+")
     assert not [b.text for b in blocks if numbers.search(b.text)]
+
+
+RENDER_ALL = """async (blocks) => {
+  mermaid.initialize({startOnLoad: false, securityLevel: 'strict'});
+  const out = [];
+  for (let i = 0; i < blocks.length; i++) {
+    try {
+      const {svg} = await mermaid.render('chart' + i, blocks[i]);
+      out.push(svg.includes('<svg') ? '' : 'no svg');
+    } catch (e) { out.push(String(e && e.message || e).split('\\n')[0] || 'error'); }
+  }
+  return out;
+}"""
+
+
+def _render_in_chromium(blocks: list[str]) -> list[str]:
+    """Each block through the real mermaid library in headless Chromium -> '' where it rendered, else its error."""
+    import shutil
+
+    from install_chromium import MERMAID_JS
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None or not MERMAID_JS.is_file():
+        pytest.skip("needs Debian's chromium and mermaid's bundle (tests/install_chromium.py fetches both)")
+    playwright = pytest.importorskip("playwright.sync_api")
+    with playwright.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.set_content("<!doctype html><html><body></body></html>")
+            page.add_script_tag(path=str(MERMAID_JS))
+            return page.evaluate(RENDER_ALL, blocks)
+        finally:
+            browser.close()
+
+
+def test_every_sample_chart_renders_with_the_real_mermaid() -> None:
+    """Issue 31, must 6: every Mermaid block of every sample's Markdown report goes through mermaid 11's own parser
+    and renderer (the library GitHub draws them with), and a block it refuses fails the test; the control is the
+    exponent form that once broke 8 of 98 charts, which the same renderer must refuse."""
+    texts = []
+    for run in sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts}):
+        md = diagnose.analyse(run).render("md")
+        texts += [(run.name, b) for b in re.findall(r"```mermaid\n(.*?)\n```", md, re.S)]
+    assert len(texts) >= 40
+    control = 'xychart-beta\n  title "t"\n  x-axis "step" 1 --> 3\n  y-axis "s"\n  line [5.556e-07, 1, 2]'
+    results = _render_in_chromium([t for _, t in texts] + [control])
+    assert results[-1], "mermaid accepted an exponent: the control no longer tells a refused block"
+    failed = [(name, error, text.splitlines()[:3]) for (name, text), error in zip(texts, results) if error]
+    assert failed == []
