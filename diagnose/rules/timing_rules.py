@@ -230,6 +230,16 @@ def _fewer(changes: list[Change]) -> tuple[float, str] | None:
     return None
 
 
+def _stall_effect(seconds: float, changes: list[Change]) -> str:
+    """The expected effect, from the change: the stall seconds times the share of the events the fix keeps."""
+    fewer = _fewer(changes)
+    if fewer is None:
+        return ("Each save skips gathering the 16-bit weights to rank 0 (save them once at the end with "
+                "`zero_to_fp32.py`)." if changes else "Less of the periodic work between steps.")
+    keep, why = fewer
+    return f"Stall time {seconds:.3g} s -> {seconds * keep:.3g} s ({why})."
+
+
 def _stalls(ctx: Ctx, kinds: list[str], seconds: float, count: int, ev: list[Evidence],
             confidence: str) -> Finding:
     what = " and ".join(kinds)
@@ -245,7 +255,7 @@ def _stalls(ctx: Ctx, kinds: list[str], seconds: float, count: int, ev: list[Evi
                 "beyond the steady step in all" + (f", {share:.0%} of the run." if share is not None else "."),
         evidence=tuple(ev),
         fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
-                "The stall time, spread over fewer events."),
+                _stall_effect(seconds, changes)),
         data={"stall_share": share, "stall_s": seconds, "stall_count": count,
               "stall_basis": "their excess over the steady step", "fix_keeps": _fewer(changes)},
     )
@@ -297,7 +307,7 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
         summary=text[0].upper() + text[1:] + lost + (f", {share:.0%} of the run." if share is not None else "."),
         evidence=(Evidence(text + " (W&B system metrics against log timestamps)", kind="metric"),),
         fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
-                "The idle minutes, spread over fewer events."),
+                _stall_effect(seconds, changes)),
         data={"stall_share": share, "stall_s": seconds, "stall_count": count, "stall_basis": basis,
               "fix_keeps": _fewer(changes)},
     )
