@@ -91,6 +91,16 @@ def _slowdown(x: Inputs, data: Mapping[str, object]) -> Measure:
                                           f"{_sec(cp.slowdown_s)}, x {_gpus(x.account)}")
 
 
+def _stopped(x: Inputs, data: Mapping[str, object]) -> Measure:
+    """What the end of the run cost that the finding can measure: the silence before a collective timed out (every
+    GPU held, no step made)."""
+    silence = data.get("silence_s")
+    if not isinstance(silence, (int, float)) or silence <= 0:
+        return None
+    return (float(silence), float(silence), f"the silence from the last step line to the timeout, {_sec(silence)}, "
+                                            f"x {_gpus(x.account)}")
+
+
 def _straggler(x: Inputs, data: Mapping[str, object]) -> Measure:
     s = x.stragglers
     if s is None or not x.account.steps:
@@ -119,13 +129,15 @@ MEASURES: dict[str, Callable[[Inputs, Mapping[str, object]], Measure]] = {
     "slowdown": _slowdown,
     "straggler wait": _straggler,
     "skipped steps": _skipped,
+    "stopped": _stopped,
 }
 
 
 # How the headline names each measure ("... lost to <label>").
 LABELS = {"stalls": "stalls", "data wait": "waiting for data", "communication": "exposed communication",
           "socket communication": "communication over TCP sockets", "optimizer": "the optimizer step",
-          "slowdown": "the slowdown", "straggler wait": "waiting for the slowest rank", "skipped steps": "skipped steps"}
+          "slowdown": "the slowdown", "straggler wait": "waiting for the slowest rank", "skipped steps": "skipped steps",
+          "stopped": "the hang before the timeout"}
 
 
 def cost(measures: tuple[str, ...], x: Inputs, data: Mapping[str, object] | None = None) -> Cost | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from diagnose import changepoints, costs, goodput, hardware, stragglers
+from diagnose import changepoints, costs, endings, goodput, hardware, stragglers
 from diagnose.findings import Change, Finding, causes_first, rank_key
 from diagnose.metrics import Metrics, compute
 from diagnose.planner import ASSUMED_GPU_GB, MEASURED_FRACTION, Plan, plan
@@ -35,6 +35,7 @@ class Diagnosis:
     goodput: goodput.Account | None = None
     change_points: changepoints.ChangePoints | None = None
     stragglers: stragglers.Stragglers | None = None
+    ending: endings.Ending | None = None  # how the run ended (issue 33)
 
 
 
@@ -109,7 +110,12 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
         acc = goodput.account(model, metrics)
     except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings
         faults.append(fault("the goodput account", e))
-    ctx = Ctx(model, model.facts, metrics, p, account=acc)
+    end = None
+    try:
+        end = endings.ending(model)
+    except Exception as e:  # noqa: BLE001 - how it ended is one unit: its fault must not cost the report
+        faults.append(fault("how the run ended", e))
+    ctx = Ctx(model, model.facts, metrics, p, account=acc, ending=end)
     findings = []
     for r in load_all().values():
         if only is not None and r.id not in only:
@@ -134,8 +140,8 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
     findings, recommendation = settle(findings, model.facts, headroom(metrics, p))
     findings = _with_effects(findings, proposed, recommendation, model.facts, faults)
     picture = classify(metrics)
-    return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture), picture,
-                     next_steps(findings, metrics, model), tuple(faults), acc, cps, strag)
+    return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture, end), picture,
+                     next_steps(findings, metrics, model), tuple(faults), acc, cps, strag, end)
 
 
 def _with_effects(findings: list[Finding], proposed: dict[str, tuple[Change, ...]], rec: Recommendation,
@@ -261,7 +267,10 @@ def _more(causes: int, tuning: int) -> str:
     return f"; {' and '.join(words)} below." if words else "."
 
 
-def verdict(findings: list[Finding], m: Metrics, picture: str | None) -> str:
+STOPPED_LEADS = ("crashed", "hung", "killed")  # endings the headline names when no cause of a slowdown is found
+
+
+def verdict(findings: list[Finding], m: Metrics, picture: str | None, end: endings.Ending | None = None) -> str:
     """One plain sentence of at most HEADLINE_MAX characters: the cause by its title, the run's key figures, and
     how many more findings follow (rule ids belong to the findings, not the headline)."""
     explaining = [f for f in findings if f.explains_slowdown and f.severity != "info"]
@@ -270,6 +279,9 @@ def verdict(findings: list[Finding], m: Metrics, picture: str | None) -> str:
     if explaining:
         return _fit(f"Most likely cause: {explaining[0].title}", figures,
                     _loss(explaining[0]) + _more(len(explaining) - 1, len(tuning)))
+    if end is not None and end.how in STOPPED_LEADS and any(f.severity == "critical" for f in findings):
+        stopped = end.summary.split(":", 1)[0].replace("killed", "was killed", 1)
+        return _fit(f"The run {stopped}; no cause of a slowdown found", figures, _more(0, len(tuning)))
     if tuning:
         return _fit("No cause of a slowdown found", figures, _more(0, len(tuning)))
     if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):

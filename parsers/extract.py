@@ -8,7 +8,7 @@ import polars as pl
 
 from diagnose.parsers import prose
 from diagnose.parsers.errors import fault
-from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, KINDS, SETTING_HINT, SETTING_PREFILTER, SETTING_RE,
+from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, SETTING_HINT, SETTING_PREFILTER, SETTING_RE,
                                     TIMER_FAMILIES, LineKind)
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
@@ -34,6 +34,12 @@ ENV_NAMES = (r"(?:NCCL|CUDA|TORCH|PYTORCH|OMP|DS|ACCELERATE|WANDB|HF|TRANSFORMER
 ENV_RE = (r"(?:^|[\s;'\"(\[])(?:export\s+|os\.environ\[['\"]?)?(?P<key>" + ENV_NAMES
           + r")['\"]?\]?=(?P<value>\"[^\"]*\"|'[^']*'|[^\s;'\")\]]*)")
 ENV_HINT = ENV_NAMES + r"['\"]?\]?="  # the cheap pre-filter: a candidate name followed by `=`
+# A line that suggests a setting is advice, not the run's environment (issue 33, must 3): PyTorch's "For debugging
+# consider passing CUDA_LAUNCH_BLOCKING=1" under a CUDA error, "Compile with TORCH_USE_CUDA_DSA", tokenizers' "set
+# the environment variable TOKENIZERS_PARALLELISM=(true | false)", NCCL's "... may be caused by ...".
+ADVICE_RE = (r"(?i)\b(?:consider|for debugging|try (?:setting|passing|running|using|to set)|you (?:can|could|may|might|"
+             r"should|need to)|please (?:set|use|try|pass)|may be caused by|compile with|to (?:enable|disable|avoid|"
+             r"silence|suppress)|set the environment variable|explicitly set|suggest|recommend|hint:)\b")
 
 TIMER_NAMES = ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step", "optimizer_allgather", "optimizer_gradients",
                "optimizer_step", "init_optimizer_state", "pipe_comm", "data")
@@ -174,6 +180,14 @@ def _cast(expr: pl.Expr, dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
 
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
+
+
+def _refined(rows: pl.DataFrame) -> pl.DataFrame:
+    """Exception rows whose message says a collective timed out or its peer went away take that kind."""
+    kind = pl.col("kind")
+    for name, pattern in EXCEPTION_REFINEMENTS:
+        kind = pl.when(pl.col("detail").str.contains(pattern)).then(pl.lit(name)).otherwise(kind)
+    return rows.with_columns(kind.alias("kind"))
 
 
 def _tail(anchor: str) -> pl.Expr:
@@ -461,11 +475,14 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
             if rows is not None and rows.height:
                 if kind.frame == "memory":
                     rows = _with_memory_labels(rows, lines, key)
+                if kind.name == "exception":
+                    rows = _refined(rows)
                 out.setdefault(kind.frame, []).append(rows)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
     # A shell comment (`#export NCCL_P2P_DISABLE=1` in a pasted script) sets nothing.
     env_rows = lines.filter(pl.col("text").str.contains(ENV_HINT))  # apart: the other two tests on few lines
-    env_rows = env_rows.filter(~pl.col("text").str.starts_with("wandb: ") & ~pl.col("text").str.contains(r"^\s*#"))
+    env_rows = env_rows.filter(~pl.col("text").str.starts_with("wandb: ") & ~pl.col("text").str.contains(r"^\s*#")
+                               & ~pl.col("text").str.contains(ADVICE_RE))
     if env_rows.height:
         env = (
             with_prefix(env_rows, source_id)

@@ -334,6 +334,54 @@ KINDS: tuple[LineKind, ...] = (
              r"(?P<detail>Reducing|Increasing) dynamic loss scale from (?P<value_from>" + NUM + r") to (?P<value_to>"
              + NUM + r")", {"detail": S, "value_from": F, "value_to": F}, required="value_from",
              constants={"kind": "loss_scale"}),
+    # ---- how a launch ended (issue 33) ------------------------------------------------------------------------
+    # torchrun's failure table (torch/distributed/elastic/multiprocessing/errors): `Root Cause (first observed
+    # failure):` then, per failure, `[i]:` and its `time`, `host`, `rank`, `exitcode` lines.
+    LineKind("failure_root_cause", "events", ("Root Cause (first observed failure)",), r"(?P<detail>Root Cause)",
+             {"detail": S}, required="detail", constants={"kind": "failure_root_cause"},
+             samples=(("Root Cause (first observed failure):", {"kind": "failure_root_cause"}),)),
+    LineKind("failure_rank", "events", ("(local_rank: ",), r"(?:^|[:\]])\s*rank\s*: (?P<failed_rank>\d+) \(local_rank: \d+\)",
+             {"failed_rank": I}, required="failed_rank", constants={"kind": "failure_rank"},
+             samples=(("  rank      : 1 (local_rank: 1)", {"failed_rank": 1}),)),
+    LineKind("failure_host", "events", ("host      : ",), r"(?:^|[:\]])\s*host\s*: (?P<host>\S+)\s*$", {"host": S},
+             required="host", constants={"kind": "failure_host"},
+             samples=(("  host      : node-3.cluster", {"host": "node-3.cluster"}),)),
+    LineKind("failure_exitcode", "events", ("exitcode  : ",),
+             r"(?:^|[:\]])\s*exitcode\s*: (?P<code>-?\d+) \(pid: \d+\)\s*(?:\((?P<detail>SIG\w+)\))?", {"code": I, "detail": S},
+             required="code", constants={"kind": "failure_exitcode"},
+             samples=(("  exitcode  : -9 (pid: 29786)  (SIGKILL)", {"code": -9, "detail": "SIGKILL"}),
+                      ("  exitcode  : 1 (pid: 29522) ", {"code": 1}))),
+    # A collective that timed out: NCCL's watchdog (`Watchdog caught collective operation timeout: WorkNCCL(SeqNum=
+    # 5, OpType=ALLREDUCE, ...) ran for 600050 milliseconds`), gloo's `Timed out waiting 10000ms for recv operation`.
+    LineKind("comm_timeout", "events", ("Watchdog caught collective operation timeout", "Timed out waiting "),
+             r"(?P<detail>(?:Watchdog caught collective operation timeout|Timed out waiting).*?)"
+             r"(?:SeqNum=(?P<step>\d+))?(?:, OpType=\w+.*)?$", {"detail": S, "step": I}, required="detail",
+             constants={"kind": "comm_timeout"},
+             samples=(("[E ProcessGroupGloo.cpp:144] Timed out waiting 1800000ms for recv operation to complete",
+                       {"kind": "comm_timeout"}),
+                      ("[rank3]:[E ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: "
+                       "WorkNCCL(SeqNum=93, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
+                       "600073 milliseconds before timing out.", {"kind": "comm_timeout"}))),
+    # The peer went away under a collective: fallout of another rank's crash or kill.
+    LineKind("peer_lost", "events", ("Connection closed by peer", "Connection reset by peer",
+                                     "remote process exited or there was a network error"),
+             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "peer_lost"},
+             samples=(("[E ProcessGroupGloo.cpp:144] Rank 1: Connection closed by peer [10.0.0.2]:34567",
+                       {"kind": "peer_lost"}),)),
+    # Slurm's end of a job or step: `*** JOB 123 ON node01 CANCELLED AT 2024-01-01T10:00:00 DUE TO TIME LIMIT ***`.
+    LineKind("job_cancelled", "events", (" CANCELLED AT ",),
+             r"\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT \S+(?: DUE TO (?P<detail>[A-Z ]+?))? \*\*\*",
+             {"detail": S}, required="", constants={"kind": "job_cancelled"},
+             samples=(("slurmstepd: error: *** JOB 1234 ON gpu-node-1 CANCELLED AT 2024-05-01T10:00:00 DUE TO TIME "
+                       "LIMIT ***", {"detail": "TIME LIMIT"}),)),
+    # The launcher itself was told to stop (a scheduler's time limit, `timeout`, Ctrl-C).
+    LineKind("signal_received", "events", ("got signal: ", "death signal, shutting down workers"),
+             r"(?:got signal: (?P<code>\d+)|Received (?:Signals\.)?(?P<detail>\w+) death signal)", {"code": I, "detail": S},
+             required="", constants={"kind": "signal_received"},
+             samples=(("W1203 07:22:00.566000 29823 torch/distributed/elastic/agent/server/api.py:753] Received 15 "
+                       "death signal, shutting down workers", {"detail": "15"}),
+                      ("W1203 07:22:01.100000 29823 torch/distributed/elastic/agent/server/api.py:722] Received "
+                       "Signals.SIGTERM death signal, shutting down workers", {"detail": "SIGTERM"}))),
     LineKind("oom", "events", ("OutOfMemoryError", "out of memory", "CUDA OOM"), r"(?P<detail>.+)$", {"detail": S},
              required="detail", constants={"kind": "oom"}),
     LineKind("nccl_warn", "events", ("NCCL WARN",), r"NCCL WARN (?P<detail>.*)$", {"detail": S}, required="detail",
@@ -343,7 +391,7 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("traceback", "events", ("Traceback (most recent call last)",), r"(?P<detail>Traceback.*)$",
              {"detail": S}, required="detail", constants={"kind": "traceback"}),
     LineKind("exception", "events", ("Error: ", "Exception: "),
-             r"^(?:\[rank\d+\]: )?(?P<detail>[A-Za-z_][\w.]*(?:Error|Exception): .*)$", {"detail": S},
+             r"(?:^|: )(?:\[rank\d+\]: )?(?P<detail>[A-Za-z_][\w.]*(?:Error|Exception): .*)$", {"detail": S},
              required="detail", constants={"kind": "exception"}),
     # Megatron: `saving checkpoint at iteration      10 to /path ...` (the save's start; `successfully saved
     # checkpoint from iteration 10 to ...` its end, which is no save of its own).
@@ -667,3 +715,11 @@ SETTING_HINT = r"(?i)(?:" + _SETTING_NAMES + r")['\"]?\s*[:=| ]"
 _FRAGMENTS = ("gpus", "nodes", "shards", "machines", "world_size", "processes", "batch_size", "accumulation",
               "zero_stage", "devices", "nproc")
 SETTING_PREFILTER = "|".join(f for frag in _FRAGMENTS for f in (frag, frag.upper()))
+
+
+# An exception line names what failed after its type (the refinement is tested on the recorded sample_logs/fault_*) (`RuntimeError: [gloo/.../unbound_buffer.cc:78] Timed out waiting
+# 10000ms for recv operation`): the line's first anchor is `Error: `, so its kind is refined from the message here.
+EXCEPTION_REFINEMENTS: tuple[tuple[str, str], ...] = (
+    ("comm_timeout", r"Watchdog caught collective operation timeout|Timed out waiting \d+ms|collective operation timeout"),
+    ("peer_lost", r"Connection closed by peer|Connection reset by peer|remote process exited or there was a network error"),
+)

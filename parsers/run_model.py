@@ -19,7 +19,7 @@ from diagnose.parsers.facts import FactInputs, RunFacts, assemble
 from diagnose.parsers.ingest import LogResult, ingest_batch, ingest_log
 from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.schema import FRAMES, conform
-from diagnose.parsers.stamps import settle
+from diagnose.parsers.stamps import lend_years, settle
 from diagnose.parsers.templates import Learned, Stream, Unread
 from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, is_program, open_input, read_text
 from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
@@ -118,7 +118,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
         raise InputError("inputs", f"nothing recognisable in any input: {listed}")
     for name in THINNED_FRAMES:
         acc.parts[name] = acc.thinner.take(name) + acc.parts.get(name, [])
-    frames = {name: _finite(settle(conform(name, acc.parts.get(name, [])))) for name in FRAME_NAMES}
+    frames = lend_years({name: _finite(settle(conform(name, acc.parts.get(name, [])))) for name in FRAME_NAMES})
     frames["steps"], summaries = _learned_precedence(frames["steps"], acc)
     if summaries.height:
         frames["events"] = conform("events", [frames["events"], summaries])

@@ -98,6 +98,33 @@ def settle(frame: pl.DataFrame) -> pl.DataFrame:
     return roll_days(frame)
 
 
+def lend_years(frames: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+    """Year-less stamps (YEARLESS_YEAR) take the year the same source's dated stamps carry, across frames: torchrun's
+    glog lines (`E1203 07:21:42.604 ...`) beside a trainer's `[2026-12-03 07:21:31,729]` lines are one clock, so the
+    silence between a last step and a failure is a difference of the two."""
+    yearless = int(YEARLESS_YEAR)
+    dated = [f.select("source", pl.col("ts").dt.year().alias("year")).filter(pl.col("year") != yearless)
+             for f in frames.values() if {"source", "ts"} <= set(f.columns) and f.height]
+    dated = [d.drop_nulls() for d in dated if d.height]
+    if not dated:
+        return frames
+    years = pl.concat(dated).group_by("source").agg(pl.col("year").mode().first())
+    if years.height == 0:
+        return frames
+    out = {}
+    for name, f in frames.items():
+        if not ({"source", "ts"} <= set(f.columns)) or f.height == 0 or \
+                not f.select((pl.col("ts").dt.year() == yearless).any()).item():
+            out[name] = f
+            continue
+        joined = f.join(years, on="source", how="left")
+        out[name] = joined.with_columns(
+            pl.when((pl.col("ts").dt.year() == yearless) & pl.col("year").is_not_null())
+            .then(pl.col("ts").dt.replace(year=pl.col("year"))).otherwise(pl.col("ts")).alias("ts")
+        ).select(f.columns)
+    return out
+
+
 def roll_days(frame: pl.DataFrame) -> pl.DataFrame:
     """Clock-time-only stamps (CLOCK_ONLY_DAY) moved on a day each time they go back by more than
     ROLLOVER_BACK_S within a source, in line order: a run that crosses midnight keeps its order and its step times."""

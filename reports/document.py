@@ -328,6 +328,8 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "metrics": metrics_dict(d),
         "findings": [finding_dict(x, r, f.framework) for x in d.findings],
         "goodput": goodput_dict(d, model.source_name),
+        # how the run ended (issue 33): finished | crashed | hung | killed | unknown, the rank, the silence
+        "ending": ending_dict(d, r),
         # every finding's changes merged into one consistent set (diagnose/recommend.py); each diff once, per file
         "recommended_changes": [r(change_dict(c)) for c in d.recommendation.changes],
         "recommended_diffs": recommended_diffs(d, model, r, files),
@@ -571,6 +573,17 @@ def time_display(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def ending_dict(d: Diagnosis, r: Redactor) -> dict[str, Any] | None:
+    """How the run ended, log text redacted (an error message may carry a path, a host or a token)."""
+    if d.ending is None:
+        return None
+    out = d.ending.as_dict()
+    out["summary"] = r(str(out["summary"]))
+    out["host"] = r(out["host"]) if isinstance(out["host"], str) else None
+    out["fallout"] = [r(str(x)) for x in out["fallout"]]  # type: ignore[union-attr]
+    return out
+
+
 def runs_index(runs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, str]]:
     """The index at the top of a several-runs report (issue 23): each run's verdict, step time, GPU-hours and
     goodput share, for the renderers to link to its section."""
@@ -579,6 +592,7 @@ def runs_index(runs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, str]]:
         g = doc.get("goodput") or {}
         st = doc["metrics"]["steps"] or {}
         rows.append({"n": str(i), "name": name, "verdict": doc["verdict"],
+                     "ended": (doc.get("ending") or {}).get("how") or UNKNOWN,
                      "step": _num(st.get("p50_s"), ".3g", " s") or UNKNOWN,
                      "gpu_hours": _hours(g.get("gpu_hours")) or UNKNOWN, "hours_label": hours_label(g),
                      "goodput": _share(g.get("goodput")) or UNKNOWN,

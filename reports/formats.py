@@ -73,13 +73,13 @@ def _sections(render: Callable[[Rendered], str], markdown: bool = True) -> Calla
         index = runs_index([(r.name, r.document) for r in runs])
         hours = index_hours_label(index)
         if markdown:
-            head = [f"| run | verdict | median step | {hours} | goodput |", "|---|---|---|---|---|"]
+            head = [f"| run | verdict | ended | median step | {hours} | goodput |", "|---|---|---|---|---|---|"]
             head += [f"| [{x['n']}. `{x['name'].replace('`', '')}`](#{_slug(x['heading'])}) | "
-                     f"{x['verdict'].replace('|', '/')} | {x['step']} | {x['gpu_hours']} | {x['goodput']} |"
-                     for x in index]
+                     f"{x['verdict'].replace('|', '/')} | {x['ended']} | {x['step']} | {x['gpu_hours']} | "
+                     f"{x['goodput']} |" for x in index]
         else:
-            head = [f"{x['n']}. {x['name']}: {x['verdict']} (median step {x['step']}, {x['hours_label']} {x['gpu_hours']}, "
-                    f"goodput {x['goodput']})" for x in index]
+            head = [f"{x['n']}. {x['name']}: {x['verdict']} (ended: {x['ended']}, median step {x['step']}, "
+                    f"{x['hours_label']} {x['gpu_hours']}, goodput {x['goodput']})" for x in index]
         text = "\n".join(head) + "\n\n" + "\n\n".join(f"# {x['heading']}\n\n" + render(r)
                                                         for x, r in zip(index, runs))
         return _over_limit_note(text, len(runs)) + text if markdown else text

@@ -18,6 +18,8 @@ def render(doc: dict[str, Any], console: Console) -> None:
     explaining = any(f["explains_slowdown"] for f in doc["findings"])
     console.print(Panel(Text(doc["verdict"]), title="diagnose", border_style="red" if explaining else "green"),
                   soft_wrap=False)
+    if doc.get("ending"):
+        console.print(Text("How it ended: " + doc["ending"]["summary"]))
     if doc["tiles"]:
         console.print(Text("  ".join(f"{t['label']}: {t['value']}" for t in doc["tiles"]), style="dim"))
     if doc.get("time_rows"):

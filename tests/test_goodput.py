@@ -374,6 +374,6 @@ def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
             if c.share is not None:
                 assert f.data["stall_share"] == pytest.approx(c.share) and f"{c.share:.0%} of the run" in f.summary
                 assert (f.severity != "info") == (c.share >= 0.1), (run, c.share, f.severity)
-            else:
+            else:  # no span: a share of the timed steps, said so, never "of the run"
                 assert "of the run" not in f.summary, (run, f.summary)
     assert seen >= 3

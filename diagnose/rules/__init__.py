@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from diagnose.endings import Ending
 from diagnose.findings import Change, Evidence, Finding, Fix
 from diagnose.goodput import Account
 from diagnose.metrics import Metrics
@@ -23,6 +24,7 @@ class Ctx:
     plan: Plan | None
     rule: Rule | None = None  # the rule being run (engine.diagnose sets it): findings take its id and title
     account: Account | None = None  # where the time went (diagnose/goodput.py), where a clock allows one
+    ending: Ending | None = None  # how the run ended (diagnose/endings.py)
 
     def finding(self, **fields: Any) -> Finding:
         """A finding of the running rule: its id, and its title unless the finding words it otherwise."""
@@ -96,7 +98,7 @@ def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str
 
 def load_all() -> dict[str, Rule]:
     from diagnose.rules import (  # noqa: F401
-        env_rules, memory_rules, network_rules, parallel_rules, timing_rules, zero_rules)
+        ending_rules, env_rules, memory_rules, network_rules, parallel_rules, timing_rules, zero_rules)
 
     return REGISTRY
 

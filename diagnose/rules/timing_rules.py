@@ -157,11 +157,15 @@ def periodic_stalls(ctx: Ctx) -> Finding | None:
     return _stalls_from_account(ctx)
 
 
-def _share(ctx: Ctx, seconds: float) -> float | None:
-    """Stall seconds as a share of the run's span in the goodput account, the figure the finding's cost divides
-    by; none without line timestamps (the steps' own times leave out what lies between them)."""
+def _share(ctx: Ctx, seconds: float) -> tuple[float | None, str]:
+    """Stall seconds as a share, and of what: of the run's span in the goodput account (what the finding's cost
+    divides by), or, without line timestamps, of the timed steps (the steps' own times, stalls included)."""
     acc = ctx.account
-    return seconds / acc.span_s if acc is not None and acc.span_s else None
+    if acc is not None and acc.span_s:
+        return seconds / acc.span_s, "of the run"
+    if acc is not None and acc.measured_s:
+        return seconds / acc.measured_s, "of the timed steps"
+    return None, ""
 
 
 def _account_stalls(ctx: Ctx, kinds: list[str], steps: set[int] | None) -> tuple[float, int]:
@@ -243,7 +247,7 @@ def _stall_effect(seconds: float, changes: list[Change]) -> str:
 def _stalls(ctx: Ctx, kinds: list[str], seconds: float, count: int, ev: list[Evidence],
             confidence: str) -> Finding:
     what = " and ".join(kinds)
-    share = _share(ctx, seconds)
+    share, of = _share(ctx, seconds)
     changes = _less_often(ctx, kinds)
     explains = share is not None and share >= STALL_SHARE
     return ctx.finding(
@@ -252,7 +256,7 @@ def _stalls(ctx: Ctx, kinds: list[str], seconds: float, count: int, ev: list[Evi
         confidence=confidence,
         explains_slowdown=explains,
         summary=f"Steps stall periodically{' at ' + what if kinds else ''}: {count} stall(s), {seconds:.3g} s "
-                "beyond the steady step in all" + (f", {share:.0%} of the run." if share is not None else "."),
+                "beyond the steady step in all" + (f", {share:.0%} {of}." if share is not None else "."),
         evidence=tuple(ev),
         fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
                 _stall_effect(seconds, changes)),
@@ -292,7 +296,7 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
     basis = "their excess over the steady step"
     if not count:
         seconds, count, basis = idle, len(m.stalls_in_idle), "the GPUs' idle time (utilization under 10% on every GPU)"
-    share = _share(ctx, seconds)
+    share, of = _share(ctx, seconds)
     what = " and ".join(f"each {k}" for k in kinds)
     text = (f"utilization fell below 10% on every GPU for ~{idle / len(m.stalls_in_idle) / 60:.1f} min at {what}"
             + (f" (steps {', '.join(map(str, steps[:6]))})" if steps else ""))
@@ -304,7 +308,7 @@ def _stalls_from_utilization(ctx: Ctx) -> Finding:
         severity="warning" if explains else "info",
         confidence="high",
         explains_slowdown=explains,
-        summary=text[0].upper() + text[1:] + lost + (f", {share:.0%} of the run." if share is not None else "."),
+        summary=text[0].upper() + text[1:] + lost + (f", {share:.0%} {of}." if share is not None else "."),
         evidence=(Evidence(text + " (W&B system metrics against log timestamps)", kind="metric"),),
         fix=Fix("Do the periodic work less often, or asynchronously.", tuple(changes),
                 _stall_effect(seconds, changes)),

@@ -1,0 +1,102 @@
+"""Why the run stopped (issue 33): a collective that timed out, a rank that crashed, a process killed from outside.
+Each fires on what the run printed about its own end (diagnose/endings.py), never on a line of advice."""
+from __future__ import annotations
+
+from diagnose.endings import Ending
+from diagnose.rules import Ctx, Evidence, Finding, Fix, rule
+
+FLIGHT_RECORDER = ("TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1 (a Flight Recorder dump of each "
+                   "rank's last collectives at the next timeout)")
+
+
+def _evidence(ctx: Ctx, end: Ending) -> tuple[Evidence, ...]:
+    where = end.where
+    ev = [Evidence(end.summary, ctx.model.source_name(where[0]) if where else None, where[1] if where else None,
+                   "log")]
+    ev += [Evidence(f"fallout: {what}", ctx.model.source_name(src), line, "log") for src, line, what in end.fallout[:4]]
+    return tuple(ev)
+
+
+@rule("nccl-timeout-hang", "The run hung in a collective until it timed out",
+      detects="A collective that timed out (NCCL's watchdog `Watchdog caught collective operation timeout`, gloo's "
+              "`Timed out waiting ...ms`) before any rank crashed: the ranks that timed out waited for one that never "
+              "reached the collective.",
+      why="Every GPU is held for the whole timeout (10 to 30 minutes by default) without a step; the rank that "
+          "never arrived is stuck elsewhere (a data loader, a filesystem, a Python deadlock, a different code path).",
+      evidence="The timeout line, the last step line before it (their timestamps give the silence), the ranks that "
+               "report the timeout.",
+      fix="Look at the rank that never reached the collective: `py-spy dump --pid <pid>` while it hangs; next time "
+          "run with " + FLIGHT_RECORDER + " and NCCL_DEBUG=INFO.",
+      drivers=(), scenario="fault_hang", costs=("stopped",))
+def nccl_timeout_hang(ctx: Ctx) -> Finding | None:
+    end = ctx.ending
+    if end is None or end.how != "hung":
+        return None
+    who = f"rank {end.rank}" if end.rank is not None else "the rank that never reached the collective"
+    return ctx.finding(
+        severity="critical", confidence="high" if end.rank is not None else "medium", explains_slowdown=True,
+        summary=end.summary[0].upper() + end.summary[1:] + ".",
+        evidence=_evidence(ctx, end),
+        fix=Fix(f"Find where {who} is stuck: `py-spy dump --pid <its pid>` while it hangs, or its own log's last "
+                "lines; next time run with " + FLIGHT_RECORDER + " and NCCL_DEBUG=INFO.", (),
+                "The next hang names the collective and the rank that missed it."),
+        data={"silence_s": end.silence_s, "rank": end.rank},
+    )
+
+
+@rule("rank-crash", "A rank crashed and took the run down",
+      detects="The first exception a worker printed (its traceback's last line, on its rank) or a non-zero exit in "
+              "torchrun's failure table, before any other rank failed.",
+      why="One rank's error stops every rank: the others lose their peer in the next collective and exit too, so "
+          "the logs fill with their errors, which are fallout, not the cause.",
+      evidence="The worker's exception line with its rank prefix, torchrun's `Root Cause (first observed failure)` "
+               "table, the other ranks' later errors.",
+      fix="Fix the error on the rank that failed first; its traceback is in that rank's output.",
+      drivers=(), scenario="fault_raise")
+def rank_crash(ctx: Ctx) -> Finding | None:
+    end = ctx.ending
+    if end is None or end.how != "crashed":
+        return None
+    return ctx.finding(
+        # a crash stops the run, it does not slow its steps: the headline says how it ended beside the cause of
+        # any slowdown (a benchmark that crashes at shutdown was still fast)
+        severity="critical", confidence="high" if end.rank is not None else "medium", explains_slowdown=False,
+        summary=end.summary[0].upper() + end.summary[1:] + (f"; {len(end.fallout)} later error(s) on other ranks are "
+                                                             "its fallout." if end.fallout else "."),
+        evidence=_evidence(ctx, end),
+        fix=Fix("Fix the first error" + (f" (rank {end.rank})" if end.rank is not None else "") + "; the later "
+                "errors on other ranks follow from it. For a CUDA error, rerun with CUDA_LAUNCH_BLOCKING=1 once to "
+                "see the failing kernel (then remove it: it serialises every launch).", (),
+                "The run goes past the step it stopped at."),
+        data={"rank": end.rank},
+    )
+
+
+@rule("killed", "The run was killed from outside",
+      detects="A process ended by SIGKILL (exit -9 in torchrun's failure table: the kernel's OOM killer or a "
+              "scheduler's memory limit), a scheduler's `CANCELLED ... DUE TO TIME LIMIT / PREEMPTION`, or a signal "
+              "the launcher received (`timeout`, a cancel, Ctrl-C).",
+      why="Nothing in the training loop failed: the machine or the scheduler stopped it, so the work since the last "
+          "checkpoint is lost and the fix is outside the code.",
+      evidence="torchrun's failure table (exitcode, signal, rank, host), Slurm's CANCELLED line, the launcher's "
+               "`Received ... death signal`.",
+      fix="SIGKILL: check `dmesg` / `journalctl -k` for the OOM killer and the host's memory per process (data "
+          "loader workers, pinned memory); a time limit: checkpoint more often or ask for more time.",
+      drivers=(), scenario="fault_kill")
+def killed(ctx: Ctx) -> Finding | None:
+    end = ctx.ending
+    if end is None or end.how != "killed":
+        return None
+    sigkill = "SIGKILL" in end.summary
+    fix = ("Look for the kernel's OOM killer on that host (`dmesg -T | grep -i -E 'killed process|out of memory'`) and "
+           "lower the host memory each rank uses (fewer data loader workers, no pinned-memory copies of the dataset)."
+           if sigkill else "Checkpoint often enough that a stop loses little, and resume from the last checkpoint; "
+           "ask the scheduler for a longer limit if the run needs it.")
+    return ctx.finding(
+        # SIGKILL is a failure (the OOM killer); a time limit or a signal from outside is how the job was run
+        severity="critical" if sigkill else "info", confidence="high", explains_slowdown=False,
+        summary=end.summary[0].upper() + end.summary[1:] + ".",
+        evidence=_evidence(ctx, end),
+        fix=Fix(fix, (), "The run ends on its own."),
+        data={"rank": end.rank},
+    )

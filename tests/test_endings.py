@@ -1,0 +1,115 @@
+"""Why it stopped (issue 33): how each recorded launch ended (real torchrun + gloo runs with one fault each, recorded
+by sample_logs/record/train_fault.py), the rank that caused it, what is fallout, and advice lines that are never
+evidence."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import diagnose
+from conftest import SAMPLES
+from diagnose.engine import diagnose as run_rules
+from diagnose.parsers import parse
+
+
+def _end(run: str):  # type: ignore[no-untyped-def]
+    d = run_rules(parse([str(SAMPLES / run)]))
+    assert d.ending is not None
+    return d
+
+
+def test_a_rank_that_sleeps_past_the_timeout_is_a_hang_named_by_the_rank_that_never_arrived() -> None:
+    d = _end("fault_hang")
+    e = d.ending
+    assert e.how == "hung" and e.after_step == 5
+    # torchrun's table calls rank 0 the root cause (it exited first, timed out); rank 1 is the one it waited for
+    assert e.rank == 1 and "rank 0 timed out" in e.summary and "rank 1 never reached it" in e.summary
+    assert e.silence_s == pytest.approx(10.9, abs=0.5)  # the 10 s gloo timeout after a 0.2 s step
+    top = d.findings[0]
+    assert top.id == "nccl-timeout-hang" and top.severity == "critical" and top.cost is not None
+    assert top.cost.lost_s == pytest.approx(e.silence_s) and "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in top.fix.summary
+    assert "hung in a collective" in d.verdict
+
+
+def test_the_first_exception_is_the_crash_and_the_peers_errors_are_its_fallout() -> None:
+    d = _end("fault_raise")
+    e = d.ending
+    assert e.how == "crashed" and e.rank == 1 and e.host == "localhost"
+    assert "RuntimeError: injected failure on rank 1 at step 6" in e.summary
+    assert [w for _, _, w in e.fallout] == ["rank 0: lost its peer (line 27)"]
+    f = next(x for x in d.findings if x.id == "rank-crash")
+    assert f.severity == "critical" and not f.explains_slowdown and "fallout" in f.summary
+    assert d.verdict.startswith("The run crashed after step 5")
+
+
+def test_sigkill_in_the_failure_table_is_a_kill_not_a_crash() -> None:
+    d = _end("fault_kill")
+    e = d.ending
+    assert e.how == "killed" and e.rank == 1 and "SIGKILL" in e.summary and "OOM killer" in e.summary
+    assert [w for _, _, w in e.fallout] == ["rank 0: lost its peer (line 21)"]
+    f = next(x for x in d.findings if x.id == "killed")
+    assert f.severity == "critical" and "dmesg" in f.fix.summary
+
+
+def test_a_signal_to_the_launcher_is_a_stop_from_outside() -> None:
+    d = _end("fault_timeout")
+    assert d.ending.how == "killed" and "SIGTERM" in d.ending.summary and d.ending.after_step == 16
+    f = next(x for x in d.findings if x.id == "killed")
+    assert f.severity == "info" and not f.explains_slowdown
+
+
+@pytest.mark.parametrize("run,how", [("ds_zero0", "finished"), ("hf_trainer_deepspeed", "finished"),
+                                     ("synthetic/comm_bound", "unknown")])
+def test_healthy_endings(run: str, how: str) -> None:
+    d = _end(run)
+    assert d.ending.how == how
+    assert not any(f.id in ("rank-crash", "killed", "nccl-timeout-hang") for f in d.findings)
+
+
+def test_the_ending_is_in_every_format(tmp_path: Path) -> None:
+    a = diagnose.analyse(SAMPLES / "fault_hang")
+    doc = json.loads(a.render("json"))
+    assert doc["ending"]["how"] == "hung" and doc["ending"]["rank"] == 1
+    assert "How it ended: hung after step 5" in a.render("md")
+    assert '<p id="ending"><b>How it ended:</b> hung after step 5' in a.render("html")
+    assert "How it ended: hung after step 5" in a.render("text")
+
+
+def test_slurm_time_limit_and_the_nccl_watchdog(tmp_path: Path) -> None:
+    steps = "\n".join(f"[2024-05-01 10:00:{i:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, "
+                      "lr=[0.0001], mom=[(0.9, 0.95)]" for i in range(1, 9))
+    cancelled = tmp_path / "slurm-1.out"
+    cancelled.write_text(steps + "\nslurmstepd: error: *** JOB 1234 ON gpu-node-1 CANCELLED AT 2024-05-01T10:00:09 "
+                                 "DUE TO TIME LIMIT ***\n")
+    e = run_rules(parse([str(cancelled)])).ending
+    assert e is not None and e.how == "killed" and "time limit" in e.summary and e.after_step == 8
+    hang = tmp_path / "hang.log"
+    hang.write_text(steps + "\n[rank3]:[E1201 10:30:08.000000 ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught "
+                            "collective operation timeout: WorkNCCL(SeqNum=93, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                            "Timeout(ms)=1800000) ran for 1800073 milliseconds before timing out.\n")
+    e = run_rules(parse([str(hang)])).ending
+    assert e is not None and e.how == "hung" and "rank 3 timed out" in e.summary
+
+
+def test_advice_is_never_evidence(tmp_path: Path) -> None:
+    """PyTorch prints 'For debugging consider passing CUDA_LAUNCH_BLOCKING=1' under a CUDA error: that run did not
+    set it, and cuda-launch-blocking must not fire (it did)."""
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(
+        [f"[2024-05-01 10:00:0{i},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, lr=[0.0001], "
+         "mom=[(0.9, 0.95)]" for i in range(1, 6)]
+        + ["[rank1]: RuntimeError: CUDA error: an illegal memory access was encountered",
+           "[rank1]: For debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+           "[rank1]: Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+           "huggingface/tokenizers: To disable this warning, you can either: Explicitly set the environment variable "
+           "TOKENIZERS_PARALLELISM=(true | false)"]) + "\n")
+    d = run_rules(parse([str(log)]))
+    assert not any(f.id == "cuda-launch-blocking" for f in d.findings)
+    assert parse([str(log)]).frames["env"].height == 0
+    assert d.ending is not None and d.ending.how == "crashed" and d.ending.rank == 1
+    assert "illegal memory access" in d.ending.summary
+    set_here = tmp_path / "set.log"
+    set_here.write_text(log.read_text() + "export CUDA_LAUNCH_BLOCKING=1\n")
+    assert parse([str(set_here)]).frames["env"]["key"].to_list() == ["CUDA_LAUNCH_BLOCKING"]
