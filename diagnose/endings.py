@@ -15,7 +15,7 @@ import polars as pl
 
 from diagnose.parsers.run_model import RunModel
 
-How = Literal["finished", "crashed", "hung", "killed", "unknown"]
+How = Literal["finished", "crashed", "hung", "frozen", "killed", "unknown"]
 # Exceptions the launcher raises about its workers: the workers' own lines say what failed.
 LAUNCHER_EXCEPTIONS = ("torch.distributed.elastic.", "subprocess.CalledProcessError")
 CRASH_KINDS = ("exception", "oom")
@@ -68,6 +68,13 @@ def _last_step(model: RunModel) -> tuple[int | None, object]:
     return int(last["global_step"][0]), last["ts"][0]
 
 
+def _last_enqueued(ev: pl.DataFrame) -> dict[int, int]:
+    """Each reporting rank's last enqueued NCCL sequence number: the lowest never reached the collective the others
+    wait in."""
+    rows = ev.filter((pl.col("kind") == "nccl_last_work") & pl.col("rank").is_not_null())
+    return {int(r): int(q) for r, q in rows.group_by("rank").agg(pl.col("value_from").last()).iter_rows()}
+
+
 def _next_stamp(ev: pl.DataFrame, where: tuple[int, int]) -> object:
     """The first timestamp printed at or after a line without one (a worker's `[rank0]:` line has none; the
     launcher's next line does)."""
@@ -117,6 +124,11 @@ def ending(model: RunModel) -> Ending | None:
                         & ~pl.col("detail").str.starts_with(LAUNCHER_EXCEPTIONS[0])
                         & ~pl.col("detail").str.starts_with(LAUNCHER_EXCEPTIONS[1]))
     timeouts = ev.filter(pl.col("kind") == "comm_timeout")
+    if timeouts.height == 0:  # Flight Recorder dumps are written at a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT=1)
+        dumped = ev.filter((pl.col("kind") == "nccl_last_work") & (pl.col("origin") == "flight_recorder"))
+        seqs = _last_enqueued(dumped)
+        top = max(seqs.values()) if seqs else None
+        timeouts = dumped.filter(pl.col("value_from") == top) if top is not None else timeouts
     first_crash = crashes.row(0, named=True) if crashes.height else None
     first_timeout = timeouts.row(0, named=True) if timeouts.height else None
     host = table["host"] if table else None
@@ -125,6 +137,16 @@ def ending(model: RunModel) -> Ending | None:
         waited = sorted({r for r in timeouts["rank"].to_list() if r is not None})
         world = model.facts.world_size
         never = [r for r in range(world) if r not in waited] if world and waited and world <= 64 else []
+        seqs = _last_enqueued(ev)
+        if seqs and max(seqs.values()) < 0:
+            return Ending("frozen", f"frozen{on}: no rank enqueued any collective before the timeout (last enqueued "
+                                    "-1 on every rank reporting): a process stuck outside communication (a stalled "
+                                    "filesystem or a hung data loader is likelier than the network)",
+                          where=_where(first_timeout), after_step=after_step)
+        if seqs and len(set(seqs.values())) > 1:
+            low = min(seqs.values())
+            behind = sorted(r for r, q in seqs.items() if q == low)
+            never = behind if len(behind) < len(seqs) else never
         silence = None
         at = first_timeout["ts"] or _next_stamp(ev, _where(first_timeout))
         if last_ts is not None and at is not None:

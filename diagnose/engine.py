@@ -105,16 +105,16 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
         p, faults = None, [*faults, fault("the ZeRO planner", e)]
     # The account comes first: rules read what it measured (the stalls it attributes to checkpoints), and each
     # finding is priced from it after.
-    acc = None
-    try:
-        acc = goodput.account(model, metrics)
-    except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings
-        faults.append(fault("the goodput account", e))
     end = None
     try:
         end = endings.ending(model)
     except Exception as e:  # noqa: BLE001 - how it ended is one unit: its fault must not cost the report
         faults.append(fault("how the run ended", e))
+    acc = None
+    try:
+        acc = goodput.account(model, metrics, end)
+    except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings
+        faults.append(fault("the goodput account", e))
     ctx = Ctx(model, model.facts, metrics, p, account=acc, ending=end)
     findings = []
     for r in load_all().values():
@@ -267,7 +267,9 @@ def _more(causes: int, tuning: int) -> str:
     return f"; {' and '.join(words)} below." if words else "."
 
 
-STOPPED_LEADS = ("crashed", "hung", "killed")  # endings the headline names when no cause of a slowdown is found
+STOPPED_LEADS = ("crashed", "hung", "frozen", "killed")  # endings the headline names when no cause of a slowdown is found
+# The headline's words for them (rule ids stay out of the headline: `killed` is one)
+STOPPED_WORDS = {"crashed": "crashed", "hung": "hung", "frozen": "froze", "killed": "was stopped from outside"}
 
 
 def verdict(findings: list[Finding], m: Metrics, picture: str | None, end: endings.Ending | None = None) -> str:
@@ -280,8 +282,8 @@ def verdict(findings: list[Finding], m: Metrics, picture: str | None, end: endin
         return _fit(f"Most likely cause: {explaining[0].title}", figures,
                     _loss(explaining[0]) + _more(len(explaining) - 1, len(tuning)))
     if end is not None and end.how in STOPPED_LEADS and any(f.severity == "critical" for f in findings):
-        stopped = end.summary.split(":", 1)[0].replace("killed", "was killed", 1)
-        return _fit(f"The run {stopped}; no cause of a slowdown found", figures, _more(0, len(tuning)))
+        when = f" after step {end.after_step}" if end.after_step is not None else ""
+        return _fit(f"The run {STOPPED_WORDS[end.how]}{when}; no cause of a slowdown found", figures, _more(0, len(tuning)))
     if tuning:
         return _fit("No cause of a slowdown found", figures, _more(0, len(tuning)))
     if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):

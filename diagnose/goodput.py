@@ -16,6 +16,7 @@ from datetime import timedelta
 
 import polars as pl
 
+from diagnose.endings import Ending
 from diagnose.metrics import OVERFLOW_STEP_CLOCKS, SPIKE_FACTOR, Metrics, steady_level
 from diagnose.parsers.run_model import RunModel
 
@@ -91,12 +92,28 @@ class Account:
         return None if seconds is None or not self.gpus else seconds * self.gpus / 3600.0
 
 
-def account(model: RunModel, metrics: Metrics) -> Account | None:
-    """The run's goodput account, or None where it has no clock at all."""
+def account(model: RunModel, metrics: Metrics, end: Ending | None = None) -> Account | None:
+    """The run's goodput account, or None where it has no clock at all. `end`: how the run ended, so the tail
+    names what it held (the silence of a hang before its timeout)."""
     acc = _account(model, metrics)
     if acc is not None and model.facts.cpu_run:
         acc = replace(acc, device="processes")
+    if acc is not None and end is not None:
+        acc = _tail_named(acc, end)
     return acc
+
+
+def _tail_named(acc: Account, end: Ending) -> Account:
+    """A hang's silence is the tail's first part: every GPU held in a collective, no step made (issue 33)."""
+    tail = acc.part("tail")
+    if end.how != "hung" or end.silence_s is None or tail is None or not tail.seconds:
+        return acc
+    hang = min(end.silence_s, tail.seconds)
+    named = replace(tail, pieces=(Piece(name="hang before the timeout", seconds=hang, step=end.after_step,
+                                        basis=f"from the last step line to the timeout: {end.summary}"),
+                                  Piece(name="after the timeout", seconds=tail.seconds - hang,
+                                        basis="the timeout to the last timestamped line: shutdown")))
+    return replace(acc, parts=tuple(named if p.name == "tail" else p for p in acc.parts))
 
 
 def _account(model: RunModel, metrics: Metrics) -> Account | None:

@@ -362,6 +362,14 @@ KINDS: tuple[LineKind, ...] = (
                       ("[rank3]:[E ProcessGroupNCCL.cpp:607] [Rank 3] Watchdog caught collective operation timeout: "
                        "WorkNCCL(SeqNum=93, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for "
                        "600073 milliseconds before timing out.", {"kind": "comm_timeout"}))),
+    # ProcessGroupNCCL's per-rank account at a timeout: `Timeout at NCCL work: 93, last enqueued NCCL work: 93, last
+    # completed NCCL work: 92.` (value_from: the last enqueued sequence number, value_to: the last completed one).
+    LineKind("nccl_last_work", "events", ("last enqueued NCCL work: ",),
+             r"last enqueued NCCL work: (?P<value_from>-?\d+), last completed NCCL work: (?P<value_to>-?\d+)",
+             {"value_from": F, "value_to": F}, required="value_from", constants={"kind": "nccl_last_work"},
+             samples=(("[rank3]:[E1201 10:30:08.000000 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
+                       "Timeout at NCCL work: 93, last enqueued NCCL work: 93, last completed NCCL work: 92.",
+                       {"value_from": 93.0, "value_to": 92.0}),)),
     # The peer went away under a collective: fallout of another rank's crash or kill.
     LineKind("peer_lost", "events", ("Connection closed by peer", "Connection reset by peer",
                                      "remote process exited or there was a network error"),

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from diagnose.parsers import configs, launch_script, wandb_offline
+from diagnose.parsers import configs, flight_recorder, launch_script, wandb_offline
 from diagnose.parsers import lines as lines_module
 from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import InputError, Refused
@@ -32,7 +32,7 @@ FRAME_NAMES = tuple(FRAMES)
 @dataclass(frozen=True)
 class SourceInfo:
     name: str
-    kind: str  # log | ds_config | accelerate_config | trainer_state | launch_script
+    kind: str  # log | ds_config | accelerate_config | trainer_state | launch_script | flight_recorder | wandb_*
     lines: int = 0
     recognised: int = 0
     invalid_utf8: int = 0
@@ -224,6 +224,14 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     head = head_bytes(path)
     if wandb_offline.is_wandb_file(head):
         _read_wandb(inp, path, _next_id(acc, progress), acc, progress)
+        return
+    if flight_recorder.is_dump(path, head):
+        try:
+            rows = flight_recorder.read(path, _next_id(acc, progress))
+        except ValueError as e:
+            raise InputError(inp.name, f"Flight Recorder dump not read: {e}") from None
+        acc.parts.setdefault("events", []).append(rows)
+        acc.sources.append(SourceInfo(inp.name, "flight_recorder", lines=1, recognised=1, bytes=path.stat().st_size))
         return
     if is_binary(head):
         raise InputError(inp.name, "binary file, not a log, config or launch script")

@@ -64,11 +64,11 @@ _CLOCK = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
 _EPOCH = r"1\d{9}(?:\.\d{1,9})?"
 _LEAD_HMS = rf"^\[?({_CLOCK})\]?(?:\s|$)"
 _LEAD_EPOCH = rf"^\[?({_EPOCH})\]?(?:\s|$)"
-_LEAD_GLOG = r"^[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"
+_LEAD_GLOG = r"^\[?[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"  # torch wraps it: `[rank0]:[E1120 ...`
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
 LEADING_HINT = r"^\[?(?:\d\d:\d\d:\d\d|1\d{9}\b|[IWEF]\d{4} \d\d:)"
 # The stamp itself, as templates mask it: the three shapes above (their groups dropped).
-LEADING = rf"^\[?(?:{_CLOCK}|{_EPOCH})\]?(?:\s|$)|^[IWEF]\d{{4}} {_CLOCK}\s"
+LEADING = rf"^\[?(?:{_CLOCK}|{_EPOCH})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
 
 
 def leading_stamp(text: pl.Series) -> pl.Series:

@@ -113,3 +113,72 @@ def test_advice_is_never_evidence(tmp_path: Path) -> None:
     set_here = tmp_path / "set.log"
     set_here.write_text(log.read_text() + "export CUDA_LAUNCH_BLOCKING=1\n")
     assert parse([str(set_here)]).frames["env"]["key"].to_list() == ["CUDA_LAUNCH_BLOCKING"]
+
+
+def test_the_lowest_last_enqueued_sequence_names_the_rank_that_never_reached_the_collective() -> None:
+    """ProcessGroupNCCL's `last enqueued NCCL work` per rank (the lines written in torch 2.4+'s format): seven ranks
+    enqueued all-reduce 93 and wait in it; rank 5's last is 92."""
+    d = _end("synthetic/nccl_hang")
+    e = d.ending
+    assert e.how == "hung" and e.rank == 5 and "rank 5 never reached it" in e.summary
+    assert e.silence_s == pytest.approx(601, abs=2)  # glog stamps behind torch's `[rankN]:` prefix, on the log's year
+    tail = next(p for p in d.goodput.parts if p.name == "tail")
+    assert tail.pieces[0].name == "hang before the timeout" and tail.pieces[0].seconds == pytest.approx(e.silence_s)
+    assert d.findings[0].id == "nccl-timeout-hang" and "lost to the hang before the timeout" in d.verdict
+
+
+def test_minus_one_everywhere_is_a_frozen_process_not_a_network_hang() -> None:
+    d = _end("synthetic/frozen_process")
+    assert d.ending.how == "frozen" and "filesystem" in d.ending.summary
+    assert d.findings[0].id == "frozen-process" and not any(f.id == "nccl-timeout-hang" for f in d.findings)
+
+
+def _fr_dump(last_entered: int, last_completed: int) -> dict[str, object]:
+    """A Flight Recorder dump in PyTorch's documented layout (torch/distributed/flight_recorder: the keys the
+    analyser reads): a rank's last collectives with their sequence ids and states."""
+    entries = [{"record_id": s, "pg_id": 0, "process_group": ("0", "default_pg"), "collective_seq_id": s,
+                "p2p_seq_id": 0, "op_id": s, "profiling_name": "nccl:all_reduce", "time_created_ns": 10**18 + s,
+                "input_sizes": [[1024]], "input_dtypes": ["Float"], "output_sizes": [[1024]],
+                "output_dtypes": ["Float"], "state": "completed" if s <= last_completed else "started",
+                "time_discovered_started_ns": None, "time_discovered_completed_ns": None,
+                "retired": s <= last_completed, "timeout_ms": 600000, "is_p2p": False,
+                "frames": [{"name": "all_reduce", "filename": "distributed_c10d.py", "line": 2501}]}
+               for s in range(last_entered - 3, last_entered + 1)]
+    return {"version": "2.4", "pg_config": {"0": {"name": "0", "desc": "default_pg", "ranks": "[0, 1, 2, 3]"}},
+            "pg_status": {}, "entries": entries, "nccl_comm_state": {}}
+
+
+def test_flight_recorder_dumps_name_the_rank_behind(tmp_path: Path) -> None:
+    import pickle
+
+    for r in range(4):
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(pickle.dumps(_fr_dump(92 if r == 2 else 93, 92), protocol=4))
+    model = parse([str(tmp_path)])
+    rows = model.frames["events"].filter(model.frames["events"]["origin"] == "flight_recorder")
+    assert sorted(zip(rows["rank"].to_list(), rows["value_from"].to_list())) == [(0, 93.0), (1, 93.0), (2, 92.0),
+                                                                                  (3, 93.0)]
+    e = run_rules(model).ending
+    assert e is not None and e.how == "hung" and e.rank == 2 and "ranks 0, 1, 3 timed out" in e.summary
+
+
+def test_a_pickle_that_names_code_is_refused_and_never_run(tmp_path: Path) -> None:
+    import pickle
+
+    from conftest import run_cli
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):  # type: ignore[no-untyped-def]
+            return (Path.touch, (marker,))
+
+    bad = tmp_path / "nccl_trace_rank_0"
+    bad.write_bytes(pickle.dumps({"entries": [Payload()]}, protocol=4))
+    done = run_cli("report", str(bad))
+    assert done.returncode == 2 and not marker.exists()
+    assert "Flight Recorder dump not read: the pickle names pathlib" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    cut = tmp_path / "nccl_trace_rank_1"
+    cut.write_bytes(pickle.dumps(_fr_dump(10, 9), protocol=4)[:200])
+    done = run_cli("report", str(cut))
+    assert done.returncode == 2 and "not a readable pickle" in done.stderr and "Traceback" not in done.stderr

@@ -100,3 +100,29 @@ def killed(ctx: Ctx) -> Finding | None:
         fix=Fix(fix, (), "The run ends on its own."),
         data={"rank": end.rank},
     )
+
+
+@rule("frozen-process", "A process froze outside communication",
+      detects="A collective timeout where every rank that reports its NCCL work says `last enqueued NCCL work: -1`: "
+              "no rank ever enqueued a collective, so none is waiting for a slow peer.",
+      why="The processes hold their GPUs without working or talking: a stalled filesystem (a checkpoint or dataset "
+          "read on a hung mount), a hung data loader worker, or a deadlock before the first collective, not the "
+          "network.",
+      evidence="ProcessGroupNCCL's `Timeout at NCCL work: N, last enqueued NCCL work: -1, last completed NCCL work: "
+               "-1` on each rank that timed out.",
+      fix="`py-spy dump --pid <pid>` of each rank while it hangs shows where it waits; check the mounts it reads "
+          "(`ls` the dataset and checkpoint paths on that node) and run the loader with num_workers=0 once.",
+      drivers=(), scenario="synthetic/frozen_process", costs=("stopped",))
+def frozen_process(ctx: Ctx) -> Finding | None:
+    end = ctx.ending
+    if end is None or end.how != "frozen":
+        return None
+    return ctx.finding(
+        severity="critical", confidence="medium", explains_slowdown=True,
+        summary=end.summary[0].upper() + end.summary[1:] + ".",
+        evidence=_evidence(ctx, end),
+        fix=Fix("Dump the stuck processes' stacks (`py-spy dump --pid <pid>` on each rank) and check the filesystems "
+                "they read; rerun the data loader with num_workers=0 once to rule it out.", (),
+                "The dump names the call each rank is stuck in."),
+        data={"silence_s": end.silence_s},
+    )

@@ -407,9 +407,46 @@ def rlhf_generation() -> None:
     write("rlhf_generation", {"train.log": "\n".join(log) + "\n"})
 
 
+def _watchdog(t: datetime, ranks: list[int], seq: int, enqueued: dict[int, int], completed: dict[int, int]) -> list[str]:
+    """ProcessGroupNCCL's lines at a collective timeout (torch 2.4+): the watchdog's, then each rank's last work."""
+    stamp = t.strftime("%m%d %H:%M:%S.") + f"{t.microsecond:06d}"
+    out = []
+    for r in ranks:
+        out.append(f"[rank{r}]:[E{stamp} {140 + r} ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+                   f"operation timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, "
+                   f"Timeout(ms)=600000) ran for 600073 milliseconds before timing out.")
+        out.append(f"[rank{r}]:[E{stamp} {140 + r} ProcessGroupNCCL.cpp:1785] [PG ID 0 PG GUID 0(default_pg) Rank {r}] "
+                   f"Exception (either an error or timeout) detected by watchdog at work: {seq}, last enqueued NCCL "
+                   f"work: {enqueued[r]}, last completed NCCL work: {completed[r]}.")
+    return out
+
+
+def nccl_hang() -> None:
+    """8 ranks; rank 5 never enqueues all-reduce 93 (stuck in its data loader), the other 7 time out in it after
+    the default 10 minutes."""
+    rng = random.Random(21)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    log += config_dump(t, 2, 4, 1, 8, True, True)
+    body, t = steps_block(t, 30, [rng.uniform(1.0, 1.05) for _ in range(30)], 4, 1, 8, rng, None)
+    waiting = [r for r in range(8) if r != 5]
+    log += body + _watchdog(t + timedelta(seconds=601), waiting, 93, {r: 93 if r != 5 else 92 for r in range(8)},
+                            {r: 92 for r in range(8)})
+    write("nccl_hang", {"train.log": "\n".join(log) + "\n"})
+
+
+def frozen_process() -> None:
+    """Every rank times out with nothing enqueued (`last enqueued NCCL work: -1`): frozen before any collective."""
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    log += config_dump(t, 2, 4, 1, 4, True, True)
+    log += _watchdog(t + timedelta(seconds=605), list(range(4)), 1, {r: -1 for r in range(4)}, {r: -1 for r in range(4)})
+    write("frozen_process", {"train.log": "\n".join(log) + "\n"})
+
+
 SCENARIOS = (seed_zero3_launch_blocking, checkpoint_stalls, multinode_socket, p2p_disabled, comm_bound, allocator_flush, straggler,
              world_size_mismatch, fp16_overflow, progressive_slowdown, small_micro_batch, input_bound,
-             slow_optimizer_step, pipeline_bubble, no_gpu, gloo_horovod, rlhf_generation)
+             slow_optimizer_step, pipeline_bubble, no_gpu, gloo_horovod, rlhf_generation, nccl_hang, frozen_process)
 
 if __name__ == "__main__":
     for make in SCENARIOS:
