@@ -136,7 +136,8 @@ MEASURES: dict[str, Callable[[Inputs, Mapping[str, object]], Measure]] = {
 # How the headline names each measure ("... lost to <label>").
 LABELS = {"stalls": "stalls", "data wait": "waiting for data", "communication": "exposed communication",
           "socket communication": "communication over TCP sockets", "optimizer": "the optimizer step",
-          "slowdown": "the slowdown", "straggler wait": "waiting for the slowest rank", "skipped steps": "skipped steps",
+          "slowdown": "the slowdown", "straggler wait": "waiting for the slowest rank",
+          "skipped steps": "skipped steps",
           "stopped": "the hang before the timeout"}
 
 

@@ -35,11 +35,14 @@ class Ending:
     silence_s: float | None = None  # hung: from the last step line to the timeout
     after_step: int | None = None  # the last step printed before the end
     fallout: tuple[tuple[int, int, str], ...] = ()  # (source, line, what) printed after the cause
+    error: str | None = None  # crashed: the event kind of the first error (exception | oom)
+    oom_gib: tuple[float | None, float | None] | None = None  # oom: (the allocation that failed, the capacity), GiB
 
     def as_dict(self) -> dict[str, object]:
         return {"how": self.how, "summary": self.summary, "rank": self.rank, "host": self.host,
                 "line": self.where[1] if self.where else None, "silence_s": self.silence_s,
-                "after_step": self.after_step, "fallout": [w for _, _, w in self.fallout]}
+                "after_step": self.after_step, "fallout": [w for _, _, w in self.fallout],
+                "oom_gib": list(self.oom_gib) if self.oom_gib else None}
 
 
 def _failure_table(ev: pl.DataFrame) -> dict[str, object] | None:
@@ -167,7 +170,8 @@ def ending(model: RunModel) -> Ending | None:
         by = " (the kernel's OOM killer or the scheduler: nothing in a training loop sends it)" if -code == 9 else ""
         where = f" on rank {rank}" + (f" ({host})" if host else "") if rank is not None else ""
         return Ending("killed", f"killed{on}: {sig}{where}{by}", rank=rank if isinstance(rank, int) else None,
-                      host=host if isinstance(host, str) else None, where=table["where"],  # type: ignore[index,arg-type]
+                      host=host if isinstance(host, str) else None,
+                      where=table["where"],  # type: ignore[index,arg-type]
                       after_step=after_step, fallout=_fallout(ev, (0, 0), rank if isinstance(rank, int) else None))
 
     if first_crash is not None:
@@ -176,9 +180,15 @@ def ending(model: RunModel) -> Ending | None:
             rank = table["rank"]
         where = f" on rank {rank}" + (f" ({host})" if host and table and table["rank"] == rank else "") \
             if rank is not None else ""
-        return Ending("crashed", f"crashed{on}: {first_crash['detail'][:160]}{where}", rank=rank,
+        oom = (first_crash["value_from"], first_crash["value_to"]) if first_crash["kind"] == "oom" else None
+        what = first_crash["detail"][:160]
+        if oom is not None:
+            sizes = f" (tried to allocate {oom[0]:.3g} GiB of {oom[1]:.3g} GiB)" if None not in oom else ""
+            what = f"CUDA out of memory{sizes}"
+        return Ending("crashed", f"crashed{on}: {what}{where}", rank=rank,
                       host=host if table and table["rank"] == rank else None, where=_where(first_crash),
-                      after_step=after_step, fallout=_fallout(ev, _where(first_crash), rank))
+                      after_step=after_step, fallout=_fallout(ev, _where(first_crash), rank),
+                      error=str(first_crash["kind"]), oom_gib=oom)
 
     signals = ev.filter((pl.col("kind") == "signal_received") & (pl.col("code").is_not_null()
                                                                   | pl.col("detail").is_not_null()))
@@ -190,7 +200,8 @@ def ending(model: RunModel) -> Ending | None:
                                 "a cancel or Ctrl-C)", where=_where(r), after_step=after_step)
 
     if isinstance(code, int) and code > 0:
-        return Ending("crashed", f"crashed{on}: exit code {code} on rank {table['rank']}", where=table["where"],  # type: ignore[index,arg-type]
+        return Ending("crashed", f"crashed{on}: exit code {code} on rank {table['rank']}",  # type: ignore[index]
+                      where=table["where"],  # type: ignore[index,arg-type]
                       rank=table["rank"] if isinstance(table["rank"], int) else None,  # type: ignore[index]
                       after_step=after_step)
 

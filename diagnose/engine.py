@@ -267,7 +267,8 @@ def _more(causes: int, tuning: int) -> str:
     return f"; {' and '.join(words)} below." if words else "."
 
 
-STOPPED_LEADS = ("crashed", "hung", "frozen", "killed")  # endings the headline names when no cause of a slowdown is found
+# Endings the headline names when no cause of a slowdown is found
+STOPPED_LEADS = ("crashed", "hung", "frozen", "killed")
 # The headline's words for them (rule ids stay out of the headline: `killed` is one)
 STOPPED_WORDS = {"crashed": "crashed", "hung": "hung", "frozen": "froze", "killed": "was stopped from outside"}
 
@@ -283,7 +284,8 @@ def verdict(findings: list[Finding], m: Metrics, picture: str | None, end: endin
                     _loss(explaining[0]) + _more(len(explaining) - 1, len(tuning)))
     if end is not None and end.how in STOPPED_LEADS and any(f.severity == "critical" for f in findings):
         when = f" after step {end.after_step}" if end.after_step is not None else ""
-        return _fit(f"The run {STOPPED_WORDS[end.how]}{when}; no cause of a slowdown found", figures, _more(0, len(tuning)))
+        return _fit(f"The run {STOPPED_WORDS[end.how]}{when}; no cause of a slowdown found", figures,
+                    _more(0, len(tuning)))
     if tuning:
         return _fit("No cause of a slowdown found", figures, _more(0, len(tuning)))
     if picture and ("low utilization" in picture or (m.mfu is not None and m.mfu < LOW_MFU)):

@@ -8,8 +8,8 @@ import polars as pl
 
 from diagnose.parsers import prose
 from diagnose.parsers.errors import fault
-from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, SETTING_HINT, SETTING_PREFILTER, SETTING_RE,
-                                    TIMER_FAMILIES, LineKind)
+from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT,
+                                    SETTING_PREFILTER, SETTING_RE, TIMER_FAMILIES, LineKind)
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
@@ -181,6 +181,30 @@ def _cast(expr: pl.Expr, dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
 
 
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
+
+
+_UNIT_GIB = {"KB": 1e3 / 2**30, "KiB": 2**-20, "MB": 1e6 / 2**30, "MiB": 2**-10, "GB": 1e9 / 2**30, "GiB": 1.0,
+             "TB": 1e12 / 2**30, "TiB": 2**10.0}
+
+
+def _oom_sized(rows: pl.DataFrame) -> pl.DataFrame:
+    """Out-of-memory rows with the allocation that failed and the GPU's capacity, in GiB (value_from, value_to)."""
+    if "kind" not in rows.columns or not rows.select((pl.col("kind") == "oom").any()).item():
+        return rows
+    gib = None
+    for pattern in OOM_SIZES:
+        g = pl.col("detail").str.extract_groups(pattern)
+        size = (g.struct.field("a").cast(pl.Float64, strict=False)
+                * g.struct.field("au").replace_strict(_UNIT_GIB, default=None, return_dtype=pl.Float64))
+        cap = (g.struct.field("c").cast(pl.Float64, strict=False)
+               * g.struct.field("cu").replace_strict(_UNIT_GIB, default=None, return_dtype=pl.Float64))
+        gib = (size, cap) if gib is None else (pl.coalesce(gib[0], size), pl.coalesce(gib[1], cap))
+    assert gib is not None
+    is_oom = pl.col("kind") == "oom"
+    cols = {"value_from": pl.when(is_oom).then(gib[0]).otherwise(pl.col("value_from")),
+            "value_to": pl.when(is_oom).then(gib[1]).otherwise(pl.col("value_to"))}
+    return rows.with_columns(**{k: v if k in rows.columns else pl.when(is_oom).then(
+        gib[0] if k == "value_from" else gib[1]) for k, v in cols.items()})
 
 
 def _refined(rows: pl.DataFrame) -> pl.DataFrame:
@@ -478,6 +502,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
                     rows = _with_memory_labels(rows, lines, key)
                 if kind.name == "exception":
                     rows = _refined(rows)
+                if kind.frame == "events":
+                    rows = _oom_sized(rows)
                 out.setdefault(kind.frame, []).append(rows)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
     # A shell comment (`#export NCCL_P2P_DISABLE=1` in a pasted script) sets nothing.

@@ -340,14 +340,16 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("failure_root_cause", "events", ("Root Cause (first observed failure)",), r"(?P<detail>Root Cause)",
              {"detail": S}, required="detail", constants={"kind": "failure_root_cause"},
              samples=(("Root Cause (first observed failure):", {"kind": "failure_root_cause"}),)),
-    LineKind("failure_rank", "events", ("(local_rank: ",), r"(?:^|[:\]])\s*rank\s*: (?P<failed_rank>\d+) \(local_rank: \d+\)",
+    LineKind("failure_rank", "events", ("(local_rank: ",),
+             r"(?:^|[:\]])\s*rank\s*: (?P<failed_rank>\d+) \(local_rank: \d+\)",
              {"failed_rank": I}, required="failed_rank", constants={"kind": "failure_rank"},
              samples=(("  rank      : 1 (local_rank: 1)", {"failed_rank": 1}),)),
     LineKind("failure_host", "events", ("host      : ",), r"(?:^|[:\]])\s*host\s*: (?P<host>\S+)\s*$", {"host": S},
              required="host", constants={"kind": "failure_host"},
              samples=(("  host      : node-3.cluster", {"host": "node-3.cluster"}),)),
     LineKind("failure_exitcode", "events", ("exitcode  : ",),
-             r"(?:^|[:\]])\s*exitcode\s*: (?P<code>-?\d+) \(pid: \d+\)\s*(?:\((?P<detail>SIG\w+)\))?", {"code": I, "detail": S},
+             r"(?:^|[:\]])\s*exitcode\s*: (?P<code>-?\d+) \(pid: \d+\)\s*(?:\((?P<detail>SIG\w+)\))?",
+             {"code": I, "detail": S},
              required="code", constants={"kind": "failure_exitcode"},
              samples=(("  exitcode  : -9 (pid: 29786)  (SIGKILL)", {"code": -9, "detail": "SIGKILL"}),
                       ("  exitcode  : 1 (pid: 29522) ", {"code": 1}))),
@@ -367,8 +369,8 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("nccl_last_work", "events", ("last enqueued NCCL work: ",),
              r"last enqueued NCCL work: (?P<value_from>-?\d+), last completed NCCL work: (?P<value_to>-?\d+)",
              {"value_from": F, "value_to": F}, required="value_from", constants={"kind": "nccl_last_work"},
-             samples=(("[rank3]:[E1201 10:30:08.000000 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) Rank 3] "
-                       "Timeout at NCCL work: 93, last enqueued NCCL work: 93, last completed NCCL work: 92.",
+             samples=(("[rank3]:[E1201 10:30:08.000000 ProcessGroupNCCL.cpp:1834] [PG ID 0 PG GUID 0(default_pg) "
+                       "Rank 3] Timeout at NCCL work: 93, last enqueued NCCL work: 93, last completed NCCL work: 92.",
                        {"value_from": 93.0, "value_to": 92.0}),)),
     # The peer went away under a collective: fallout of another rank's crash or kill.
     LineKind("peer_lost", "events", ("Connection closed by peer", "Connection reset by peer",
@@ -384,13 +386,15 @@ KINDS: tuple[LineKind, ...] = (
                        "LIMIT ***", {"detail": "TIME LIMIT"}),)),
     # The launcher itself was told to stop (a scheduler's time limit, `timeout`, Ctrl-C).
     LineKind("signal_received", "events", ("got signal: ", "death signal, shutting down workers"),
-             r"(?:got signal: (?P<code>\d+)|Received (?:Signals\.)?(?P<detail>\w+) death signal)", {"code": I, "detail": S},
+             r"(?:got signal: (?P<code>\d+)|Received (?:Signals\.)?(?P<detail>\w+) death signal)",
+             {"code": I, "detail": S},
              required="", constants={"kind": "signal_received"},
              samples=(("W1203 07:22:00.566000 29823 torch/distributed/elastic/agent/server/api.py:753] Received 15 "
                        "death signal, shutting down workers", {"detail": "15"}),
                       ("W1203 07:22:01.100000 29823 torch/distributed/elastic/agent/server/api.py:722] Received "
                        "Signals.SIGTERM death signal, shutting down workers", {"detail": "SIGTERM"}))),
-    LineKind("oom", "events", ("OutOfMemoryError", "out of memory", "CUDA OOM"), r"(?P<detail>.+)$", {"detail": S},
+    LineKind("oom", "events", ("OutOfMemoryError", "out of memory", "CUDA OOM"),
+             r"(?P<detail>[\w.]*(?:OutOfMemoryError|out of memory|CUDA OOM).*)$", {"detail": S},
              required="detail", constants={"kind": "oom"}),
     LineKind("nccl_warn", "events", ("NCCL WARN",), r"NCCL WARN (?P<detail>.*)$", {"detail": S}, required="detail",
              constants={"kind": "nccl_warn"}),
@@ -725,9 +729,23 @@ _FRAGMENTS = ("gpus", "nodes", "shards", "machines", "world_size", "processes", 
 SETTING_PREFILTER = "|".join(f for frag in _FRAGMENTS for f in (frag, frag.upper()))
 
 
-# An exception line names what failed after its type (the refinement is tested on the recorded sample_logs/fault_*) (`RuntimeError: [gloo/.../unbound_buffer.cc:78] Timed out waiting
+# CUDA's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp), in its two shapes: torch >= 2.1 `Tried to allocate
+# 20.00 MiB. GPU 0 has a total capacity of 79.15 GiB of which 3.06 MiB is free.`, older `Tried to allocate 2.00 GiB
+# (GPU 0; 79.15 GiB total capacity; 75.30 GiB already allocated; ...)`: (size, unit) of the allocation, then of the
+# capacity.
+OOM_SIZES: tuple[str, ...] = (
+    r"Tried to allocate (?P<a>[\d.]+) (?P<au>[KMGT]i?B)\. GPU \d+ has a total capacity of "
+    r"(?P<c>[\d.]+) (?P<cu>[KMGT]i?B)",
+    r"Tried to allocate (?P<a>[\d.]+) (?P<au>[KMGT]i?B) \(GPU \d+; (?P<c>[\d.]+) (?P<cu>[KMGT]i?B) total capacity",
+)
+
+# An exception line names what failed after its type (the refinement is tested on the recorded
+# sample_logs/fault_*) (`RuntimeError: [gloo/.../unbound_buffer.cc:78] Timed out waiting
 # 10000ms for recv operation`): the line's first anchor is `Error: `, so its kind is refined from the message here.
 EXCEPTION_REFINEMENTS: tuple[tuple[str, str], ...] = (
-    ("comm_timeout", r"Watchdog caught collective operation timeout|Timed out waiting \d+ms|collective operation timeout"),
-    ("peer_lost", r"Connection closed by peer|Connection reset by peer|remote process exited or there was a network error"),
+    ("oom", r"OutOfMemoryError|CUDA out of memory|out of memory\. Tried to allocate"),
+    ("comm_timeout", r"Watchdog caught collective operation timeout|Timed out waiting \d+ms|"
+                     r"collective operation timeout"),
+    ("peer_lost", r"Connection closed by peer|Connection reset by peer|"
+                  r"remote process exited or there was a network error"),
 )

@@ -103,8 +103,10 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
                             "failure_root_cause | failure_entry | failure_rank | failure_host | failure_exitcode | "
                             "comm_timeout | nccl_last_work | peer_lost | job_cancelled | signal_received"),
         "count": (pl.Int64, "how many (allocator flushes since last step; 1 otherwise)"),
-        "value_from": (pl.Float64, "old loss scale / eval runtime seconds / last enqueued NCCL work (nccl_last_work)"),
-        "value_to": (pl.Float64, "new loss scale / eval loss / last completed NCCL work (nccl_last_work)"),
+        "value_from": (pl.Float64, "old loss scale / eval runtime seconds / last enqueued NCCL work (nccl_last_work) / "
+                                   "GiB the failed allocation asked for (oom)"),
+        "value_to": (pl.Float64, "new loss scale / eval loss / last completed NCCL work (nccl_last_work) / the GPU's "
+                                 "total capacity in GiB (oom)"),
         "step": (pl.Int64, "step the event names, where it does"),
         "code": (pl.Int64, "exit code (launcher_exit, failure_exitcode; negative: killed by that signal)"),
         "failed_rank": (pl.Int64, "the rank a failure names (torchrun's failure table), not the rank that printed it"),

@@ -14,7 +14,9 @@ MAX_POINTS = 5000
 # legends below in the order the series are drawn, labels kept apart (automargin) at any width.
 LAYOUT = dict(template="plotly_white", height=320, margin=dict(l=60, r=20, t=50, b=40),
               font=dict(family="system-ui, -apple-system, Segoe UI, sans-serif", size=12),
-              legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom", traceorder="normal"))
+              # at the foot of the chart's box, below the x-axis title (paper coordinates put it over the title)
+              legend=dict(orientation="h", x=0, xanchor="left", yref="container", y=0, yanchor="bottom",
+                          traceorder="normal"))
 AXIS = dict(automargin=True)
 VALUE_AXIS = dict(automargin=True, rangemode="tozero")
 CLOCKS = {"ds_step_ts": "wall clock between DeepSpeed step lines", "printed": "as the trainer printed it",

@@ -62,7 +62,8 @@ def combine(pages: list[tuple[str, str]], index: list[dict[str, str]] | None = N
     mains = []
     if index:
         rows = "".join(f'<tr><td><a href="#run-{x["n"]}">{escape(x["n"])}. {escape(x["name"])}</a></td>'
-                       f'<td>{escape(x["verdict"])}</td><td>{escape(x["ended"])}</td><td>{escape(x["step"])}</td><td>{escape(x["gpu_hours"])}</td>'
+                       f'<td>{escape(x["verdict"])}</td><td>{escape(x["ended"])}</td><td>{escape(x["step"])}</td>'
+                       f'<td>{escape(x["gpu_hours"])}</td>'
                        f'<td>{escape(x["goodput"])}</td></tr>' for x in index)
         mains.append('<main id="runs-index">\n<h1>Runs</h1>\n<table><tr><th>run</th><th>verdict</th><th>ended</th>'
                      f'<th>median step</th><th>{escape(index_hours_label(index))}</th><th>goodput</th></tr>{rows}'

@@ -41,8 +41,9 @@ def render(doc: dict[str, Any], console: Console) -> None:
         head = Text(f"{i}. ")
         head.append(f"[{f['severity']}] ", style=STYLE[f["severity"]])
         head.append(f"{f['title']} ", style="bold")
-        head.append(f"({f['id']}, confidence {f['confidence']}, "
-                    f"{'explains the slowdown' if f['explains_slowdown'] else 'config to improve'})", style="dim")
+        role = ("explains the slowdown" if f["explains_slowdown"] else
+                "why it stopped" if (f.get("data") or {}).get("ended") else "config to improve")
+        head.append(f"({f['id']}, confidence {f['confidence']}, {role})", style="dim")
         console.print(head)
         console.print(Text("   " + f["summary"]))
         if f.get("cost"):

@@ -182,3 +182,32 @@ def test_a_pickle_that_names_code_is_refused_and_never_run(tmp_path: Path) -> No
     cut.write_bytes(pickle.dumps(_fr_dump(10, 9), protocol=4)[:200])
     done = run_cli("report", str(cut))
     assert done.returncode == 2 and "not a readable pickle" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("message,tried,cap", [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of "
+     "79.15 GiB of which 3.06 MiB is free.", 20 / 1024, 79.15),
+    ("RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 39.59 GiB total capacity; 36.12 GiB "
+     "already allocated; 1.08 GiB free; 37.05 GiB reserved in total by PyTorch)", 2.0, 39.59)])
+def test_out_of_memory_reads_the_allocation_and_the_capacity(tmp_path: Path, message: str, tried: float,
+                                                             cap: float) -> None:
+    """Both shapes of CUDA's message (torch >= 2.1 and before); its PYTORCH_CUDA_ALLOC_CONF hint sets nothing."""
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(f"[2024-05-01 10:00:0{i},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, "
+                             "skipped=0, lr=[0.0001], mom=[(0.9, 0.95)]" for i in range(1, 5))
+                   + f"\n[rank2]: {message} If reserved but unallocated memory is large try setting "
+                     "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.\n")
+    model = parse([str(log)])
+    assert model.frames["env"].height == 0
+    d = run_rules(model)
+    assert d.ending is not None and d.ending.how == "crashed" and d.ending.error == "oom" and d.ending.rank == 2
+    assert d.ending.oom_gib == pytest.approx((tried, cap))
+    f = d.findings[0]
+    assert f.id == "out-of-memory" and f"{cap:.3g} GiB GPU" in f.summary
+    assert not any(x.id == "rank-crash" for x in d.findings)
+
+
+def test_the_recorded_out_of_memory_names_rank_and_host() -> None:
+    d = _end("synthetic/out_of_memory")
+    assert d.ending.rank == 3 and d.ending.host == "gpu-node-1" and d.ending.oom_gib == pytest.approx((3.5, 79.15))
+    assert d.findings[0].id == "out-of-memory" and d.verdict.startswith("The run crashed after step 10")

@@ -40,7 +40,7 @@ def nccl_timeout_hang(ctx: Ctx) -> Finding | None:
         fix=Fix(f"Find where {who} is stuck: `py-spy dump --pid <its pid>` while it hangs, or its own log's last "
                 "lines; next time run with " + FLIGHT_RECORDER + " and NCCL_DEBUG=INFO.", (),
                 "The next hang names the collective and the rank that missed it."),
-        data={"silence_s": end.silence_s, "rank": end.rank},
+        data={"silence_s": end.silence_s, "rank": end.rank, "ended": end.how},
     )
 
 
@@ -55,7 +55,7 @@ def nccl_timeout_hang(ctx: Ctx) -> Finding | None:
       drivers=(), scenario="fault_raise")
 def rank_crash(ctx: Ctx) -> Finding | None:
     end = ctx.ending
-    if end is None or end.how != "crashed":
+    if end is None or end.how != "crashed" or end.error == "oom":
         return None
     return ctx.finding(
         # a crash stops the run, it does not slow its steps: the headline says how it ended beside the cause of
@@ -68,7 +68,7 @@ def rank_crash(ctx: Ctx) -> Finding | None:
                 "errors on other ranks follow from it. For a CUDA error, rerun with CUDA_LAUNCH_BLOCKING=1 once to "
                 "see the failing kernel (then remove it: it serialises every launch).", (),
                 "The run goes past the step it stopped at."),
-        data={"rank": end.rank},
+        data={"rank": end.rank, "ended": end.how},
     )
 
 
@@ -98,7 +98,7 @@ def killed(ctx: Ctx) -> Finding | None:
         summary=end.summary[0].upper() + end.summary[1:] + ".",
         evidence=_evidence(ctx, end),
         fix=Fix(fix, (), "The run ends on its own."),
-        data={"rank": end.rank},
+        data={"rank": end.rank, "ended": end.how},
     )
 
 
@@ -124,5 +124,41 @@ def frozen_process(ctx: Ctx) -> Finding | None:
         fix=Fix("Dump the stuck processes' stacks (`py-spy dump --pid <pid>` on each rank) and check the filesystems "
                 "they read; rerun the data loader with num_workers=0 once to rule it out.", (),
                 "The dump names the call each rank is stuck in."),
-        data={"silence_s": end.silence_s},
+        data={"silence_s": end.silence_s, "ended": end.how},
+    )
+
+
+@rule("out-of-memory", "A rank ran out of GPU memory",
+      detects="CUDA's out-of-memory error as the first failure of the run (`torch.OutOfMemoryError: CUDA out of "
+              "memory. Tried to allocate X GiB. GPU N has a total capacity of Y GiB ...`), with the allocation that "
+              "failed and the capacity.",
+      why="The step's peak (parameters, gradients, optimizer states and activations per GPU) is above the card; the "
+          "run stops, and every restart at the same shape stops again.",
+      evidence="The OOM line with its rank; the run's shape (ZeRO stage, micro-batch, checkpointing) for the planner.",
+      fix="The planner's cheapest change that fits (a higher ZeRO stage, activation checkpointing, a smaller "
+          "micro-batch with more accumulation); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where the free "
+          "memory is fragmented.",
+      drivers=("zero_stage", "micro_batch_per_gpu", "gradient_checkpointing"), scenario="synthetic/out_of_memory")
+def out_of_memory(ctx: Ctx) -> Finding | None:
+    end = ctx.ending
+    if end is None or end.how != "crashed" or end.error != "oom":
+        return None
+    tried, cap = end.oom_gib or (None, None)
+    sizes = (f": it asked for {tried:.3g} GiB on a {cap:.3g} GiB GPU" if tried is not None and cap is not None
+             else "")
+    plan = ctx.plan
+    planned = (f" The planner's choice for this shape is {plan.recommended} ({plan.steps[0]})."
+               if plan is not None and plan.steps else
+               f" The planner's choice for this shape is {plan.recommended}." if plan is not None else "")
+    who = f"Rank {end.rank}" if end.rank is not None else "A rank"
+    return ctx.finding(
+        severity="critical", confidence="high", explains_slowdown=False,
+        summary=f"{who} ran out of GPU memory{' after step ' + str(end.after_step) if end.after_step else ''}"
+                f"{sizes}.{planned}",
+        evidence=_evidence(ctx, end),
+        fix=Fix("Lower the per-GPU peak: the planner's table below gives the stage and micro-batch that fit; "
+                "activation checkpointing trades recompute for activations; set "
+                "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where the error reports much memory reserved "
+                "but unallocated.", (), "The step fits on the card."),
+        data={"rank": end.rank, "tried_gib": tried, "capacity_gib": cap, "ended": end.how},
     )

@@ -444,9 +444,43 @@ def frozen_process() -> None:
     write("frozen_process", {"train.log": "\n".join(log) + "\n"})
 
 
+def out_of_memory() -> None:
+    """A 7B model on 8 A100-80GB with ZeRO-1 and micro-batch 8: rank 3 runs out of memory at step 11 (torch >= 2.1's
+    message), then torchrun's failure table names it."""
+    rng = random.Random(33)
+    t = T0
+    log = [ds(t, "[comm.py:637:init_distributed]", "Initializing TorchBackend in DeepSpeed with backend nccl")]
+    log += nvidia_smi(["gpu-node-1"], 8)
+    log += config_dump(t, 1, 8, 1, 8, True, True)
+    body, t = steps_block(t, 10, [rng.uniform(2.0, 2.1) for _ in range(10)], 8, 1, 8, rng, None)
+    stamp = (t + timedelta(seconds=3)).strftime("%Y-%m-%d_%H:%M:%S")
+    log += body + [
+        "[rank3]: Traceback (most recent call last):",
+        '[rank3]:   File "/work/train.py", line 212, in <module>',
+        "[rank3]:     engine.backward(loss)",
+        "[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.50 GiB. GPU 3 has a total capacity "
+        "of 79.15 GiB of which 1.21 GiB is free. Including non-PyTorch memory, this process has 77.93 GiB memory in "
+        "use. Of the allocated memory 74.02 GiB is allocated by PyTorch, and 2.41 GiB is reserved by PyTorch but "
+        "unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.",
+        "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
+        "============================================================",
+        "/work/train.py FAILED",
+        "------------------------------------------------------------",
+        "Root Cause (first observed failure):",
+        "[0]:",
+        f"  time      : {stamp}",
+        "  host      : gpu-node-1",
+        "  rank      : 3 (local_rank: 3)",
+        "  exitcode  : 1 (pid: 41733)",
+        "  error_file: <N/A>",
+        "============================================================"]
+    write("out_of_memory", {"train.log": "\n".join(log) + "\n"})
+
+
 SCENARIOS = (seed_zero3_launch_blocking, checkpoint_stalls, multinode_socket, p2p_disabled, comm_bound, allocator_flush, straggler,
              world_size_mismatch, fp16_overflow, progressive_slowdown, small_micro_batch, input_bound,
-             slow_optimizer_step, pipeline_bubble, no_gpu, gloo_horovod, rlhf_generation, nccl_hang, frozen_process)
+             slow_optimizer_step, pipeline_bubble, no_gpu, gloo_horovod, rlhf_generation, nccl_hang, frozen_process, out_of_memory)
 
 if __name__ == "__main__":
     for make in SCENARIOS:
