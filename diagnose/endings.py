@@ -36,6 +36,7 @@ class Ending:
     after_step: int | None = None  # the last step printed before the end
     fallout: tuple[tuple[int, int, str], ...] = ()  # (source, line, what) printed after the cause
     error: str | None = None  # crashed: the event kind of the first error (exception | oom)
+    signal: str | None = None  # killed: the signal that ended it, where the log names one (SIGKILL, SIGTERM)
     oom_gib: tuple[float | None, float | None] | None = None  # oom: (the allocation that failed, the capacity), GiB
 
     def as_dict(self) -> dict[str, object]:
@@ -124,8 +125,7 @@ def ending(model: RunModel) -> Ending | None:
                       after_step=after_step)
 
     crashes = ev.filter(pl.col("kind").is_in(CRASH_KINDS) & pl.col("detail").is_not_null()
-                        & ~pl.col("detail").str.starts_with(LAUNCHER_EXCEPTIONS[0])
-                        & ~pl.col("detail").str.starts_with(LAUNCHER_EXCEPTIONS[1]))
+                        & ~pl.any_horizontal(pl.col("detail").str.starts_with(x) for x in LAUNCHER_EXCEPTIONS))
     timeouts = ev.filter(pl.col("kind") == "comm_timeout")
     if timeouts.height == 0:  # Flight Recorder dumps are written at a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT=1)
         dumped = ev.filter((pl.col("kind") == "nccl_last_work") & (pl.col("origin") == "flight_recorder"))
@@ -140,20 +140,20 @@ def ending(model: RunModel) -> Ending | None:
         waited = sorted({r for r in timeouts["rank"].to_list() if r is not None})
         world = model.facts.world_size
         never = [r for r in range(world) if r not in waited] if world and waited and world <= 64 else []
+        silence = None
+        at = first_timeout["ts"] or _next_stamp(ev, _where(first_timeout))
+        if last_ts is not None and at is not None:
+            silence = max(0.0, (at - last_ts).total_seconds())
         seqs = _last_enqueued(ev)
         if seqs and max(seqs.values()) < 0:
             return Ending("frozen", f"frozen{on}: no rank enqueued any collective before the timeout (last enqueued "
                                     "-1 on every rank reporting): a process stuck outside communication (a stalled "
                                     "filesystem or a hung data loader is likelier than the network)",
-                          where=_where(first_timeout), after_step=after_step)
+                          where=_where(first_timeout), silence_s=silence, after_step=after_step)
         if seqs and len(set(seqs.values())) > 1:
             low = min(seqs.values())
             behind = sorted(r for r, q in seqs.items() if q == low)
             never = behind if len(behind) < len(seqs) else never
-        silence = None
-        at = first_timeout["ts"] or _next_stamp(ev, _where(first_timeout))
-        if last_ts is not None and at is not None:
-            silence = max(0.0, (at - last_ts).total_seconds())
         who = (f"rank{'s' if len(waited) > 1 else ''} {', '.join(map(str, waited))} timed out waiting in a "
                f"collective" if waited else "a collective timed out")
         culprit = f"; rank{'s' if len(never) > 1 else ''} {', '.join(map(str, never))} never reached it" \
@@ -170,6 +170,7 @@ def ending(model: RunModel) -> Ending | None:
         by = " (the kernel's OOM killer or the scheduler: nothing in a training loop sends it)" if -code == 9 else ""
         where = f" on rank {rank}" + (f" ({host})" if host else "") if rank is not None else ""
         return Ending("killed", f"killed{on}: {sig}{where}{by}", rank=rank if isinstance(rank, int) else None,
+                      signal=sig,
                       host=host if isinstance(host, str) else None,
                       where=table["where"],  # type: ignore[index,arg-type]
                       after_step=after_step, fallout=_fallout(ev, (0, 0), rank if isinstance(rank, int) else None))
@@ -197,7 +198,7 @@ def ending(model: RunModel) -> Ending | None:
         sig = r["detail"] or SIGNALS.get(r["code"] or 0, f"signal {r['code']}")
         sig = SIGNALS.get(int(sig), sig) if str(sig).isdigit() else sig
         return Ending("killed", f"stopped from outside{on}: the launcher received {sig} (a time limit, `timeout`, "
-                                "a cancel or Ctrl-C)", where=_where(r), after_step=after_step)
+                                "a cancel or Ctrl-C)", where=_where(r), after_step=after_step, signal=str(sig))
 
     if isinstance(code, int) and code > 0:
         return Ending("crashed", f"crashed{on}: exit code {code} on rank {table['rank']}",  # type: ignore[index]

@@ -201,10 +201,10 @@ def _oom_sized(rows: pl.DataFrame) -> pl.DataFrame:
         gib = (size, cap) if gib is None else (pl.coalesce(gib[0], size), pl.coalesce(gib[1], cap))
     assert gib is not None
     is_oom = pl.col("kind") == "oom"
-    cols = {"value_from": pl.when(is_oom).then(gib[0]).otherwise(pl.col("value_from")),
-            "value_to": pl.when(is_oom).then(gib[1]).otherwise(pl.col("value_to"))}
-    return rows.with_columns(**{k: v if k in rows.columns else pl.when(is_oom).then(
-        gib[0] if k == "value_from" else gib[1]) for k, v in cols.items()})
+    missing = [pl.lit(None, pl.Float64).alias(c) for c in ("value_from", "value_to") if c not in rows.columns]
+    return rows.with_columns(missing).with_columns(
+        value_from=pl.when(is_oom).then(gib[0]).otherwise(pl.col("value_from")),
+        value_to=pl.when(is_oom).then(gib[1]).otherwise(pl.col("value_to")))
 
 
 def _refined(rows: pl.DataFrame) -> pl.DataFrame:

@@ -9,6 +9,11 @@ FLIGHT_RECORDER = ("TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT
                    "rank's last collectives at the next timeout)")
 
 
+def _said(end: Ending, tail: str = ".") -> str:
+    """The ending's line as the finding's sentence."""
+    return end.summary[0].upper() + end.summary[1:] + tail
+
+
 def _evidence(ctx: Ctx, end: Ending) -> tuple[Evidence, ...]:
     where = end.where
     ev = [Evidence(end.summary, ctx.model.source_name(where[0]) if where else None, where[1] if where else None,
@@ -35,7 +40,7 @@ def nccl_timeout_hang(ctx: Ctx) -> Finding | None:
     who = f"rank {end.rank}" if end.rank is not None else "the rank that never reached the collective"
     return ctx.finding(
         severity="critical", confidence="high" if end.rank is not None else "medium", explains_slowdown=True,
-        summary=end.summary[0].upper() + end.summary[1:] + ".",
+        summary=_said(end),
         evidence=_evidence(ctx, end),
         fix=Fix(f"Find where {who} is stuck: `py-spy dump --pid <its pid>` while it hangs, or its own log's last "
                 "lines; next time run with " + FLIGHT_RECORDER + " and NCCL_DEBUG=INFO.", (),
@@ -61,8 +66,8 @@ def rank_crash(ctx: Ctx) -> Finding | None:
         # a crash stops the run, it does not slow its steps: the headline says how it ended beside the cause of
         # any slowdown (a benchmark that crashes at shutdown was still fast)
         severity="critical", confidence="high" if end.rank is not None else "medium", explains_slowdown=False,
-        summary=end.summary[0].upper() + end.summary[1:] + (f"; {len(end.fallout)} later error(s) on other ranks are "
-                                                             "its fallout." if end.fallout else "."),
+        summary=_said(end, f"; {len(end.fallout)} later error(s) on other ranks are its fallout." if end.fallout
+                      else "."),
         evidence=_evidence(ctx, end),
         fix=Fix("Fix the first error" + (f" (rank {end.rank})" if end.rank is not None else "") + "; the later "
                 "errors on other ranks follow from it. For a CUDA error, rerun with CUDA_LAUNCH_BLOCKING=1 once to "
@@ -87,7 +92,7 @@ def killed(ctx: Ctx) -> Finding | None:
     end = ctx.ending
     if end is None or end.how != "killed":
         return None
-    sigkill = "SIGKILL" in end.summary
+    sigkill = end.signal == "SIGKILL"
     fix = ("Look for the kernel's OOM killer on that host (`dmesg -T | grep -i -E 'killed process|out of memory'`) and "
            "lower the host memory each rank uses (fewer data loader workers, no pinned-memory copies of the dataset)."
            if sigkill else "Checkpoint often enough that a stop loses little, and resume from the last checkpoint; "
@@ -95,7 +100,7 @@ def killed(ctx: Ctx) -> Finding | None:
     return ctx.finding(
         # SIGKILL is a failure (the OOM killer); a time limit or a signal from outside is how the job was run
         severity="critical" if sigkill else "info", confidence="high", explains_slowdown=False,
-        summary=end.summary[0].upper() + end.summary[1:] + ".",
+        summary=_said(end),
         evidence=_evidence(ctx, end),
         fix=Fix(fix, (), "The run ends on its own."),
         data={"rank": end.rank, "ended": end.how},
@@ -119,7 +124,7 @@ def frozen_process(ctx: Ctx) -> Finding | None:
         return None
     return ctx.finding(
         severity="critical", confidence="medium", explains_slowdown=True,
-        summary=end.summary[0].upper() + end.summary[1:] + ".",
+        summary=_said(end),
         evidence=_evidence(ctx, end),
         fix=Fix("Dump the stuck processes' stacks (`py-spy dump --pid <pid>` on each rank) and check the filesystems "
                 "they read; rerun the data loader with num_workers=0 once to rule it out.", (),
