@@ -101,6 +101,15 @@ def _stopped(x: Inputs, data: Mapping[str, object]) -> Measure:
                                             f"x {_gpus(x.account)}")
 
 
+def _unsaved(x: Inputs, data: Mapping[str, object]) -> Measure:
+    """A stop's lost work: the steps since the last checkpoint save printed (diagnose/endings.py), which a resumed
+    run does again; a fix of the cause saves them."""
+    lost, since = data.get("unsaved_s"), data.get("unsaved_from")
+    if not isinstance(lost, (int, float)) or lost <= 0:
+        return None
+    return (float(lost), float(lost), f"the steps since {since}, {_sec(lost)}, x {_gpus(x.account)}")
+
+
 def _straggler(x: Inputs, data: Mapping[str, object]) -> Measure:
     s = x.stragglers
     if s is None or not x.account.steps:
@@ -130,6 +139,7 @@ MEASURES: dict[str, Callable[[Inputs, Mapping[str, object]], Measure]] = {
     "straggler wait": _straggler,
     "skipped steps": _skipped,
     "stopped": _stopped,
+    "unsaved work": _unsaved,
 }
 
 
@@ -138,7 +148,7 @@ LABELS = {"stalls": "stalls", "data wait": "waiting for data", "communication": 
           "socket communication": "communication over TCP sockets", "optimizer": "the optimizer step",
           "slowdown": "the slowdown", "straggler wait": "waiting for the slowest rank",
           "skipped steps": "skipped steps",
-          "stopped": "the hang before the timeout"}
+          "stopped": "the hang before the timeout", "unsaved work": "work since the last checkpoint"}
 
 
 def cost(measures: tuple[str, ...], x: Inputs, data: Mapping[str, object] | None = None) -> Cost | None:

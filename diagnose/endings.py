@@ -8,7 +8,7 @@ cause" by the first exit it saw, which in a hang is a rank that timed out waitin
 timeout is read as such before the table is."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import polars as pl
@@ -18,8 +18,13 @@ from diagnose.parsers.run_model import RunModel
 How = Literal["finished", "crashed", "hung", "frozen", "killed", "unknown"]
 # Exceptions the launcher raises about its workers: the workers' own lines say what failed.
 LAUNCHER_EXCEPTIONS = ("torch.distributed.elastic.", "subprocess.CalledProcessError")
-CRASH_KINDS = ("exception", "oom")
+CRASH_KINDS = ("exception", "oom", "nccl_error")
 FALLOUT_KINDS = ("comm_timeout", "peer_lost", "nccl_warn")
+# An error with 3 or more step lines after it in its file did not end the run; ranks' output interleaves, so a step
+# or two printed by another rank after a crash is still the crash.
+STEPS_AFTER_ERROR = 3
+MIN_RANK_STEPS = 3  # a rank's step lines before its last one says where its output ended
+IGNORED_TRACEBACK_SPAN = 200  # lines from `Exception ignored in` to its traceback's error (deep stacks)
 FAILURE_TABLE_SPAN = 8  # torchrun prints an entry's fields within the 8 lines after `Root Cause ...:`
 # SIGKILL comes from the kernel's OOM killer or a scheduler enforcing memory; nothing in a training loop sends it.
 SIGNALS = {9: "SIGKILL", 15: "SIGTERM", 2: "SIGINT", 6: "SIGABRT", 11: "SIGSEGV", 7: "SIGBUS"}
@@ -38,12 +43,17 @@ class Ending:
     error: str | None = None  # crashed: the event kind of the first error (exception | oom)
     signal: str | None = None  # killed: the signal that ended it, where the log names one (SIGKILL, SIGTERM)
     oom_gib: tuple[float | None, float | None] | None = None  # oom: (the allocation that failed, the capacity), GiB
+    # a stop's unsaved work: the seconds of steps since the last checkpoint save printed (or since the launch's
+    # first step where none was), and what they count from
+    unsaved_s: float | None = None
+    unsaved_from: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         return {"how": self.how, "summary": self.summary, "rank": self.rank, "host": self.host,
                 "line": self.where[1] if self.where else None, "silence_s": self.silence_s,
                 "after_step": self.after_step, "fallout": [w for _, _, w in self.fallout],
-                "oom_gib": list(self.oom_gib) if self.oom_gib else None}
+                "oom_gib": list(self.oom_gib) if self.oom_gib else None,
+                "unsaved_s": self.unsaved_s, "unsaved_from": self.unsaved_from}
 
 
 def _failure_table(ev: pl.DataFrame) -> dict[str, object] | None:
@@ -62,8 +72,7 @@ def _failure_table(ev: pl.DataFrame) -> dict[str, object] | None:
             "code": first("failure_exitcode", "code"), "where": (int(src), int(line))}
 
 
-def _last_step(model: RunModel) -> tuple[int | None, object]:
-    steps = model.frames["steps"]
+def _last_step(steps: pl.DataFrame) -> tuple[int | None, object]:
     if steps.height == 0 or "global_step" not in steps.columns:
         return None, None
     last = steps.filter(pl.col("global_step").is_not_null()).sort("source", "line").tail(1)
@@ -86,10 +95,17 @@ def _next_stamp(ev: pl.DataFrame, where: tuple[int, int]) -> object:
     return later["ts"][0] if later.height else None
 
 
-def _finished(model: RunModel) -> bool:
+def _finished(steps: pl.DataFrame) -> bool:
     """The trainer printed its end-of-training summary (HF Trainer's `{'train_runtime': ...}`)."""
-    steps = model.frames["steps"]
     return "train_runtime_s" in steps.columns and steps["train_runtime_s"].drop_nulls().len() > 0
+
+
+def _summary_line(steps: pl.DataFrame) -> tuple[int, int] | None:
+    """Where the trainer printed its end-of-training summary (HF Trainer's `{'train_runtime': ...}`)."""
+    if "train_runtime_s" not in steps.columns:
+        return None
+    at = steps.filter(pl.col("train_runtime_s").is_not_null()).sort("source", "line")
+    return (int(at["source"][0]), int(at["line"][0])) if at.height else None
 
 
 def _fallout(ev: pl.DataFrame, after: tuple[int, int], rank: int | None) -> tuple[tuple[int, int, str], ...]:
@@ -109,23 +125,139 @@ def _where(r: dict[str, object]) -> tuple[int, int]:
 
 
 def ending(model: RunModel) -> Ending | None:
-    """How the run's last launch ended; None where the text holds no training at all (no step and no failure)."""
-    ev = model.frames["events"].sort("source", "line")
-    after_step, last_ts = _last_step(model)
+    """How the run ended, read over the whole text as one launch; None where the text holds no training at all (no
+    step and no failure)."""
+    ends = launch_endings(model)
+    return ends[-1] if ends else None
+
+
+def launch_endings(model: RunModel, starts: tuple[tuple[int, int], ...] = ()) -> tuple[Ending, ...]:
+    """How each launch ended. `starts`: the (source, line) of each launch's first step line, as the goodput account
+    found them; a launch's lines run to the next launch's first step line, so what a crash prints before the
+    relaunch's banner ends the launch before it. Launches found in one source only are cut; otherwise the text is
+    read as one launch."""
+    ev, steps = model.frames["events"].sort("source", "line"), model.frames["steps"]
+    world = model.facts.world_size
+    if len(starts) < 2 or len({s for s, _ in starts}) > 1:
+        one = _ending(ev, steps, world, final=True)
+        return (one,) if one is not None else ()
+    src = starts[0][0]
+    out = []
+    for k in range(len(starts)):
+        lo = starts[k][1] if k else 0
+        hi = starts[k + 1][1] if k + 1 < len(starts) else None
+        final = hi is None
+
+        def cut(frame: pl.DataFrame) -> pl.DataFrame:
+            mine = (pl.col("source") == src) & (pl.col("line") >= lo)
+            if hi is not None:
+                mine &= pl.col("line") < hi
+            return frame.filter(mine | (pl.col("source") != src) if final else mine)
+        got = _ending(cut(ev), cut(steps), world, final=final)
+        out.append(got if got is not None else Ending("unknown", "unknown: no step or failure printed"))
+    return tuple(out)
+
+
+def _first_to_stop(steps: pl.DataFrame) -> tuple[int, int, int] | None:
+    """Where two or more ranks print steps (one file per rank, or rank-prefixed lines), the rank whose output ends
+    first: (rank, its last step, the others' last step); None where all reach the same step."""
+    if steps.height == 0 or "global_step" not in steps.columns:
+        return None
+    ranked = steps.filter(pl.col("rank").is_not_null() & pl.col("global_step").is_not_null())
+    if ranked.height == 0:
+        return None
+    # one step kind (the one most lines print), and only ranks that print it often enough to have a last step
+    top = ranked.group_by("origin").len().sort("len", descending=True)["origin"][0]
+    last = (ranked.filter(pl.col("origin") == top).group_by("rank")
+            .agg(pl.col("global_step").max(), pl.len().alias("n")).filter(pl.col("n") >= MIN_RANK_STEPS))
+    if last.height < 2:
+        return None
+    low, high = last["global_step"].min(), last["global_step"].max()
+    behind = last.filter(pl.col("global_step") == low)["rank"].sort()
+    if low == high or behind.len() != 1:
+        return None
+    return int(behind[0]), int(low), int(high)  # type: ignore[arg-type]
+
+
+def _unsaved(ev: pl.DataFrame, steps: pl.DataFrame, last_ts: object) -> tuple[float | None, str | None]:
+    """The seconds of training since the last checkpoint save printed before the end (or since the launch's first
+    step line where none was): the work a stop throws away unless it is redone."""
+    if last_ts is None or steps.height == 0:
+        return None, None
+    saves = ev.filter((pl.col("kind") == "checkpoint_save") & pl.col("ts").is_not_null() & (pl.col("ts") <= last_ts))
+    if saves.height:
+        r = saves.row(-1, named=True)
+        return max(0.0, (last_ts - r["ts"]).total_seconds()), f"the checkpoint save at line {r['line']}"
+    stamped = steps.filter(pl.col("ts").is_not_null())["ts"]
+    if stamped.len() < 2:
+        return None, None
+    return max(0.0, (last_ts - stamped.min()).total_seconds()), "the launch's first step line (no checkpoint save " \
+        "printed)"
+
+
+def _ending(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bool) -> Ending | None:
+    """How one launch ended, from its events and step lines; `final`: the text's last launch (else the next launch
+    began after it)."""
+    after_step, last_ts = _last_step(steps)
     if ev.height == 0 and after_step is None:
         return None
+    stopped = _stopped(ev, steps, world, final, after_step, last_ts)
+    if stopped.how in ("crashed", "killed"):
+        lost, since = _unsaved(ev, steps, last_ts)
+        return replace(stopped, unsaved_s=lost, unsaved_from=since)
+    return stopped
+
+
+def _crashes(ev: pl.DataFrame, steps: pl.DataFrame) -> pl.DataFrame:
+    """The errors that can have ended the launch, in line order: not the launcher's own exceptions about its workers,
+    not the error of a traceback Python printed as `Exception ignored in ...` (the unraisable hook: nothing
+    stopped), and not an error the run went on past (STEPS_AFTER_ERROR step lines or more after it in its file: a
+    setup script's complaint, a caught exception)."""
+    rows = ev.filter(pl.col("kind").is_in(CRASH_KINDS) & pl.col("detail").is_not_null()
+                     & ~pl.any_horizontal(pl.col("detail").str.starts_with(x) for x in LAUNCHER_EXCEPTIONS))
+    if rows.height == 0:
+        return rows
+    ignored = ev.filter(pl.col("kind") == "exception_ignored").select("source", pl.col("line").alias("_ignored"))
+    if ignored.height:
+        rows = (rows.sort("line").join_asof(ignored.sort("_ignored"), left_on="line", right_on="_ignored",
+                                            by="source", strategy="backward", check_sortedness=False)
+                # the first error after the hook's line is its traceback's last line
+                .filter(pl.col("_ignored").is_null()
+                        | (pl.col("line") != pl.col("line").min().over("source", "_ignored"))
+                        | (pl.col("line") - pl.col("_ignored") > IGNORED_TRACEBACK_SPAN))
+                .drop("_ignored").sort("source", "line"))
+    if steps.height and rows.height:
+        # each step line with the number of step lines from it to its file's end; an error's count is its next
+        # step line's
+        left = (steps.select("source", pl.col("line").alias("_next")).unique().sort("_next")
+                .with_columns(pl.len().over("source").alias("_n"), pl.int_range(pl.len()).over("source").alias("_i"))
+                .with_columns((pl.col("_n") - pl.col("_i")).alias("_left")).select("source", "_next", "_left"))
+        rows = (rows.sort("line")
+                .join_asof(left, left_on="line", right_on="_next", by="source", strategy="forward",
+                           check_sortedness=False)
+                .filter(pl.col("_left").fill_null(0) < STEPS_AFTER_ERROR).drop("_next", "_left").sort("source", "line"))
+    return rows
+
+
+def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bool, after_step: int | None,
+             last_ts: object) -> Ending:
     table = _failure_table(ev) if ev.height else None
     on = f" after step {after_step}" if after_step is not None else ""
 
     cancelled = ev.filter(pl.col("kind") == "job_cancelled")
     if cancelled.height:
         r = cancelled.row(0, named=True)
-        why = (r["detail"] or "").lower() or "by the scheduler"
+        why = r["detail"] or "by the scheduler"
+        why = why.lower() if why.isupper() else why  # Slurm shouts (`DUE TO TIME LIMIT`); LSF does not
         return Ending("killed", f"killed: the scheduler cancelled the job ({why}){on}", where=_where(r),
                       after_step=after_step)
+    host_oom = ev.filter(pl.col("kind") == "host_oom")
+    if host_oom.height:
+        r = host_oom.row(0, named=True)
+        return Ending("killed", f"killed{on}: the host's out-of-memory killer ended a process (SIGKILL; host memory, "
+                                "not GPU memory)", where=_where(r), after_step=after_step, signal="SIGKILL")
 
-    crashes = ev.filter(pl.col("kind").is_in(CRASH_KINDS) & pl.col("detail").is_not_null()
-                        & ~pl.any_horizontal(pl.col("detail").str.starts_with(x) for x in LAUNCHER_EXCEPTIONS))
+    crashes = _crashes(ev, steps)
     timeouts = ev.filter(pl.col("kind") == "comm_timeout")
     if timeouts.height == 0:  # Flight Recorder dumps are written at a timeout (TORCH_NCCL_DUMP_ON_TIMEOUT=1)
         dumped = ev.filter((pl.col("kind") == "nccl_last_work") & (pl.col("origin") == "flight_recorder"))
@@ -138,7 +270,6 @@ def ending(model: RunModel) -> Ending | None:
 
     if first_timeout is not None and (first_crash is None or _where(first_timeout) < _where(first_crash)):
         waited = sorted({r for r in timeouts["rank"].to_list() if r is not None})
-        world = model.facts.world_size
         never = [r for r in range(world) if r not in waited] if world and waited and world <= 64 else []
         silence = None
         at = first_timeout["ts"] or _next_stamp(ev, _where(first_timeout))
@@ -154,6 +285,8 @@ def ending(model: RunModel) -> Ending | None:
             low = min(seqs.values())
             behind = sorted(r for r, q in seqs.items() if q == low)
             never = behind if len(behind) < len(seqs) else never
+        elif not never and (first := _first_to_stop(steps)) is not None:
+            never = [first[0]]
         who = (f"rank{'s' if len(waited) > 1 else ''} {', '.join(map(str, waited))} timed out waiting in a "
                f"collective" if waited else "a collective timed out")
         culprit = f"; rank{'s' if len(never) > 1 else ''} {', '.join(map(str, never))} never reached it" \
@@ -175,6 +308,15 @@ def ending(model: RunModel) -> Ending | None:
                       where=table["where"],  # type: ignore[index,arg-type]
                       after_step=after_step, fallout=_fallout(ev, (0, 0), rank if isinstance(rank, int) else None))
 
+    signals = ev.filter((pl.col("kind") == "signal_received") & (pl.col("code").is_not_null()
+                                                                  | pl.col("detail").is_not_null()))
+    if first_crash is not None and signals.height and _where(signals.row(0, named=True)) < _where(first_crash):
+        first_crash = None  # Ctrl-C or a signal to the launcher first: the workers' errors after it are its fallout
+    summary_at = _summary_line(steps)
+    if first_crash is not None and summary_at is not None and summary_at < _where(first_crash):
+        return Ending("finished", f"finished{on}: the trainer printed its end-of-training summary; the script failed "
+                                  f"after it ({first_crash['detail'][:120]})", after_step=after_step,
+                      where=_where(first_crash))
     if first_crash is not None:
         rank = first_crash["rank"]
         if rank is None and table and isinstance(table["rank"], int):
@@ -191,8 +333,6 @@ def ending(model: RunModel) -> Ending | None:
                       after_step=after_step, fallout=_fallout(ev, _where(first_crash), rank),
                       error=str(first_crash["kind"]), oom_gib=oom)
 
-    signals = ev.filter((pl.col("kind") == "signal_received") & (pl.col("code").is_not_null()
-                                                                  | pl.col("detail").is_not_null()))
     if signals.height:
         r = signals.row(0, named=True)
         sig = r["detail"] or SIGNALS.get(r["code"] or 0, f"signal {r['code']}")
@@ -206,7 +346,7 @@ def ending(model: RunModel) -> Ending | None:
                       rank=table["rank"] if isinstance(table["rank"], int) else None,  # type: ignore[index]
                       after_step=after_step)
 
-    if _finished(model):
+    if _finished(steps):
         return Ending("finished", f"finished{on}: the trainer printed its end-of-training summary",
                       after_step=after_step)
     ok = ev.filter((pl.col("kind") == "launcher_exit") & pl.col("code").is_null())
@@ -215,8 +355,23 @@ def ending(model: RunModel) -> Ending | None:
         return Ending("finished", f"finished{on}: every process exited with code 0", after_step=after_step)
     if ok.height and exits["code"].drop_nulls().len() == 0:
         return Ending("finished", f"finished{on}: the launcher reports a clean exit", after_step=after_step)
-    return Ending("unknown", f"unknown: the log stops{on} with no exit, error or signal printed",
-                  after_step=after_step)
+    lost = ev.filter(pl.col("kind") == "peer_lost")
+    if lost.height:  # no rank failed first, none exited cleanly: a peer or its host went away (a node that vanished)
+        r = lost.row(0, named=True)
+        who = f"rank {r['rank']}" if r["rank"] is not None else "a rank"
+        return Ending("crashed", f"crashed{on}: {who} lost its peer ({(r['detail'] or '')[:120]}); no rank printed "
+                                 "an error first, so the peer's process or host went away (its own log or the "
+                                 "host's says why)", where=_where(r), after_step=after_step, error="peer_lost",
+                      fallout=_fallout(ev, _where(r), r["rank"]))
+
+    first = _first_to_stop(steps)
+    ahead = (f"; rank {first[0]}'s output ends first (step {first[1]}; the others reach step {first[2]})"
+             if first else "")
+    if not final:
+        return Ending("unknown", f"unknown: relaunched{on} with no exit, error or signal printed before it{ahead}",
+                      after_step=after_step, rank=first[0] if first else None)
+    return Ending("unknown", f"unknown: the log stops{on} with no exit, error or signal printed{ahead}",
+                  after_step=after_step, rank=first[0] if first else None)
 
 
-__all__ = ["Ending", "How", "ending"]
+__all__ = ["Ending", "How", "ending", "launch_endings"]

@@ -35,7 +35,8 @@ class Diagnosis:
     goodput: goodput.Account | None = None
     change_points: changepoints.ChangePoints | None = None
     stragglers: stragglers.Stragglers | None = None
-    ending: endings.Ending | None = None  # how the run ended (issue 33)
+    ending: endings.Ending | None = None  # how the run ended (issue 33): its last launch
+    launch_endings: tuple[endings.Ending, ...] = ()  # how each launch ended, in order (the last is `ending`)
 
 
 
@@ -105,16 +106,18 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
         p, faults = None, [*faults, fault("the ZeRO planner", e)]
     # The account comes first: rules read what it measured (the stalls it attributes to checkpoints), and each
     # finding is priced from it after.
-    end = None
-    try:
-        end = endings.ending(model)
-    except Exception as e:  # noqa: BLE001 - how it ended is one unit: its fault must not cost the report
-        faults.append(fault("how the run ended", e))
     acc = None
     try:
-        acc = goodput.account(model, metrics, end)
+        acc = goodput.account(model, metrics)
     except Exception as e:  # noqa: BLE001 - the account is one unit: its fault must not cost the findings
         faults.append(fault("the goodput account", e))
+    ends: tuple[endings.Ending, ...] = ()
+    try:  # each launch the account found ended somehow; the restarts' time goes to what ended the launch before
+        ends = endings.launch_endings(model, acc.launch_starts if acc is not None else ())
+        acc = goodput.with_endings(acc, ends) if acc is not None else None
+    except Exception as e:  # noqa: BLE001 - how it ended is one unit: its fault must not cost the report
+        faults.append(fault("how the run ended", e))
+    end = ends[-1] if ends else None
     ctx = Ctx(model, model.facts, metrics, p, account=acc, ending=end)
     findings = []
     for r in load_all().values():
@@ -141,7 +144,7 @@ def diagnose(model: RunModel, gpu_memory_gb: float | None = None, only: set[str]
     findings = _with_effects(findings, proposed, recommendation, model.facts, faults)
     picture = classify(metrics)
     return Diagnosis(tuple(findings), recommendation, metrics, p, verdict(findings, metrics, picture, end), picture,
-                     next_steps(findings, metrics, model), tuple(faults), acc, cps, strag, end)
+                     next_steps(findings, metrics, model), tuple(faults), acc, cps, strag, end, ends)
 
 
 def _with_effects(findings: list[Finding], proposed: dict[str, tuple[Change, ...]], rec: Recommendation,

@@ -62,6 +62,7 @@ class Account:
     steady_step_s: float
     parts: tuple[Piece, ...]
     launches: int = 1
+    launch_starts: tuple[tuple[int, int], ...] = ()  # (source, line) of each launch's first step line
     device: str = "GPUs"  # "processes" for a CPU run (RunFacts.cpu_run): what `gpus` counts
 
     def part(self, name: str) -> Piece | None:
@@ -101,6 +102,25 @@ def account(model: RunModel, metrics: Metrics, end: Ending | None = None) -> Acc
     if acc is not None and end is not None:
         acc = _tail_named(acc, end)
     return acc
+
+
+def with_endings(acc: Account, ends: tuple[Ending, ...]) -> Account:
+    """The account with each launch's end named: a restart's time goes to what ended the launch before it (issue
+    33: the crash's, the kill's), and a hang's silence to the tail."""
+    if ends:
+        acc = _tail_named(acc, ends[-1])
+    part = acc.part("restarts")
+    if part is None or len(ends) != len(part.pieces) + 1:
+        return acc
+    named = tuple(replace(p, basis=f"after launch {k + 1} {_ended(e)}: {p.basis}")
+                  for k, (p, e) in enumerate(zip(part.pieces, ends)))
+    return replace(acc, parts=tuple(replace(part, pieces=named) if p.name == "restarts" else p for p in acc.parts))
+
+
+def _ended(end: Ending) -> str:
+    """`crashed (CUDA out of memory ...)`: the ending's summary without its step, for a restart's basis."""
+    head, _, rest = end.summary.partition(": ")
+    return f"{head.split(' after ')[0]} ({rest})" if rest else head
 
 
 def _tail_named(acc: Account, end: Ending) -> Account:
@@ -306,7 +326,8 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
               basis="the last step line to the last timestamped line"),
     ]
     return Account(clock="timestamps", span_s=span, gpus=gpus, steps=n_steps, steady_step_s=level,
-                   parts=tuple(parts), launches=len(launches))
+                   parts=tuple(parts), launches=len(launches),
+                   launch_starts=tuple((int(x["source"][0]), int(x["line"][0])) for x in launches))
 
 
 def _with_events(iv: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:

@@ -39,7 +39,8 @@ ENV_HINT = ENV_NAMES + r"['\"]?\]?="  # the cheap pre-filter: a candidate name f
 # the environment variable TOKENIZERS_PARALLELISM=(true | false)", NCCL's "... may be caused by ...".
 ADVICE_RE = (r"(?i)\b(?:consider|for debugging|try (?:setting|passing|running|using|to set)|you (?:can|could|may|might|"
              r"should|need to)|please (?:set|use|try|pass)|may be caused by|compile with|to (?:enable|disable|avoid|"
-             r"silence|suppress)|set the environment variable|explicitly set|suggest|recommend|hint:)\b")
+             r"silence|suppress)|set the environment variable|explicitly set|suggest|recommend|hint:|"
+             r"for (?:more )?(?:details|information))\b")
 
 TIMER_NAMES = ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step", "optimizer_allgather", "optimizer_gradients",
                "optimizer_step", "init_optimizer_state", "pipe_comm", "data")

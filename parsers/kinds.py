@@ -384,6 +384,21 @@ KINDS: tuple[LineKind, ...] = (
              {"detail": S}, required="", constants={"kind": "job_cancelled"},
              samples=(("slurmstepd: error: *** JOB 1234 ON gpu-node-1 CANCELLED AT 2024-05-01T10:00:00 DUE TO TIME "
                        "LIMIT ***", {"detail": "TIME LIMIT"}),)),
+    # LSF's job report in the `*.o<jobid>` file: `TERM_RUNLIMIT: job killed after reaching LSF run time limit.`
+    LineKind("lsf_term", "events", ("TERM_",), r"TERM_[A-Z_]+: job killed (?P<detail>[^.]+)", {"detail": S},
+             required="detail", constants={"kind": "job_cancelled"},
+             samples=(("TERM_RUNLIMIT: job killed after reaching LSF run time limit.",
+                       {"kind": "job_cancelled", "detail": "after reaching LSF run time limit"}),
+                      ("TERM_OWNER: job killed by owner.", {"detail": "by owner"}))),
+    # The host's out-of-memory killer, as Slurm's cgroup plugin and the kernel report it (SIGKILL to the biggest
+    # process: a rank, or a data loader worker).
+    LineKind("host_oom", "events", ("oom-kill event", "oom_kill event", "Out of memory: Killed process"),
+             r"(?:Detected (?P<count>\d+) oom[-_]kill event|Out of memory: Killed process (?P<code>\d+))",
+             {"count": I, "code": I}, required="", constants={"kind": "host_oom"},
+             samples=(("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may "
+                       "have been killed by the cgroup out-of-memory handler.", {"kind": "host_oom", "count": 1}),
+                      ("[Tue Dec  1 10:02:11 2026] Out of memory: Killed process 31337 (python) total-vm:98765432kB",
+                       {"kind": "host_oom", "code": 31337}))),
     # The launcher itself was told to stop (a scheduler's time limit, `timeout`, Ctrl-C).
     LineKind("signal_received", "events", ("got signal: ", "death signal, shutting down workers"),
              r"(?:got signal: (?P<code>\d+)|Received (?:Signals\.)?(?P<detail>\w+) death signal)",
@@ -393,6 +408,24 @@ KINDS: tuple[LineKind, ...] = (
                        "death signal, shutting down workers", {"detail": "15"}),
                       ("W1203 07:22:01.100000 29823 torch/distributed/elastic/agent/server/api.py:722] Received "
                        "Signals.SIGTERM death signal, shutting down workers", {"detail": "SIGTERM"}))),
+    LineKind("ds_launcher_signal", "events", ("Main process received SIG",),
+             r"Main process received (?P<detail>SIG[A-Z]+)", {"detail": S}, required="detail",
+             constants={"kind": "signal_received"},
+             samples=(("[2022-10-31 11:03:54,132] [INFO] [launch.py:295:sigkill_handler] Main process received "
+                       "SIGTERM, exiting", {"kind": "signal_received", "detail": "SIGTERM"}),)),
+    # Python's Ctrl-C: a traceback ending in a bare `KeyboardInterrupt` (where ranks' output interleaves, with
+    # another rank's text after it on the line).
+    LineKind("keyboard_interrupt", "events", ("KeyboardInterrupt",), r"^\s*(?P<detail>KeyboardInterrupt)",
+             {"detail": S}, required="detail", constants={"kind": "signal_received", "detail": "SIGINT"},
+             samples=(("KeyboardInterrupt", {"kind": "signal_received", "detail": "SIGINT"}),
+                      ("    KeyboardInterruptsampled_indices = torch.multinomial(prob_dist, reserved_length)",
+                       {"detail": "SIGINT"}))),
+    # Python's unraisable-exception hook (`Exception ignored in: <function ...>`, `Exception ignored in atexit
+    # callback`): the traceback after it ends in an error that stopped nothing.
+    LineKind("exception_ignored", "events", ("Exception ignored in",), r"(?P<detail>Exception ignored in.*)$",
+             {"detail": S}, required="detail", constants={"kind": "exception_ignored"},
+             samples=(("Exception ignored in atexit callback: <function matmul_ext_update_autotune_table at 0x7f>",
+                       {"kind": "exception_ignored"}),)),
     LineKind("oom", "events", ("OutOfMemoryError", "out of memory", "CUDA OOM"),
              r"(?P<detail>[\w.]*(?:OutOfMemoryError|out of memory|CUDA OOM).*)$", {"detail": S},
              required="detail", constants={"kind": "oom"}),
@@ -746,6 +779,10 @@ EXCEPTION_REFINEMENTS: tuple[tuple[str, str], ...] = (
     ("oom", r"OutOfMemoryError|CUDA out of memory|out of memory\. Tried to allocate"),
     ("comm_timeout", r"Watchdog caught collective operation timeout|Timed out waiting \d+ms|"
                      r"collective operation timeout"),
+    # NCCL's own failure (`NCCL error in: ...ProcessGroupNCCL.cpp:1691, unhandled system error (run with
+    # NCCL_DEBUG=INFO for details)`): a crash whose cause is below torch, read before a lost peer's message wins.
+    ("nccl_error", r"NCCL error in: |unhandled system error|unhandled cuda error|internal error - please report|"
+                   r"ncclSystemError|ncclInternalError|ncclUnhandledCudaError"),
     ("peer_lost", r"Connection closed by peer|Connection reset by peer|"
                   r"remote process exited or there was a network error"),
 )

@@ -101,7 +101,8 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
                             "exception | checkpoint_save | eval | eval_result | launcher_exit | dataloader_warning | "
                             "anomaly_detection | profiler | recompile | gradient_checkpointing | no_gpu | "
                             "failure_root_cause | failure_entry | failure_rank | failure_host | failure_exitcode | "
-                            "comm_timeout | nccl_last_work | peer_lost | job_cancelled | signal_received"),
+                            "comm_timeout | nccl_last_work | peer_lost | nccl_error | job_cancelled | host_oom | "
+                            "exception_ignored | signal_received"),
         "count": (pl.Int64, "how many (allocator flushes since last step; 1 otherwise)"),
         "value_from": (pl.Float64, "old loss scale / eval runtime seconds / last enqueued NCCL work (nccl_last_work) / "
                                    "GiB the failed allocation asked for (oom)"),

@@ -581,6 +581,8 @@ def ending_dict(d: Diagnosis, r: Redactor) -> dict[str, Any] | None:
     out["summary"] = r(str(out["summary"]))
     out["host"] = r(out["host"]) if isinstance(out["host"], str) else None
     out["fallout"] = [r(str(x)) for x in out["fallout"]]  # type: ignore[union-attr]
+    # a relaunched run: how each launch before the last ended ("launch 1: crashed ..."), in order
+    out["earlier"] = [f"launch {k}: {r(e.summary)}" for k, e in enumerate(d.launch_endings[:-1], 1)]
     return out
 
 

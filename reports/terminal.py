@@ -20,6 +20,8 @@ def render(doc: dict[str, Any], console: Console) -> None:
                   soft_wrap=False)
     if doc.get("ending"):
         console.print(Text("How it ended: " + doc["ending"]["summary"]))
+        for earlier in doc["ending"].get("earlier") or ():
+            console.print(Text("  before it, " + earlier))
     if doc["tiles"]:
         console.print(Text("  ".join(f"{t['label']}: {t['value']}" for t in doc["tiles"]), style="dim"))
     if doc.get("time_rows"):

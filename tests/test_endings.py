@@ -211,3 +211,153 @@ def test_the_recorded_out_of_memory_names_rank_and_host() -> None:
     d = _end("synthetic/out_of_memory")
     assert d.ending.rank == 3 and d.ending.host == "gpu-node-1" and d.ending.oom_gib == pytest.approx((3.5, 79.15))
     assert d.findings[0].id == "out-of-memory" and d.verdict.startswith("The run crashed after step 10")
+
+
+def _relaunched_log() -> str:
+    """Two launches of one DeepSpeed job: the first saves at step 40 and runs out of GPU memory on rank 1 after
+    step 50; the relaunch resumes from step 40 and Slurm cancels it at its time limit after step 90."""
+    from datetime import datetime, timedelta
+
+    t = datetime(2026, 11, 30, 8, 0, 0)
+
+    def ds(msg: str) -> str:
+        return f"[{t:%Y-%m-%d %H:%M:%S},{t.microsecond // 1000:03d}] [INFO] [logging.py:96:log_dist] {msg}"
+
+    lines = [ds("[Rank 0] DeepSpeed info: version=0.14.4, git-hash=unknown, git-branch=unknown")]
+    for n in range(1, 51):
+        t += timedelta(seconds=2)
+        lines.append(ds(f"[Rank 0] step={n}, skipped=0, lr=[2.9e-05], mom=[(0.9, 0.95)]"))
+        if n == 40:
+            lines.append(ds("[Rank 0] Saving model checkpoint: /ckpt/global_step40/mp_rank_00_model_states.pt"))
+    lines.append("[rank1]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a "
+                 "total capacity of 79.15 GiB of which 1.20 GiB is free.")
+    t += timedelta(seconds=120)
+    lines.append(ds("[Rank 0] DeepSpeed info: version=0.14.4, git-hash=unknown, git-branch=unknown"))
+    for n in range(41, 91):
+        t += timedelta(seconds=2)
+        lines.append(ds(f"[Rank 0] step={n}, skipped=0, lr=[2.9e-05], mom=[(0.9, 0.95)]"))
+        if n == 80:
+            lines.append(ds("[Rank 0] Saving model checkpoint: /ckpt/global_step80/mp_rank_00_model_states.pt"))
+    lines.append("slurmstepd: error: *** JOB 77 ON node-3 CANCELLED AT 2026-11-30T08:05:00 DUE TO TIME LIMIT ***")
+    return "\n".join(lines) + "\n"
+
+
+def test_each_launch_ends_and_the_restart_goes_to_what_ended_the_one_before(tmp_path: Path) -> None:
+    log = tmp_path / "job.log"
+    log.write_text(_relaunched_log())
+    d = run_rules(parse([str(log)]))
+    first, last = d.launch_endings
+    assert first.how == "crashed" and first.error == "oom" and first.rank == 1 and first.after_step == 50
+    # the first launch lost the 10 steps since its save at step 40; the relaunch did them again
+    assert first.unsaved_s == pytest.approx(20.0) and "checkpoint save" in (first.unsaved_from or "")
+    assert last.how == "killed" and "time limit" in last.summary and last.after_step == 90
+    assert last.unsaved_s == pytest.approx(20.0) and d.ending == last
+    restarts = d.goodput.part("restarts")
+    assert restarts is not None and len(restarts.pieces) == 1
+    (restart,) = restarts.pieces
+    assert restart.basis.startswith("after launch 1 crashed (CUDA out of memory") and "10 step(s) done twice" \
+        in restart.basis
+    killed = next(f for f in d.findings if f.id == "killed")
+    assert killed.cost is not None and killed.cost.lost_s == pytest.approx(20.0)
+    doc = json.loads(diagnose.analyse(log).render("json"))
+    assert doc["ending"]["how"] == "killed" and doc["ending"]["unsaved_s"] == pytest.approx(20.0)
+    assert len(doc["ending"]["earlier"]) == 1 and doc["ending"]["earlier"][0].startswith("launch 1: crashed")
+    assert "before it, launch 1: crashed" in diagnose.analyse(log).render("md")
+
+
+@pytest.mark.parametrize("line,how,signal", [
+    ("TERM_RUNLIMIT: job killed after reaching LSF run time limit.", "killed", None),
+    ("slurmstepd: error: Detected 1 oom-kill event(s) in StepId=4242.0. Some of your processes may have been killed "
+     "by the cgroup out-of-memory handler.", "killed", "SIGKILL"),
+])
+def test_scheduler_end_lines(tmp_path: Path, line: str, how: str, signal: str | None) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(_healthy_steps() + line + "\n")
+    e = run_rules(parse([str(log)])).ending
+    assert e is not None and e.how == how and e.signal == signal and e.after_step == 20
+    assert ("LSF run time limit" in e.summary) if "LSF" in line else ("out-of-memory killer" in e.summary)
+
+
+def _healthy_steps() -> str:
+    return "".join(f"[2026-11-30 08:00:{n:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={n}, skipped=0, "
+                   "lr=[2.9e-05], mom=[(0.9, 0.95)]\n" for n in range(1, 21))
+
+
+def test_a_lost_peer_with_no_error_before_it_is_a_node_that_went_away(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(_healthy_steps() + "[rank0]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/"
+                   "distributed/c10d/ProcessGroupNCCL.cpp:1970, remote process exited or there was a network error, "
+                   "NCCL version 2.20.5\n")
+    e = run_rules(parse([str(log)])).ending
+    # rank 0 reports the loss; the rank that went away is its peer, which the line does not number
+    assert e is not None and e.how == "crashed" and e.error == "peer_lost" and e.rank is None
+    assert "rank 0 lost its peer" in e.summary and "went away" in e.summary
+
+
+def test_an_nccl_system_error_is_a_crash_and_the_fix_names_nccl_debug(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(_healthy_steps() + "[rank2]: torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/"
+                   "distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with NCCL_DEBUG=INFO for "
+                   "details), NCCL version 2.20.5\n")
+    d = run_rules(parse([str(log)]))
+    assert d.ending is not None and d.ending.how == "crashed" and d.ending.error == "nccl_error" and d.ending.rank == 2
+    crash = next(f for f in d.findings if f.id == "rank-crash")
+    assert "NCCL_DEBUG=INFO" in crash.fix.summary
+    # `(run with NCCL_DEBUG=INFO for details)` is the message's advice: it sets nothing
+    assert "NCCL_DEBUG" not in parse([str(log)]).facts.env
+
+
+def test_with_one_file_per_rank_the_rank_whose_output_ends_first_is_named(tmp_path: Path) -> None:
+    for rank, last in ((0, 30), (1, 30), (2, 27), (3, 30)):
+        (tmp_path / f"rank{rank}.log").write_text("".join(
+            f"[2026-11-30 08:00:{n:02d},000] [INFO] [logging.py:96:log_dist] [Rank {rank}] step={n}, skipped=0, "
+            "lr=[2.9e-05], mom=[(0.9, 0.95)]\n" for n in range(1, last + 1)))
+    e = run_rules(parse([str(tmp_path)])).ending
+    assert e is not None and e.how == "unknown" and e.rank == 2
+    assert "rank 2's output ends first (step 27; the others reach step 30)" in e.summary
+
+
+IGNORED = """Exception ignored in atexit callback: <function matmul_ext_update_autotune_table at 0x7fbb72c837e0>
+Traceback (most recent call last):
+  File "/opt/DeepSpeed/deepspeed/ops/transformer/inference/triton/matmul_ext.py", line 105, in put
+    os.replace(self.file_path + ".tmp", self.file_path)
+FileNotFoundError: [Errno 2] No such file or directory: '/root/.triton/autotune/Fp16Matmul_4d_kernel.pickle.tmp'
+"""
+CTRL_C = """Traceback (most recent call last):
+  File "pretrain_gpt.py", line 276, in <module>
+    KeyboardInterruptsampled_indices = torch.multinomial(prob_dist, reserved_length)
+KeyboardInterrupt
+  File "/opt/DeepSpeed/deepspeed/launcher/runner.py", line 511, in sigkill_handler
+    result_kill = subprocess.Popen(kill_cmd, env=env)
+NameError: free variable 'kill_cmd' referenced before assignment in enclosing scope
+[2022-10-31 11:03:54,132] [INFO] [launch.py:295:sigkill_handler] Main process received SIGTERM, exiting
+"""
+AFTER_SUMMARY = """{'train_runtime': 40.5, 'train_samples_per_second': 243.9, 'train_steps_per_second': 0.476, \
+'train_loss': 0.269, 'epoch': 0.39}
+Error executing job with overrides: []
+omegaconf.errors.ConfigAttributeError: Key 'I' is not in struct
+"""
+
+
+@pytest.mark.parametrize("tail,how,words", [
+    (IGNORED, "unknown", "the log stops after step 20"),  # Python's unraisable hook: nothing stopped
+    (CTRL_C, "killed", "received SIGINT"),  # the launcher's own NameError after Ctrl-C is fallout
+    (AFTER_SUMMARY, "finished", "the script failed after it (omegaconf.errors.ConfigAttributeError"),
+])
+def test_errors_that_did_not_stop_training(tmp_path: Path, tail: str, how: str, words: str) -> None:
+    log = tmp_path / "run.log"
+    log.write_text(_healthy_steps() + tail)
+    d = run_rules(parse([str(log)]))
+    assert d.ending is not None and d.ending.how == how and words in d.ending.summary
+    assert not any(f.id == "rank-crash" for f in d.findings)
+
+
+def test_an_error_the_run_went_on_past_did_not_end_it(tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_text("CondaError: Run 'conda init' before 'conda deactivate'\n" + _healthy_steps())
+    e = run_rules(parse([str(log)])).ending
+    assert e is not None and e.how == "unknown" and e.after_step == 20
+    # the same error as the last thing printed is the crash
+    log.write_text(_healthy_steps() + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    e = run_rules(parse([str(log)])).ending
+    assert e is not None and e.how == "crashed" and "illegal memory access" in e.summary

@@ -9,9 +9,28 @@ FLIGHT_RECORDER = ("TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT
                    "rank's last collectives at the next timeout)")
 
 
+# What to do about a crash, by what the first error was (endings.py's `error`): the next measurement where the log
+# cannot decide.
+CRASH_FIXES = {
+    "exception": "Fix the first error{who}; the later errors on other ranks follow from it. For a CUDA error, rerun "
+                 "with CUDA_LAUNCH_BLOCKING=1 once to see the failing kernel (then remove it: it serialises every "
+                 "launch).",
+    "nccl_error": "NCCL failed below torch{who}: rerun once with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see "
+                  "which call failed (a network interface, InfiniBand, shared memory in a container: --shm-size); "
+                  "`NCCL_SOCKET_IFNAME` names the interface where the host has several.",
+    "peer_lost": "Find the peer that went away: its own rank's log, the host's `dmesg -T` (the OOM killer, a Xid "
+                 "GPU error) and the scheduler's node state; rerun with NCCL_DEBUG=WARN to name the peer's address.",
+}
+
+
 def _said(end: Ending, tail: str = ".") -> str:
     """The ending's line as the finding's sentence."""
     return end.summary[0].upper() + end.summary[1:] + tail
+
+
+def _lost(end: Ending) -> dict[str, object]:
+    """The stop's unsaved work, for its cost (costs.py's "unsaved work")."""
+    return {"unsaved_s": end.unsaved_s, "unsaved_from": end.unsaved_from}
 
 
 def _evidence(ctx: Ctx, end: Ending) -> tuple[Evidence, ...]:
@@ -57,11 +76,12 @@ def nccl_timeout_hang(ctx: Ctx) -> Finding | None:
       evidence="The worker's exception line with its rank prefix, torchrun's `Root Cause (first observed failure)` "
                "table, the other ranks' later errors.",
       fix="Fix the error on the rank that failed first; its traceback is in that rank's output.",
-      drivers=(), scenario="fault_raise")
+      drivers=(), scenario="fault_raise", costs=("unsaved work",))
 def rank_crash(ctx: Ctx) -> Finding | None:
     end = ctx.ending
     if end is None or end.how != "crashed" or end.error == "oom":
         return None
+    who = f" (rank {end.rank})" if end.rank is not None else ""
     return ctx.finding(
         # a crash stops the run, it does not slow its steps: the headline says how it ended beside the cause of
         # any slowdown (a benchmark that crashes at shutdown was still fast)
@@ -69,11 +89,9 @@ def rank_crash(ctx: Ctx) -> Finding | None:
         summary=_said(end, f"; {len(end.fallout)} later error(s) on other ranks are its fallout." if end.fallout
                       else "."),
         evidence=_evidence(ctx, end),
-        fix=Fix("Fix the first error" + (f" (rank {end.rank})" if end.rank is not None else "") + "; the later "
-                "errors on other ranks follow from it. For a CUDA error, rerun with CUDA_LAUNCH_BLOCKING=1 once to "
-                "see the failing kernel (then remove it: it serialises every launch).", (),
+        fix=Fix(CRASH_FIXES.get(end.error or "", CRASH_FIXES["exception"]).format(who=who), (),
                 "The run goes past the step it stopped at."),
-        data={"rank": end.rank, "ended": end.how},
+        data={"rank": end.rank, "ended": end.how, **_lost(end)},
     )
 
 
@@ -87,7 +105,7 @@ def rank_crash(ctx: Ctx) -> Finding | None:
                "`Received ... death signal`.",
       fix="SIGKILL: check `dmesg` / `journalctl -k` for the OOM killer and the host's memory per process (data "
           "loader workers, pinned memory); a time limit: checkpoint more often or ask for more time.",
-      drivers=(), scenario="fault_kill")
+      drivers=(), scenario="fault_kill", costs=("unsaved work",))
 def killed(ctx: Ctx) -> Finding | None:
     end = ctx.ending
     if end is None or end.how != "killed":
@@ -103,7 +121,7 @@ def killed(ctx: Ctx) -> Finding | None:
         summary=_said(end),
         evidence=_evidence(ctx, end),
         fix=Fix(fix, (), "The run ends on its own."),
-        data={"rank": end.rank, "ended": end.how},
+        data={"rank": end.rank, "ended": end.how, **_lost(end)},
     )
 
 
@@ -143,7 +161,8 @@ def frozen_process(ctx: Ctx) -> Finding | None:
       fix="The planner's cheapest change that fits (a higher ZeRO stage, activation checkpointing, a smaller "
           "micro-batch with more accumulation); PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where the free "
           "memory is fragmented.",
-      drivers=("zero_stage", "micro_batch_per_gpu", "gradient_checkpointing"), scenario="synthetic/out_of_memory")
+      drivers=("zero_stage", "micro_batch_per_gpu", "gradient_checkpointing"), scenario="synthetic/out_of_memory",
+      costs=("unsaved work",))
 def out_of_memory(ctx: Ctx) -> Finding | None:
     end = ctx.ending
     if end is None or end.how != "crashed" or end.error != "oom":
@@ -165,5 +184,5 @@ def out_of_memory(ctx: Ctx) -> Finding | None:
                 "activation checkpointing trades recompute for activations; set "
                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where the error reports much memory reserved "
                 "but unallocated.", (), "The step fits on the card."),
-        data={"rank": end.rank, "tried_gib": tried, "capacity_gib": cap, "ended": end.how},
+        data={"rank": end.rank, "tried_gib": tried, "capacity_gib": cap, "ended": end.how, **_lost(end)},
     )
