@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -62,6 +61,13 @@ out = Console(highlight=False, soft_wrap=True)
 SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, W&B runs, "
                                                       "GitHub threads or '-'.",
                                                  show_default=False)]
+# The options several commands share, declared once (issue 34): each the pipeline's option of the same name.
+GpuMemory = Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the logs "
+                                                    "do not name the GPU.")]
+SeqLen = Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens, where the sources do not "
+                                               "say (for tokens/s, MFU and the planner's activations).")]
+Refresh = Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")]
+RedactHosts = Annotated[bool, typer.Option("--redact-hosts", help="Also mask hostnames and IP addresses.")]
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
@@ -122,7 +128,7 @@ def parse(
                                                     "and the run facts as <DIR>/facts.json.")] = None,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Show secret-looking env values.")] = False,
     schema: Annotated[bool, typer.Option("--schema", help="Print the run model's frame schema and exit.")] = False,
-    refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
+    refresh: Refresh = False,
     force: Annotated[bool, typer.Option("--force", help="Write into an --out folder that already holds a parse.")] = False,
 ) -> None:
     """Read SOURCES into the run model and summarise it (frames, run facts, unparsed lines)."""
@@ -151,7 +157,9 @@ def parse(
     if format == "json":
         _emit(strict_json(doc))
     else:
-        _writing(lambda: _print_text(doc))
+        from diagnose.reports.terminal import render_parse
+
+        _writing(lambda: render_parse(doc, out))
 
 
 def _load_or_exit(sources: list[str], refresh: bool = False) -> RunModel:
@@ -168,26 +176,6 @@ def _tell_skipped(model: RunModel) -> None:
         listed = "; ".join(f"{s.name} ({s.why})" for s in model.skipped[:5])
         more = f"; and {len(model.skipped) - 5} more" if len(model.skipped) > 5 else ""
         _stderr(f"diagnose: skipped {len(model.skipped)} input(s): {listed}{more}")
-
-
-def _print_text(doc: dict) -> None:
-    f = doc["facts"]
-    out.print("[bold]Sources[/bold]")
-    for s in doc["sources"]:
-        extra = f", {s['lines']} lines, {s['recognised']} recognised" if s["kind"] == "log" else ""
-        out.print(f"  {s['name']} ({s['kind']}{extra})", markup=False)
-    out.print("[bold]Frames[/bold]  " + ", ".join(f"{k}={v}" for k, v in doc["frames"].items()))
-    out.print(f"[bold]Unparsed lines[/bold]  {doc['unparsed_lines']}")
-    keys = ("world_size", "nodes", "gpus_per_node", "launcher", "zero_stage", "offload_optimizer", "offload_param",
-            "precision", "micro_batch_per_gpu", "grad_accum_steps", "train_batch_size", "model_params", "backend")
-    out.print("[bold]Run facts[/bold]")
-    for k in keys:
-        if f.get(k) is not None:
-            out.print(f"  {k:<20} {f[k]}", markup=False)
-    if f["versions"]:
-        out.print("  versions             " + ", ".join(f"{k} {v}" for k, v in f["versions"].items()), markup=False)
-    if f["env"]:
-        out.print("  env                  " + " ".join(f"{k}={v}" for k, v in f["env"].items()), markup=False)
 
 
 def _output_format(output: Optional[Path], format: Optional[str]) -> str:
@@ -218,15 +206,13 @@ def report(
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep secrets (tokens, keys) in the report.")] = False,
     redact_hosts: Annotated[bool, typer.Option("--redact-hosts", help="Also mask hostnames and IP addresses "
                                                "(consistently: same host, same alias).")] = False,
-    gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
-                                                        "logs do not name the GPU.")] = None,
-    refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
+    gpu_memory: GpuMemory = None,
+    refresh: Refresh = False,
     images: Annotated[Optional[Path], typer.Option("--images", help="Also write each chart as a PNG into DIR (needs "
                                                    "the `images` extra: kaleido, and a Chromium on PATH).")] = None,
     run: Annotated[Optional[str], typer.Option("--run", help="When a directory holds several runs, report only the "
                                                "one whose name ends with this.")] = None,
-    seq_len: Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens, where the sources "
-                                                   "do not say (for tokens/s and MFU).")] = None,
+    seq_len: SeqLen = None,
     write_config: Annotated[Optional[Path], typer.Option(
         "--write-config", metavar="DIR",
         help="Also write the run's DeepSpeed JSON, accelerate YAML and launch script with the recommended changes "
@@ -365,7 +351,7 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object, prefix: s
     try:
         import kaleido  # noqa: F401
     except ImportError:
-        raise _fail("--images needs kaleido: pip install 'diagnose[images]'") from None
+        raise _fail("--images needs kaleido: pip install 'diagnose-training[images]'") from None
     directory.mkdir(parents=True, exist_ok=True)
     figs = charts.figures(model, diagnosis)  # type: ignore[arg-type]
     paths = [directory / f"{prefix}{name}.png" for name, _ in figs]
@@ -480,10 +466,10 @@ def compare(
                                                   "-o's suffix, else text to the terminal.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep secrets (tokens, keys) in the output.")] = False,
-    redact_hosts: Annotated[bool, typer.Option("--redact-hosts", help="Also mask hostnames and IP addresses.")] = False,
-    gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
-                                                        "logs do not name the GPU.")] = None,
-    refresh: Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")] = False,
+    redact_hosts: RedactHosts = False,
+    gpu_memory: GpuMemory = None,
+    seq_len: SeqLen = None,
+    refresh: Refresh = False,
 ) -> None:
     """Compare two runs: what changed (facts, config, environment), what it cost (step time, throughput, the time
     breakdown), and which change explains it. Each side is read and diagnosed as `report` does; exit codes as
@@ -502,7 +488,7 @@ def compare(
 
     # One side at a time: the first run's frames are let go before the second is read (a side keeps its facts,
     # metrics and findings).
-    baseline_side, candidate_side = (_side(files, label, refresh, gpu_memory)
+    baseline_side, candidate_side = (_side(files, label, refresh, gpu_memory, seq_len)
                                      for files, label in zip(sides, ("baseline", "candidate")))
     cmp = run_compare(baseline_side, candidate_side)
     doc = compare_doc.build(cmp, redact_secrets=not no_redact, redact_hosts=redact_hosts)
@@ -533,10 +519,8 @@ def comment(
                                        "report.")] = "diagnose",
     keyword: Annotated[str, typer.Option("--keyword", help="With --event: an issue body or a new comment holding "
                                          "this text asks for a report.")] = "/diagnose",
-    gpu_memory: Annotated[Optional[float], typer.Option("--gpu-memory", help="GB per GPU for the planner when the "
-                                                        "logs do not name the GPU.")] = None,
-    seq_len: Annotated[Optional[int], typer.Option("--seq-len", help="Sequence length in tokens, where the sources "
-                                                   "do not say.")] = None,
+    gpu_memory: GpuMemory = None,
+    seq_len: SeqLen = None,
 ) -> None:
     """Answer a GitHub thread with its report: read the thread's pasted logs and attached files, render the Markdown
     report, and post it as one comment (a hidden marker makes later runs edit that comment instead of adding one).
@@ -583,7 +567,7 @@ def comment(
     _stderr(("diagnose: edited " if edited else "diagnose: posted ") + where)
 
 
-def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float]) -> Side:
+def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float], seq_len: Optional[int]) -> Side:
     """Read and diagnose one side of a comparison through the pipeline; keep what the comparison needs, not the
     frames."""
     from diagnose.compare import Side
@@ -593,7 +577,7 @@ def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[floa
             raise _fail(f"the {label} {files[0]} holds {len(runs)} runs ({', '.join(r.name for r in runs[:4])}); "
                         "name one run's directory or files")
 
-    options = _options(gpu_memory_gb=gpu_memory, refresh=refresh, all_clocks=True)
+    options = _options(gpu_memory_gb=gpu_memory, seq_len=seq_len, refresh=refresh, all_clocks=True)
     one = _analyse_or_exit(files, options, on_runs=one_run).runs[0]
     return Side(" ".join(files), one.model.facts, one.diagnosis, tuple(s.name for s in one.model.sources))
 
@@ -693,8 +677,6 @@ def plan(
     format: Annotated[str, typer.Option("--format", "-f", help="text | json")] = "text",
 ) -> None:
     """Choose a ZeRO stage before the run: memory and traffic per stage, in the DeepSpeed maintainers' order."""
-    import dataclasses
-
     from diagnose.planner import ASSUMED_GPU_GB, OPTIMIZER_BYTES, PRECISIONS, as_dict, plan as make_plan
 
     if optimizer not in OPTIMIZER_BYTES:
@@ -716,37 +698,9 @@ def plan(
         return
     if format != "text":
         raise _fail(f"--format must be text or json, not {format!r}")
-    from rich.table import Table
+    from diagnose.reports.terminal import render_plan
 
-    # Short headers: the table fits 80 columns (a pipe, a narrow terminal); the legend says what each column is.
-    card = f"{p.gpu_memory_gb:.0f} GB" + ("" if p.gpu_memory_known else " (assumed: pass --gpu-memory)")
-    t = Table(title=f"{params / 1e9:.2f}B parameters, {gpus} GPUs x {card}, {optimizer}, {p.precision}",
-              title_justify="left")
-    for col in ("option", "states", "DS est.", "activ.", "total", "traffic", "fits"):
-        t.add_column(col, justify="right" if col != "option" else "left")
-    for s in p.stages:
-        chosen = s.name == p.recommended
-        # chosen without fitting as it is: with activation checkpointing
-        fits = "with ckpt" if chosen and not s.fits else s.verdict
-        name = s.name + (" *" if chosen else "") + (" (now)" if s.name == p.current_stage else "")
-        t.add_row(name, f"{s.model_states_gb:.1f}", f"{s.deepspeed_estimate_gb:.1f}",
-                  "-" if s.activations_gb is None else f"{s.activations_gb:.1f}",
-                  "-" if s.total_gb is None else f"{s.total_gb:.1f}", f"{s.comm_gb_per_step or 0:.1f}", fits,
-                  style="bold green" if chosen else None)
-    out.print(t)
-    legend = (("* = recommended. " if p.recommended in {s.name for s in p.stages} else "")
-              + "GB per GPU: model states (Adam, ZeRO paper), DeepSpeed's estimator, activations, "
-              "total; traffic: GB sent per GPU per optimizer step."
-              + (" fits unknown: the model states fit, the activations are not known (--seq-len, --micro-batch, "
-                 "--hidden and --layers give them)." if any(s.verdict == "unknown" for s in p.stages) else ""))
-    if p.recommended not in {s.name for s in p.stages}:
-        legend += ("\nNothing fits as configured: more GPUs (ZeRO-3 divides model states by the GPU count), a "
-                   "smaller micro-batch or activation checkpointing, CPU offload, or an 8-bit optimizer would.")
-    for paragraph in legend.split("\n"):  # wrapped to the terminal (80 columns in a pipe)
-        out.print("\n".join(textwrap.wrap(paragraph, width=min(out.width, 100))), markup=False)
-    for i, line in enumerate(p.steps, 1):
-        out.print("\n".join(textwrap.wrap(f"{i}. {line}", width=min(out.width, 100), subsequent_indent="   ")),
-                  markup=False)
+    render_plan(p, params, gpus, optimizer, out)
 
 
 @app.command()

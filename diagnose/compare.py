@@ -18,8 +18,10 @@ from typing import Any
 
 from diagnose.engine import Diagnosis
 from diagnose.findings import Finding
+from diagnose import clocks
 from diagnose.metrics import CLOCK_ORDER, Metrics
 from diagnose.parsers.credentials import is_secret_name
+from diagnose.parsers import fact_table
 from diagnose.parsers.facts import DS_CONFIG_FACTS, DS_PRECISION_SECTIONS, Evidence, RunFacts
 
 SAME_WITHIN = 0.05  # a throughput or step-time ratio within 5% of 1 is no change (run-to-run noise on one machine)
@@ -40,13 +42,8 @@ COMPONENT_FACTS: dict[str, tuple[str, ...]] = {
 }
 COMPONENT_NAMES = {"fwd": "forward", "bwd": "backward", "allreduce": "gradient all-reduce",
                    "optimizer": "optimizer step", "pipeline_p2p": "pipeline send/recv"}
-# Run facts compared field by field (the names the JSON `run` object uses); nccl_transport is derived.
-COMPARED_FACTS = ("world_size", "nodes", "gpus_per_node", "tensor_parallel", "pipeline_parallel", "data_parallel",
-                  "gpu_name", "launcher", "backend", "accelerator", "zero_stage", "offload_optimizer", "offload_param",
-                  "precision", "micro_batch_per_gpu", "grad_accum_steps", "train_batch_size", "model_params",
-                  "optimizer", "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size",
-                  "prefetch_bucket_size", "gradient_checkpointing", "dataloader_num_workers", "seq_len",
-                  "hidden_size", "num_layers", "num_heads", "hybrid_engine")
+# Run facts compared field by field: the fact table's `compared` role (parsers/fact_table.py).
+COMPARED_FACTS = fact_table.with_role("compared")
 # A DeepSpeed key that is a compared fact (the key behind zero_stage, say) is shown once, as that fact: taken from the
 # readers' one key table.
 SHADOWED_CONFIG = frozenset({key for key, (fact, _) in DS_CONFIG_FACTS.items() if fact in COMPARED_FACTS}
@@ -188,7 +185,7 @@ def _value(facts: RunFacts, key: str) -> Any:
 
 def fact_changes(b: Side, c: Side) -> tuple[FactChange, ...]:
     out = []
-    for key in (*COMPARED_FACTS, "nccl_transport"):
+    for key in COMPARED_FACTS:
         vb, vc = _value(b.facts, key), _value(c.facts, key)
         if vb != vc and (vb is not None or vc is not None):
             out.append(FactChange(key, vb, vc, (b.where(key), c.where(key))))
@@ -241,18 +238,16 @@ def clock_note(b: Side, c: Side) -> str:
     """Which clock the step times come from, or why there is no step-time ratio."""
     clock = common_clock(b.metrics, c.metrics)
     if clock is not None:
-        return f"step times on both sides from the same clock: {CLOCK_NAMES.get(clock, clock)}"
+        return f"step times on both sides from the same clock: {clocks.label(clock)}"
     if not b.metrics.clocks or not c.metrics.clocks:
         return "no step-time ratio: " + ("neither run" if not b.metrics.clocks and not c.metrics.clocks else
                                          "the baseline" if not b.metrics.clocks else "the candidate") \
             + " printed a step clock"
     return ("no step-time ratio: the runs share no step clock (baseline: "
-            + ", ".join(CLOCK_NAMES.get(k, k) for k in b.metrics.clocks) + "; candidate: "
-            + ", ".join(CLOCK_NAMES.get(k, k) for k in c.metrics.clocks) + ")")
+            + ", ".join(clocks.label(k) for k in b.metrics.clocks) + "; candidate: "
+            + ", ".join(clocks.label(k) for k in c.metrics.clocks) + ")")
 
 
-CLOCK_NAMES = {"ds_step_ts": "DeepSpeed's step-line timestamps", "printed": "the trainer's printed step times",
-               "ds_throughput": "DeepSpeed's samples/s lines", "tqdm": "tqdm's rate", "wandb_history": "W&B's history"}
 
 
 def metric_deltas(b: Side, c: Side) -> tuple[Delta, ...]:
@@ -323,9 +318,7 @@ def _fmt(v: Any) -> str:
 
 
 def change_text(ch: FactChange) -> str:
-    name = {"nccl_transport": "NCCL transport", "zero_stage": "ZeRO stage", "world_size": "world size",
-            "grad_accum_steps": "gradient accumulation", "micro_batch_per_gpu": "micro-batch",
-            "offload_optimizer": "optimizer offload", "offload_param": "parameter offload"}.get(ch.key, ch.key)
+    name = fact_table.label(ch.key) if ch.key in fact_table.BY_NAME else ch.key
     if is_secret_name(ch.key.rsplit(".", 1)[-1]):  # a changed password is named, its values never shown
         return f"{name} changed"
     text = f"{name} {_fmt(ch.baseline)} -> {_fmt(ch.candidate)}"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from diagnose import clocks as clock_table
 from diagnose import hardware, scaling
 from diagnose.parsers.run_model import RunModel
 from diagnose.scaling import Scaling
@@ -774,8 +775,8 @@ def _wall(steps: pl.DataFrame) -> float | None:
     return (ts.max() - ts.min()).total_seconds()
 
 
-# Step clocks, most trusted first: wall-clock stamps of DeepSpeed's step lines, the trainer's own printed times,
-# DeepSpeed's throughput, tqdm's rate (a smoothed average), W&B's logging times.
+# Each step clock's series, by its name in diagnose/clocks.py (whose order is the precedence).
 _CLOCKS = {"ds_step_ts": _ds_step_clock, "printed": lambda steps, _: _printed_series(steps),
            "ds_throughput": _ds_throughput_clock, "tqdm": _tqdm_clock, "wandb_history": _wandb_clock}
-CLOCK_ORDER = tuple(_CLOCKS)
+CLOCK_ORDER = clock_table.ORDER
+assert set(_CLOCKS) == set(CLOCK_ORDER), "a clock declared in diagnose/clocks.py without its series here"

@@ -22,6 +22,7 @@ from diagnose.engine import Diagnosis
 from diagnose.engine import diagnose as run_diagnosis
 from diagnose.findings import Finding
 from diagnose.parsers.errors import InputError
+from diagnose.parsers.facts import with_user_claims
 from diagnose.parsers.github import Thread, parse_thread_url
 from diagnose.parsers.run_model import RunModel, Skipped
 from diagnose.parsers.sources import Input, Run, find_runs
@@ -202,9 +203,9 @@ def _with_skipped(model: RunModel, skipped: tuple[Skipped, ...]) -> RunModel:
 def _one(name: str, model: RunModel, options: Options, files: dict[str, Path] | None) -> RunAnalysis:
     from diagnose.reports.config_patch import local_files
 
-    if options.seq_len is not None and model.facts.seq_len is None:
-        model = dataclasses.replace(model, facts=dataclasses.replace(model.facts, seq_len=options.seq_len))
-    diagnosis = run_diagnosis(model, gpu_memory_gb=options.gpu_memory_gb, all_clocks=options.all_clocks)
+    facts = with_user_claims(model.facts, seq_len=options.seq_len, gpu_memory_gb=options.gpu_memory_gb)
+    model = dataclasses.replace(model, facts=facts) if facts is not model.facts else model
+    diagnosis = run_diagnosis(model, all_clocks=options.all_clocks)
     doc = documents.build(model, diagnosis, redact_secrets=options.redact_secrets,
                           redact_hosts=options.redact_hosts, files=files if files is not None else local_files(model))
     return RunAnalysis(name, model, diagnosis, doc)

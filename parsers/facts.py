@@ -14,13 +14,15 @@ import base64
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import polars as pl
 
 from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import fault
+from diagnose.parsers.fact_table import (ARG_FACTS, BY_NAME, DS_KEY_FACTS, LOG_KEY_FACTS, MAX_COUNT, SCRIPT_VAR_FACTS,
+                                         WANDB_FACTS)
 from diagnose.parsers.kinds import SETTING_FACTS
 from diagnose.parsers.launch_script import LaunchScript, parse_script
 
@@ -40,8 +42,9 @@ class Evidence:
 # The precedence of run facts, most trusted first (issue 10): what the running job printed (engine config dump,
 # Megatron arguments, accelerate's `Num processes`, elastic WORLD_SIZE, NCCL's world communicator, ...) > the
 # launcher's command-line flags > config files (accelerate YAML, DeepSpeed JSON) > scheduler directives (#SBATCH)
-# > what the hardware has (W&B metadata's GPU count is the machine's, not the job's).
-TIERS = ("job", "launcher", "config", "scheduler", "hardware", "text")
+# > what the hardware has (W&B metadata's GPU count is the machine's, not the job's) > what the user told diagnose
+# (`--seq-len`, `--gpu-memory`: they fill what the sources leave unknown) > what a thread's prose states.
+TIERS = ("job", "launcher", "config", "scheduler", "hardware", "user", "text")
 _ORIGIN_TIERS = {
     "launch_script": "launcher", "log_launch_command": "launcher", "ds_cmd": "launcher",
     "accelerate_default": "launcher",
@@ -62,12 +65,9 @@ _ORIGIN_TIERS = {
     "stated_in_text": "text",
     # a setting named in a config or command the text holds (`NUM_GPUS: 1`, `trainer.n_gpus_per_node=8`)
     "config_setting": "config",
+    # diagnose's own options (`--seq-len`, `--gpu-memory`)
+    "user_option": "user",
 }
-# Topology variables of launch scripts -> run facts.
-_TOPOLOGY_KEYS = {"NGPU": "gpus_per_node", "NUM_NODES": "nodes", "NNODES": "nodes", "N_NODES": "nodes", "SLURM_NNODES": "nodes",
-                  "SLURM_JOB_NUM_NODES": "nodes", "GPUS_PER_NODE": "gpus_per_node", "NPROC_PER_NODE": "gpus_per_node",
-                  "NUM_GPUS_PER_NODE": "gpus_per_node", "N_GPUS_PER_NODE": "gpus_per_node",
-                  "SLURM_GPUS_PER_NODE": "gpus_per_node"}
 # Counts of which the job's largest printed value is the true one (sub-groups print smaller ones).
 _LARGEST_WINS = ("world_size", "nodes", "gpus_per_node")
 
@@ -99,29 +99,35 @@ def tier_of(origin: str) -> str:
     return ORIGIN_TIERS.get(origin, TIERS[-1])
 
 
-# DeepSpeed JSON keys that are run facts: (fact, how the value is read). The one table the readers (a DeepSpeed JSON's
-# claims), the recommender and the rules (a key's effective value: RunFacts.effective) share.
+def with_user_claims(facts: RunFacts, **values: Any) -> RunFacts:
+    """The user's own claims (`--seq-len`, `--gpu-memory`), at their tier: each fills a fact the sources leave
+    unknown or only a thread's prose states (what the run printed is what ran), and is evidenced as the user's."""
+    changes: dict[str, Any] = {}
+    evidence = dict(facts.evidence)
+    user = TIERS.index(tier_of("user_option"))
+    for name, value in values.items():
+        held = facts.evidence.get(name)
+        if value is None or (getattr(facts, name) is not None and (held is None or TIERS.index(held.tier) < user)):
+            continue
+        changes[name] = value
+        evidence[name] = Evidence(value, "user_option", -1, None)
+    return replace(facts, **changes, evidence=evidence) if changes else facts
+
+
+# DeepSpeed JSON keys that are run facts: (fact, how the value is read), from each fact's `ds_config` key and type
+# (parsers/fact_table.py). The one table the readers (a DeepSpeed JSON's claims), the recommender and the rules (a
+# key's effective value: RunFacts.effective) share.
+def _reader(kind: str) -> Callable[[Any], Any]:
+    return {"int": lambda v: _int(v), "float": lambda v: _float(v), "bool": lambda v: _bool(v),
+            "str": lambda v: None if v is None else str(v)}[kind]
+
+
 DS_CONFIG_FACTS: dict[str, tuple[str, Callable[[Any], Any]]] = {
-    "train_micro_batch_size_per_gpu": ("micro_batch_per_gpu", lambda v: _int(v)),
-    "gradient_accumulation_steps": ("grad_accum_steps", lambda v: _int(v)),
-    "train_batch_size": ("train_batch_size", lambda v: _int(v)),
-    "steps_per_print": ("steps_per_print", lambda v: _float(v)),
-    "wall_clock_breakdown": ("wall_clock_breakdown", lambda v: _bool(v)),
-    "zero_optimization.stage": ("zero_stage", lambda v: _int(v)),
-    "zero_optimization.overlap_comm": ("overlap_comm", lambda v: _bool(v)),
-    "zero_optimization.contiguous_gradients": ("contiguous_gradients", lambda v: _bool(v)),
-    "zero_optimization.reduce_bucket_size": ("reduce_bucket_size", lambda v: _float(v)),
-    "zero_optimization.allgather_bucket_size": ("allgather_bucket_size", lambda v: _float(v)),
-    "zero_optimization.stage3_prefetch_bucket_size": ("prefetch_bucket_size", lambda v: _float(v)),
-    "zero_optimization.offload_optimizer.device": ("offload_optimizer", lambda v: None if v is None else str(v)),
-    "zero_optimization.offload_param.device": ("offload_param", lambda v: None if v is None else str(v)),
-}
+    key: (fact, _reader(BY_NAME[fact].type)) for key, fact in DS_KEY_FACTS.items()}
 # DeepSpeed JSON sections whose `enabled` names the precision fact.
 DS_PRECISION_SECTIONS = ("bf16", "fp16")
-# Training-loop arguments that are run facts (HF Trainer's and Megatron's names).
-TRAINER_ARG_FACTS = {"dataloader_num_workers": "dataloader_num_workers", "gradient_checkpointing": "gradient_checkpointing",
-                     "per_device_train_batch_size": "micro_batch_per_gpu", "micro-batch-size": "micro_batch_per_gpu",
-                     "global-batch-size": "train_batch_size"}
+# Training-loop arguments that are run facts (HF Trainer's and Megatron's names; Megatron spells its flags with dashes).
+TRAINER_ARG_FACTS = ARG_FACTS | {a.replace("_", "-"): f for a, f in ARG_FACTS.items()}
 
 
 @dataclass(frozen=True)
@@ -444,39 +450,26 @@ def assemble(inp: FactInputs) -> RunFacts:
     )
 
 
-# A training GPU's memory: the smallest cards that train anything have 4 GB (GTX 1650-class), the largest 288 GB
-# (AMD MI355X, NVIDIA B300). A value outside is a misread (an initialisation-time allocation, a MiB count read as GB).
-GPU_MEMORY_RANGE_GB = (4.0, 300.0)
-# 2**53, where floats stop holding every integer: the largest model trained has ~2e12 parameters, the longest run
-# ~1e7 steps; a value past this is a misread (a hash, a fuzzed number), and polars cannot take it as a literal.
-MAX_COUNT = float(2**53)
+GPU_MEMORY_RANGE_GB = BY_NAME["gpu_memory_gb"].plausible or (0.0, float("inf"))
 
 
 def _set_aside_implausible(c: _Claims) -> tuple[tuple[str, Evidence, str], ...]:
-    """Drop claims whose value cannot be physical, keeping them (with their line) for the report."""
+    """Drop claims whose value cannot be physical (outside the fact's plausible range in parsers/fact_table.py, or
+    a count past MAX_COUNT), keeping them (with their line) for the report."""
     out = []
-    lo, hi = GPU_MEMORY_RANGE_GB
-    kept = []
-    for ev in c.by_fact.get("gpu_memory_gb", []):
-        if isinstance(ev.value, (int, float)) and not lo <= ev.value <= hi:
-            out.append(("gpu_memory_gb", ev, f"outside {lo:.0f}-{hi:.0f} GB, the memory of training GPUs"))
-        else:
-            kept.append(ev)
-    if "gpu_memory_gb" in c.by_fact:
-        c.by_fact["gpu_memory_gb"] = kept
     for fact, claims in c.by_fact.items():
-        huge = [ev for ev in claims if isinstance(ev.value, int) and not isinstance(ev.value, bool)
-                and abs(ev.value) >= MAX_COUNT]
-        for ev in huge:
-            out.append((fact, ev, f"past {MAX_COUNT:.0e}, larger than any count a run prints"))
-        if huge:
-            c.by_fact[fact] = [ev for ev in claims if ev not in huge]
-    for fact in ("world_size", "nodes", "gpus_per_node"):
-        bad = [ev for ev in c.by_fact.get(fact, []) if isinstance(ev.value, int) and ev.value < 1]
-        for ev in bad:
-            out.append((fact, ev, "a count below 1"))
+        spec = BY_NAME.get(fact)
+        bad: list[tuple[Evidence, str]] = []
+        for ev in claims:
+            number = isinstance(ev.value, (int, float)) and not isinstance(ev.value, bool)
+            if number and isinstance(ev.value, int) and abs(ev.value) >= MAX_COUNT:
+                bad.append((ev, f"past {MAX_COUNT:.0e}, larger than any count a run prints"))
+            elif number and spec is not None and spec.plausible is not None \
+                    and not spec.plausible[0] <= ev.value <= spec.plausible[1]:
+                bad.append((ev, spec.implausible))
+        out += [(fact, ev, why) for ev, why in bad]
         if bad:
-            c.by_fact[fact] = [ev for ev in c.by_fact[fact] if ev not in bad]
+            c.by_fact[fact] = [ev for ev in claims if all(ev is not b for b, _ in bad)]
     return tuple(out)
 
 
@@ -573,17 +566,6 @@ def _accelerate_claims(c: _Claims, cfg: dict[str, Any], src: int) -> None:
     c.add("launcher", "accelerate", o, src)
 
 
-# Fact rows (parsers/kinds.py keys) whose value is an integer run fact as printed.
-_INT_FACT_KEYS = {
-    "hf.Instantaneous batch size per device": "micro_batch_per_gpu",
-    "hf.Gradient Accumulation steps": "grad_accum_steps",
-    "hf.Total train batch size": "train_batch_size", "hf.Number of trainable parameters": "model_params",
-    "hf.Total optimization steps": "total_steps", "model.params": "model_params",
-    "mpi.world_size": "world_size", "torch.barrier_world_size": "world_size", "elastic.world_size": "world_size",
-    "job.world_size": "world_size", "megatron.world_size": "world_size", "elastic.nodes": "nodes",
-    "elastic.local_world_size": "gpus_per_node", "megatron.data_parallel": "data_parallel",
-    "megatron.tensor_parallel": "tensor_parallel", "megatron.pipeline_parallel": "pipeline_parallel",
-}
 
 
 def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
@@ -636,8 +618,8 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add("version." + name, value, origin, src, line)
         elif key.startswith("setting.") and key[8:] in SETTING_FACTS:
             c.add(SETTING_FACTS[key[8:]], _int(value), origin, src, line)
-        elif key in _INT_FACT_KEYS:
-            c.add(_INT_FACT_KEYS[key], _int(value), origin, src, line)
+        elif key in LOG_KEY_FACTS:  # the fact frame's keys that are an integer run fact as printed
+            c.add(LOG_KEY_FACTS[key], _int(value), origin, src, line)
         elif key == "gpu_name":
             c.add("gpu_name", value.strip(), origin, src, line)
         elif key in ("zero.stage3_banner",):
@@ -650,8 +632,8 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             _megatron_arg(c, key[5:], value, origin, src, line)
         elif key == "nvidia_smi.gpu":
             c.add("gpu_name", value.strip(), "nvidia_smi", src, line)
-        elif key.startswith("topology.") and key[9:] in _TOPOLOGY_KEYS:
-            c.add(_TOPOLOGY_KEYS[key[9:]], _int(value), origin, src, line)
+        elif key.startswith("topology.") and key[9:] in SCRIPT_VAR_FACTS:
+            c.add(SCRIPT_VAR_FACTS[key[9:]], _int(value), origin, src, line)
         elif key == "ranks.max_seen":
             c.add("ranks_seen", (_int(value) or 0) + 1, origin, src, line)
         elif key == "repr.args":
@@ -680,28 +662,15 @@ def _size_in_name(name: str) -> int | None:
 
 
 def _megatron_arg(c: _Claims, name: str, value: str, origin: str, src: int, line: int | None) -> None:
-    """Megatron's argument dump (`  world_size ........ 64`): the arguments the job ran with."""
-    ints = {"world_size": "world_size", "micro_batch_size": "micro_batch_per_gpu", "batch_size": "micro_batch_per_gpu",
-            "global_batch_size": "train_batch_size", "seq_length": "seq_len", "hidden_size": "hidden_size",
-            "num_layers": "num_layers", "num_attention_heads": "num_heads", "train_iters": "total_steps",
-            "tensor_model_parallel_size": "tensor_parallel", "model_parallel_size": "tensor_parallel",
-            "pipeline_model_parallel_size": "pipeline_parallel", "data_parallel_size": "data_parallel",
-            "zero_stage": "zero_stage"}
-    if name in ints:
-        c.add(ints[name], _int(value), origin, src, line)
-    elif name in _HF_ARGS:
-        c.add(_HF_ARGS[name], _int(value), origin, src, line)
+    """A training-loop argument (Megatron's dump `  world_size ........ 64`, HF's TrainingArguments and their reprs,
+    a launch script's flags): each fact's `args` names (parsers/fact_table.py), read by the fact's type."""
+    fact = ARG_FACTS.get(name)
+    if fact is not None and BY_NAME[fact].type == "int":
+        c.add(fact, _int(value), origin, src, line)
+    elif fact is not None and BY_NAME[fact].type == "bool" and _bool(value) is not None:
+        c.add(fact, _bool(value), origin, src, line)
     elif name in ("fp16", "bf16") and _bool(value):
         c.add("precision", name, origin, src, line)
-    elif name == "gradient_checkpointing" and _bool(value) is not None:
-        c.add("gradient_checkpointing", _bool(value), origin, src, line)
-
-
-# HF / TRL argument names (TrainingArguments, their reprs and the dumps of scripts that take them) -> run facts.
-_HF_ARGS = {"per_device_train_batch_size": "micro_batch_per_gpu", "gradient_accumulation_steps": "grad_accum_steps",
-            "dataloader_num_workers": "dataloader_num_workers", "max_steps": "total_steps",
-            "max_seq_length": "seq_len", "max_length": "seq_len", "model_max_length": "seq_len",
-            "cutoff_len": "seq_len"}
 
 
 def _args_repr(c: _Claims, text: str, origin: str, src: int, line: int | None) -> None:
@@ -758,24 +727,8 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
     a = {k.replace("-", "_"): v for k, v in sc.script_args.items()}  # Megatron spells its flags with dashes
     for key, setting in a.items():
         _megatron_arg(c, key, setting.value, o, src, at or setting.line)
-    for key, fact in (("per_device_train_batch_size", "micro_batch_per_gpu"),
-                      ("gradient_accumulation_steps", "grad_accum_steps"),
-                      ("dataloader_num_workers", "dataloader_num_workers"), ("max_steps", "total_steps"),
-                      ("max_seq_length", "seq_len"), ("seq_len", "seq_len"), ("max_length", "seq_len"),
-                      ("block_size", "seq_len"), ("model_max_length", "seq_len"), ("max_seq_len", "seq_len"),
-                      ("zero_stage", "zero_stage")):
-        if key in a:
-            c.add(fact, _int(a[key].value), o, src, at or a[key].line)
-    for key, prec in (("bf16", "bf16"), ("fp16", "fp16")):
-        if key in a and _bool(a[key].value):
-            c.add("precision", prec, o, src, at or a[key].line)
-    if "enable_hybrid_engine" in a:
-        c.add("hybrid_engine", _bool(a["enable_hybrid_engine"].value), o, src, at or a["enable_hybrid_engine"].line)
     if "offload" in a and _bool(a["offload"].value):  # DeepSpeed-Chat's `--offload`: ZeRO-Offload to the CPU
         c.add("offload_optimizer", "cpu", o, src, at or a["offload"].line)
-    if "gradient_checkpointing" in a:
-        c.add("gradient_checkpointing", _bool(a["gradient_checkpointing"].value), o, src,
-              at or a["gradient_checkpointing"].line)
     for setting in [*a.values(), *f.values()]:
         _config_name_claims(c, setting.value, src, at or setting.line)
 
@@ -845,11 +798,13 @@ def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
 def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
     """W&B config (the HF integration logs TrainingArguments and the model config) and run metadata."""
     o, cfg, env = "wandb_config", run.config, run.environment
-    c.add("micro_batch_per_gpu", _int(cfg.get("per_device_train_batch_size")), o, src)
-    c.add("grad_accum_steps", _int(cfg.get("gradient_accumulation_steps")), o, src)
-    c.add("total_steps", _int(cfg.get("max_steps")) if (_int(cfg.get("max_steps")) or 0) > 0 else None, o, src)
-    c.add("dataloader_num_workers", _int(cfg.get("dataloader_num_workers")), o, src)
-    c.add("model_params", _int(cfg.get("model/num_parameters") or run.summary.get("model/num_parameters")), o, src)
+    # each fact's `wandb` keys (parsers/fact_table.py): the first that holds a value of the fact's type (a count
+    # not below 0: HF's `max_steps: -1` means none). The HF integration logs TrainingArguments and the model config.
+    for fact, keys in WANDB_FACTS.items():
+        kind = BY_NAME[fact].type
+        read = (_int(cfg.get(k)) if kind == "int" else _bool(cfg.get(k)) for k in keys)
+        c.add(fact, next((v for v in read if v is not None and (kind != "int" or v >= 0)), None), o, src)
+    c.add("model_params", _int(run.summary.get("model/num_parameters")), o, src)
     quant = cfg.get("quantization_config") if isinstance(cfg.get("quantization_config"), dict) else {}
     compute = str(quant.get("bnb_4bit_compute_dtype") or "") if _bool(quant.get("load_in_4bit")) else \
         ("float16" if _bool(quant.get("load_in_8bit")) else "")
@@ -863,14 +818,6 @@ def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
         c.add("precision", {"float16": "fp16", "bfloat16": "bf16"}[compute], o, src)
     elif cfg.get("bf16") is not None and cfg.get("fp16") is not None:
         c.add("precision", "fp32", o, src)
-    if cfg.get("gradient_checkpointing") is not None:
-        c.add("gradient_checkpointing", _bool(cfg.get("gradient_checkpointing")), o, src)
-    # The HF integration also logs the model config: its shape gives MFU's attention term and the activations.
-    for fact, keys in (("hidden_size", ("hidden_size", "n_embd", "d_model")),
-                       ("num_layers", ("num_hidden_layers", "n_layer", "num_layers")),
-                       ("num_heads", ("num_attention_heads", "n_head", "num_heads")),
-                       ("seq_len", ("max_seq_length", "max_length", "seq_length", "block_size"))):
-        c.add(fact, next((_int(cfg[k]) for k in keys if _int(cfg.get(k))), None), o, src)
     gpus = env.get("gpu_nvidia") or []
     if gpus and isinstance(gpus, list) and isinstance(gpus[0], dict):
         c.add("gpu_name", gpus[0].get("name"), "wandb_metadata", src)

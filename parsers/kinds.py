@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from diagnose.parsers import fact_table
 from diagnose.parsers.schema import STRAGGLER_METRICS
 
 F = pl.Float64
@@ -736,20 +737,9 @@ ANCHORS: tuple[str, ...] = tuple(dict.fromkeys(a for k in KINDS for a in k.ancho
 # vertical `key: value` lists, JSON and Python-dict reprs (`'NUM_GPUS': 1`), Hydra overrides
 # (`trainer.n_gpus_per_node=8`, `+trainer.nnodes=2`), Markdown table rows (`| num_nodes | 2 |`), blockquoted
 # (`> num_gpus: 8`) or listed (`- devices: 1`), and flags (`--devices 1`). The name is matched case-insensitively as
-# the last part of a dotted key; the value must be a whole number. Name -> run fact; each entry is a name some tool
-# gives the fact (per node: DeepSpeed's `--num_gpus`, Lightning's `devices`, SlowFast/detectron2's NUM_GPUS with
-# NUM_SHARDS machines, verl's `trainer.n_gpus_per_node`; HF's per-process `n_gpu` is left out).
-SETTING_FACTS: dict[str, str] = {
-    "num_gpus": "gpus_per_node", "n_gpus_per_node": "gpus_per_node", "gpus_per_node": "gpus_per_node",
-    "nproc_per_node": "gpus_per_node", "num_gpus_per_node": "gpus_per_node", "devices": "gpus_per_node",
-    "num_shards": "nodes", "nnodes": "nodes", "num_nodes": "nodes", "num_machines": "nodes",
-    "world_size": "world_size", "num_processes": "world_size",
-    # not `train_batch_size`: DeepSpeed's is global, but HF's (trainer_state.json, TrainingArguments) is per device
-    "global_train_batch_size": "train_batch_size", "global_batch_size": "train_batch_size",
-    "device_train_batch_size": "micro_batch_per_gpu", "per_device_train_batch_size": "micro_batch_per_gpu",
-    "train_micro_batch_size_per_gpu": "micro_batch_per_gpu", "micro_batch_size": "micro_batch_per_gpu",
-    "gradient_accumulation_steps": "grad_accum_steps", "zero_stage": "zero_stage",
-}
+# the last part of a dotted key; the value must be a whole number. Name -> run fact: the names some tool gives each
+# fact, declared with the fact.
+SETTING_FACTS: dict[str, str] = fact_table.SETTING_FACTS  # each fact's `settings` names (parsers/fact_table.py)
 _SETTING_NAMES = "|".join(sorted(SETTING_FACTS, key=len, reverse=True))
 # One name and its value: `key: v`, `key=v`, `"key": v`, `'KEY': v`, `| key | v |`, `--key v`, `--key=v`.
 SETTING_RE = (r"(?i)(?:--(?P<flag>" + _SETTING_NAMES + r")(?:=|\s+)|\b(?P<key>" + _SETTING_NAMES

@@ -6,6 +6,7 @@ import re
 import plotly.graph_objects as go
 import polars as pl
 
+from diagnose import clocks
 from diagnose.engine import Diagnosis
 from diagnose.parsers.run_model import RunModel
 
@@ -19,8 +20,6 @@ LAYOUT = dict(template="plotly_white", height=320, margin=dict(l=60, r=20, t=50,
                           traceorder="normal"))
 AXIS = dict(automargin=True)
 VALUE_AXIS = dict(automargin=True, rangemode="tozero")
-CLOCKS = {"ds_step_ts": "wall clock between DeepSpeed step lines", "printed": "as the trainer printed it",
-          "ds_throughput": "from DeepSpeed's samples/s", "tqdm": "from the progress bar", "hf_runtime": "HF runtime"}
 
 
 def styled(fig: go.Figure, title: str, x: str, y: str, height: int | None = None) -> go.Figure:
@@ -64,7 +63,7 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
                           annotation_text=f"median {m.steps.p50_s:.3g} s (range {float(s['step_time_s'].min()):.3g}"
                                           f"-{float(s['step_time_s'].max()):.3g} s)",
                           annotation_position="top left")
-        clock = CLOCKS.get(m.steps.source, "") if m.steps else ""
+        clock = clocks.chart_label(m.steps.source) if m.steps and m.steps.source in clocks.BY_NAME else ""
         out.append(("step-time", styled(fig, "Time per training step" + (f" ({clock})" if clock else ""),
                                         "step", "seconds per step")))
     acc = d.goodput

@@ -16,6 +16,7 @@ from diagnose import planner
 from diagnose.doc_links import docs_for
 from diagnose.engine import Diagnosis
 from diagnose.findings import Change, Finding
+from diagnose.parsers import fact_table
 from diagnose.parsers.facts import RunFacts
 from diagnose.parsers.run_model import RunModel
 from diagnose.parsers.templates import UNREAD_SHOWN
@@ -222,10 +223,8 @@ def metrics_dict(d: Diagnosis) -> dict[str, Any]:
     return out
 
 
-# Run facts whose evidence line the report shows beside the value.
-EVIDENCED_FACTS = ("world_size", "nodes", "gpus_per_node", "tensor_parallel", "pipeline_parallel", "data_parallel",
-                   "gpu_name", "gpu_memory_gb", "model_params", "zero_stage", "offload_optimizer", "offload_param",
-                   "precision", "micro_batch_per_gpu", "grad_accum_steps")
+# Run facts whose evidence line the report shows beside the value: the fact table's `evidenced` role.
+EVIDENCED_FACTS = fact_table.with_role("evidenced")
 
 
 def common_folder(names: list[str]) -> str | None:
@@ -255,19 +254,14 @@ def run_dict(f: RunFacts, source_name: Callable[[int], str], r: Redactor,
     environment's names all, its values only where `env_shown` names them (a report may be posted publicly: a
     value no finding needs is not the report's to quote); the others null."""
     return {
-        "world_size": f.world_size, "nodes": f.nodes, "gpus_per_node": f.gpus_per_node,
-        "gpu_name": f.gpu_name, "model_params": f.model_params, "zero_stage": f.zero_stage,
-        "offload_optimizer": f.offload_optimizer, "offload_param": f.offload_param,
-        "micro_batch_per_gpu": f.micro_batch_per_gpu, "grad_accum_steps": f.grad_accum_steps,
-        "precision": f.precision, "nccl_transport": f.nccl_transport, "cpu_run": f.cpu_run,
+        # the fact table's `json` role (parsers/fact_table.py), each by its name
+        **{name: getattr(f, name) for name in fact_table.with_role("json")},
         "env": {k: r.env(k, str(v.value)) if k in env_shown or not r.enabled else None  # all with --no-redact
                 for k, v in sorted(f.env.items())},
         "versions": f.versions, "launcher": f.launcher, "backend": f.backend,
         # the training loop whose syntax the fixes use (diagnose/frameworks.py)
         "framework": f.framework,
         "hostnames": r(list(f.hostnames)),
-        "tensor_parallel": f.tensor_parallel, "pipeline_parallel": f.pipeline_parallel,
-        "data_parallel": f.data_parallel,
         # topology values other sources claimed that lost to the precedence (parsers/facts.py), first line of each
         "also_claimed": {fact: [{"value": ev.value, "origin": ev.origin, "tier": ev.tier, "line": ev.line,
                                  "source": r(source_name(ev.source)) if ev.source >= 0 else None}
@@ -438,27 +432,22 @@ def display(doc: dict[str, Any]) -> dict[str, Any]:
                              "comm": f"{s['comm_gb_per_step'] or 0:.1f} GB",
                              "fits": s["verdict"],
                              "note": s["note"]} for s in plan["stages"]]
-    facts = [("world size", run["world_size"]), ("nodes", run["nodes"]), ("GPUs per node", run["gpus_per_node"]),
-             ("tensor parallel", run["tensor_parallel"]), ("pipeline parallel", run["pipeline_parallel"]),
-             ("data parallel", run["data_parallel"]), ("GPU", run["gpu_name"]),
-             ("hosts", ", ".join(run["hostnames"]) or None),
-             ("parameters", None if not run["model_params"] else f"{run['model_params']:,}"),
-             ("ZeRO stage", run["zero_stage"]), ("optimizer offload", run["offload_optimizer"]),
-             ("parameter offload", run["offload_param"]), ("precision", run["precision"]),
-             ("micro-batch per GPU", run["micro_batch_per_gpu"]), ("gradient accumulation", run["grad_accum_steps"]),
-             ("NCCL transport", run["nccl_transport"]), ("launcher", run["launcher"]), ("backend", run["backend"]),
-             ("versions", ", ".join(f"{k} {v}" for k, v in sorted(run["versions"].items())) or None),
-             ("unparsed lines", doc["unparsed_lines"]), ("sampled rows", _sampled(doc["sampled"]))]
-    keys = {"world size": "world_size", "nodes": "nodes", "GPUs per node": "gpus_per_node",
-            "tensor parallel": "tensor_parallel", "pipeline parallel": "pipeline_parallel",
-            "data parallel": "data_parallel", "GPU": "gpu_name", "parameters": "model_params",
-            "ZeRO stage": "zero_stage", "optimizer offload": "offload_optimizer",
-            "parameter offload": "offload_param", "precision": "precision",
-            "micro-batch per GPU": "micro_batch_per_gpu", "gradient accumulation": "grad_accum_steps"}
+    # the fact table's `shown` facts in its order (parsers/fact_table.py), the hosts after the GPU; then what the
+    # run's reading says of itself
+    facts: list[tuple[str, str, Any]] = []
+    for name in fact_table.with_role("shown"):
+        value = run[name]
+        if name == "model_params":
+            value = f"{value:,}" if value else None
+        facts.append((fact_table.label(name), name, value))
+        if name == "gpu_name":
+            facts.append(("hosts", "", ", ".join(run["hostnames"]) or None))
+    facts += [("versions", "", ", ".join(f"{k} {v}" for k, v in sorted(run["versions"].items())) or None),
+              ("unparsed lines", "", doc["unparsed_lines"]), ("sampled rows", "", _sampled(doc["sampled"]))]
     out.update(time_display(doc))
-    out["facts_rows"] = [(k, v) for k, v in facts if v is not None]
-    out["facts_table"] = [{"fact": k, "value": str(v), "from": _where(run["evidence"].get(keys.get(k, "")))}
-                          for k, v in facts if v is not None]
+    out["facts_rows"] = [(k, v) for k, _, v in facts if v is not None]
+    out["facts_table"] = [{"fact": k, "value": str(v), "from": _where(run["evidence"].get(name))}
+                          for k, name, v in facts if v is not None]
     out["facts_table"] += [{"fact": f"{x['fact'].replace('_', ' ')} (set aside: {x['why']})", "value": str(x["value"]),
                             "from": _where(x)} for x in run.get("set_aside", [])]
     out["facts_table"] += [{"fact": f"{fact.replace('_', ' ')} (also claimed, lower in the precedence)",

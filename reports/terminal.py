@@ -1,6 +1,7 @@
 """The report document -> the terminal (rich). Log text is printed as plain text, never as rich markup."""
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -8,6 +9,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from diagnose.parsers import fact_table
 from diagnose.reports.document import with_display
 
 STYLE = {"critical": "bold red", "warning": "yellow", "info": "cyan"}
@@ -91,3 +93,57 @@ def render(doc: dict[str, Any], console: Console) -> None:
             t.add_row(r["name"] + (" *" if r["recommended"] else ""), r["states"], r["ds"], r["comm"], r["fits"],
                       style="bold green" if r["recommended"] else None)
         console.print(t)
+
+
+def render_parse(doc: dict[str, Any], console: Console) -> None:
+    """`diagnose parse`'s text: the sources, the frames, and every run fact of the table that the reading settled
+    (parsers/fact_table.py, in its order), names as the JSON spells them."""
+    f = doc["facts"]
+    console.print("[bold]Sources[/bold]")
+    for s in doc["sources"]:
+        extra = f", {s['lines']} lines, {s['recognised']} recognised" if s["kind"] == "log" else ""
+        console.print(f"  {s['name']} ({s['kind']}{extra})", markup=False)
+    console.print("[bold]Frames[/bold]  " + ", ".join(f"{k}={v}" for k, v in doc["frames"].items()))
+    console.print(f"[bold]Unparsed lines[/bold]  {doc['unparsed_lines']}")
+    console.print("[bold]Run facts[/bold]")
+    for fact in fact_table.FACTS:
+        if f.get(fact.name) is not None:
+            console.print(f"  {fact.name:<20} {f[fact.name]}", markup=False)
+    if f["versions"]:
+        console.print("  versions             " + ", ".join(f"{k} {v}" for k, v in f["versions"].items()),
+                      markup=False)
+    if f["env"]:
+        console.print("  env                  " + " ".join(f"{k}={v}" for k, v in f["env"].items()), markup=False)
+
+
+def render_plan(p: Any, params: float, gpus: int, optimizer: str, console: Console) -> None:
+    """`diagnose plan`'s text: the stages' table (short headers: it fits 80 columns, a pipe, a narrow terminal),
+    a legend of what each column is, and the steps."""
+    card = f"{p.gpu_memory_gb:.0f} GB" + ("" if p.gpu_memory_known else " (assumed: pass --gpu-memory)")
+    t = Table(title=f"{params / 1e9:.2f}B parameters, {gpus} GPUs x {card}, {optimizer}, {p.precision}",
+              title_justify="left")
+    for col in ("option", "states", "DS est.", "activ.", "total", "traffic", "fits"):
+        t.add_column(col, justify="right" if col != "option" else "left")
+    for s in p.stages:
+        chosen = s.name == p.recommended
+        # chosen without fitting as it is: with activation checkpointing
+        fits = "with ckpt" if chosen and not s.fits else s.verdict
+        name = s.name + (" *" if chosen else "") + (" (now)" if s.name == p.current_stage else "")
+        t.add_row(name, f"{s.model_states_gb:.1f}", f"{s.deepspeed_estimate_gb:.1f}",
+                  "-" if s.activations_gb is None else f"{s.activations_gb:.1f}",
+                  "-" if s.total_gb is None else f"{s.total_gb:.1f}", f"{s.comm_gb_per_step or 0:.1f}", fits,
+                  style="bold green" if chosen else None)
+    console.print(t)
+    legend = (("* = recommended. " if p.recommended in {s.name for s in p.stages} else "")
+              + "GB per GPU: model states (Adam, ZeRO paper), DeepSpeed's estimator, activations, "
+              "total; traffic: GB sent per GPU per optimizer step."
+              + (" fits unknown: the model states fit, the activations are not known (--seq-len, --micro-batch, "
+                 "--hidden and --layers give them)." if any(s.verdict == "unknown" for s in p.stages) else ""))
+    if p.recommended not in {s.name for s in p.stages}:
+        legend += ("\nNothing fits as configured: more GPUs (ZeRO-3 divides model states by the GPU count), a "
+                   "smaller micro-batch or activation checkpointing, CPU offload, or an 8-bit optimizer would.")
+    for paragraph in legend.split("\n"):  # wrapped to the terminal (80 columns in a pipe)
+        console.print("\n".join(textwrap.wrap(paragraph, width=min(console.width, 100))), markup=False)
+    for i, line in enumerate(p.steps, 1):
+        console.print("\n".join(textwrap.wrap(f"{i}. {line}", width=min(console.width, 100),
+                                               subsequent_indent="   ")), markup=False)

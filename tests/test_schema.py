@@ -50,3 +50,26 @@ def test_display_rows_are_not_in_the_contract() -> None:
     # the renderers derive them: the Markdown still shows the run table
     md = diagnose.analyse(SAMPLES / "synthetic" / "seed_zero3_launch_blocking").render("md")
     assert "| GPUs | 16 (4 nodes x 4) GPUs, NVIDIA A100-SXM4-80GB |" in md
+
+
+def test_the_run_block_is_the_fact_tables_json_facts() -> None:
+    """The run block's scalar facts are generated from parsers/fact_table.py (issue 34): the schema names each fact
+    the table gives the `json` role, required, with a type that holds the fact's, and no other fact."""
+    from diagnose.parsers import fact_table
+
+    run = SCHEMA["$defs"]["report"]["properties"]["run"]
+    props = run["properties"]
+    json_facts = set(fact_table.with_role("json"))
+    table_facts = {f.name for f in fact_table.FACTS}
+    assert json_facts <= set(props) and json_facts <= set(run["required"])
+    assert not (set(props) & table_facts) - json_facts  # a fact in the schema that the report does not write
+
+    def types(spec: dict) -> set[str]:
+        spec = SCHEMA["$defs"][spec["$ref"].rsplit("/", 1)[-1]] if "$ref" in spec else spec
+        if "enum" in spec:
+            return {type(v).__name__ for v in spec["enum"] if v is not None}
+        kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
+        return {{"integer": "int", "number": "float", "string": "str", "boolean": "bool"}.get(k, k) for k in kinds}
+    for name in json_facts:
+        want = fact_table.BY_NAME[name].type
+        assert want in types(props[name]) or (want == "int" and "float" in types(props[name])), name
