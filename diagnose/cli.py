@@ -21,6 +21,7 @@ from diagnose.reports.formats import FORMATS, by_suffix, strict_json, suffix_lis
 if TYPE_CHECKING:
     from diagnose.compare import Side
     from diagnose.pipeline import Analysis, Options
+    from diagnose.reports.config_patch import ConfigPatch
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 FRAME_NAMES = tuple(FRAME_SCHEMAS)
@@ -240,7 +241,7 @@ def report(
     if write_config is not None:
         if len(analysis.runs) > 1:
             raise _fail(f"--write-config needs one run; the sources hold {len(analysis.runs)}: pick one with --run")
-        _write_config(write_config, analysis.runs[0].model, analysis.runs[0].diagnosis, force)
+        _write_config(write_config, analysis.runs[0].model, analysis.runs[0].patch, force)
     if images is not None:  # first, so that the Markdown links them
         base = output.parent if output is not None else Path.cwd()
         for i, r in enumerate(analysis.runs):
@@ -319,12 +320,10 @@ def _load_telling_skipped(sources: list[str], refresh: bool) -> RunModel:
     return model
 
 
-def _write_config(folder: Path, model: RunModel, diagnosis: object, force: bool) -> None:
-    """The corrected config files and recommended.patch into FOLDER (reports/config_patch.py)."""
-    from diagnose.reports import config_patch
-
-    patch = config_patch.build(model, diagnosis.recommendation.changes,  # type: ignore[attr-defined]
-                               config_patch.local_files(model))
+def _write_config(folder: Path, model: RunModel, patch: ConfigPatch | None, force: bool) -> None:
+    """The corrected config files and recommended.patch into FOLDER: the pipeline's patch (reports/config_patch.py)."""
+    if patch is None:
+        raise _fail("--write-config: the run was not analysed with its config files")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         sources = {os.path.realpath(s.name) for s in model.sources}
@@ -567,7 +566,8 @@ def comment(
     _stderr(("diagnose: edited " if edited else "diagnose: posted ") + where)
 
 
-def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float], seq_len: Optional[int]) -> Side:
+def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[float],
+          seq_len: Optional[int] = None) -> Side:
     """Read and diagnose one side of a comparison through the pipeline; keep what the comparison needs, not the
     frames."""
     from diagnose.compare import Side

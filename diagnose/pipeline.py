@@ -27,6 +27,7 @@ from diagnose.parsers.github import Thread, parse_thread_url
 from diagnose.parsers.run_model import RunModel, Skipped
 from diagnose.parsers.sources import Input, Run, find_runs
 from diagnose.reports import document as documents
+from diagnose.reports.config_patch import ConfigPatch
 from diagnose.reports.formats import FORMATS, Rendered, by_suffix
 
 
@@ -55,6 +56,7 @@ class RunAnalysis:
     model: RunModel
     diagnosis: Diagnosis
     document: dict[str, Any]
+    patch: ConfigPatch | None = None  # the recommended changes in the run's own config files (reports/config_patch.py)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -126,11 +128,9 @@ def runs_of(sources: Sequence[str]) -> list[Run]:
 
 def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: Options | None = None, *,
             reader: Reader | None = None, inputs: Sequence[Input] | None = None,
-            files: dict[str, Path] | None = None, on_runs: Callable[[list[Run]], None] | None = None) -> Analysis:
+            on_runs: Callable[[list[Run]], None] | None = None) -> Analysis:
     """Read, diagnose and document SOURCES. `reader` replaces how sources are read (the CLI's progress display);
-    `inputs` are already-resolved inputs (the server's uploads, read as one run); `files` are the run's config
-    files by name when they are not where the sources name them (uploads), for the recommended diffs; `on_runs`
-    hears the runs the sources hold before any is read (the CLI says how many, compare refuses several).
+    `inputs` are already-resolved inputs (the server's uploads, read as one run); `on_runs` hears the runs the sources hold before any is read (the CLI says how many, compare refuses several).
 
     Raises InputError when nothing is readable (in every run of a directory)."""
     options = options or Options()
@@ -138,12 +138,12 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
         sources = [sources]
     names = [str(s) for s in sources]
     if any(parse_thread_url(n) for n in names):
-        return _threads(names, options, files, on_runs, list(inputs or ()))
+        return _threads(names, options, on_runs, list(inputs or ()))
     if inputs is not None:
         from diagnose.parsers import run_model
 
         model = run_model.build(list(inputs))
-        return Analysis((_one("upload", model, options, files),))
+        return Analysis((_one("upload", model, options),))
     runs = runs_of(names)
     if on_runs is not None:
         on_runs(runs)
@@ -155,7 +155,7 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
     read = reader or _read
     if len(runs) == 1:
         model = read(list(runs[0].sources) if options.run is not None else names, options.refresh)
-        return Analysis((_one(runs[0].name, model, options, files),))
+        return Analysis((_one(runs[0].name, model, options),))
     done, skipped = [], []
     for r in runs:
         try:
@@ -163,14 +163,13 @@ def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], 
         except InputError as e:
             skipped.append((r.name, e.why))
             continue
-        done.append(_one(r.name, model, options, files))
+        done.append(_one(r.name, model, options))
     if not done:
         raise InputError(names[0], "no run in the directory held anything recognisable")
     return Analysis(tuple(done), tuple(skipped))
 
 
-def _threads(names: list[str], options: Options, files: dict[str, Path] | None,
-             on_runs: Callable[[list[Run]], None] | None, extra: list[Input]) -> Analysis:
+def _threads(names: list[str], options: Options, on_runs: Callable[[list[Run]], None] | None, extra: list[Input]) -> Analysis:
     """GitHub threads among the sources (parsers/threads.py): a run per post that prints steps, with its author's
     configs; the other sources (and `extra`, already-resolved inputs such as uploads) are context read into every
     run."""
@@ -191,8 +190,7 @@ def _threads(names: list[str], options: Options, files: dict[str, Path] | None,
         # What the thread did not give (an attachment that did not come, the cut of its byte or time budget) is
         # named in each of its runs' reports, beside the sources they read.
         cut = tuple(Skipped(where, why) for t in read for where, why in t.skipped)
-        done = [_one(r.name, _with_skipped(run_model.build(list(r.inputs) + context), cut), options, files)
-                for r in found]
+        done = [_one(r.name, _with_skipped(run_model.build(list(r.inputs) + context), cut), options) for r in found]
     return Analysis(tuple(done), tuple(x for t in read for x in t.skipped), tuple(t.thread for t in read))
 
 
@@ -200,12 +198,15 @@ def _with_skipped(model: RunModel, skipped: tuple[Skipped, ...]) -> RunModel:
     return dataclasses.replace(model, skipped=model.skipped + skipped) if skipped else model
 
 
-def _one(name: str, model: RunModel, options: Options, files: dict[str, Path] | None) -> RunAnalysis:
-    from diagnose.reports.config_patch import local_files
+def _one(name: str, model: RunModel, options: Options) -> RunAnalysis:
+    from diagnose.reports import config_patch
 
     facts = with_user_claims(model.facts, seq_len=options.seq_len, gpu_memory_gb=options.gpu_memory_gb)
     model = dataclasses.replace(model, facts=facts) if facts is not model.facts else model
     diagnosis = run_diagnosis(model, all_clocks=options.all_clocks)
+    # the recommended changes written into the run's own configs, once: the report's diffs, --write-config and
+    # the server's stored patch are this one
+    patch = config_patch.build(model, diagnosis.recommendation.changes)
     doc = documents.build(model, diagnosis, redact_secrets=options.redact_secrets,
-                          redact_hosts=options.redact_hosts, files=files if files is not None else local_files(model))
-    return RunAnalysis(name, model, diagnosis, doc)
+                          redact_hosts=options.redact_hosts, patch=patch)
+    return RunAnalysis(name, model, diagnosis, doc, patch)

@@ -215,11 +215,10 @@ def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_
             threads.append(ref.url)
         else:
             inputs.append(Input(wandb, None, True, ref))
-    uploaded = {name: path for name, path in files}  # only what the client sent is read, never a path it named
     from diagnose.parsers import github
 
     with github.using_token(github_token):  # the uploader's, or the server's where it lends its own (ServeConfig)
-        analysis = run_pipeline(threads, Options(redact_secrets=redact_secrets), inputs=inputs, files=uploaded)
+        analysis = run_pipeline(threads, Options(redact_secrets=redact_secrets), inputs=inputs)
     one = analysis.runs[0]
     out.mkdir(parents=True)
     for fmt in FORMATS.values():
@@ -227,13 +226,13 @@ def analyse(files: list[tuple[str, Path]], wandb: str | None, out: Path, redact_
     # The uploaded configs with the recommended changes, as a patch (`diagnose report --write-config` on the
     # command line); redacted like every output of the server.
     # Stored and served by link, it is a public output: the changed lines only (config_patch.PUBLIC_CONTEXT).
-    patch = config_patch.build(one.model, one.diagnosis.recommendation.changes, uploaded)
-    if patch.patch:
+    patch = one.patch
+    if patch is not None and patch.patch:
         body = (f"# The changed lines only: apply in the folder of the uploaded files with\n"
                 f"#   {config_patch.PUBLIC_APPLY} recommended.patch\n"
                 + config_patch.unified(patch.files, config_patch.PUBLIC_CONTEXT))
         (out / "recommended.patch").write_text(redact.text(body) if redact_secrets else body)
-    return {**one.document, "has_patch": bool(patch.patch)}
+    return {**one.document, "has_patch": bool(patch is not None and patch.patch)}
 
 
 def create_app(config: ServeConfig) -> Starlette:

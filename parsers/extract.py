@@ -11,6 +11,7 @@ from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT,
                                     SETTING_PREFILTER, SETTING_RE, TIMER_FAMILIES, LineKind)
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
+from diagnose.parsers.schema import schema
 from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
 
@@ -464,7 +465,39 @@ DERIVED: dict[str, list[pl.Expr]] = {
                  (pl.col("mfu_pct") / 100.0).alias("mfu"), _memory_gb("mem").alias("max_mem_alloc_gb"),
                  _other_named("other")],
     "megatron_memory": [(pl.col(f"{c}_mb") / 1024.0).alias(f"{c}_gb") for c in ("ma", "max_ma", "ca", "max_ca")],
+    # DeepSpeed's launcher prints `exits with return code = N`, torchrun's `failed (exitcode: N)`
+    "launcher_exit": [pl.coalesce("code", "code2").alias("code")],
 }
+# Columns a kind reads that no frame holds: what DERIVED makes of them is what the frame keeps. ds_cpu_memory's
+# rows are attached to the memory frame by run_model._attach_cpu.
+SCRATCH: dict[str, frozenset[str]] = {
+    "tqdm": frozenset({"elapsed", "rate", "unit"}), "hf_train_runtime": frozenset({"steps_per_sec"}),
+    "hf_log": frozenset({"iter_per_s"}), "megatron_iter": frozenset({"step_time_ms"}),
+    "progress": frozenset({"avg_time", "cum_time", "interval_steps", "iter_per_s", "mem", "mfu_pct", "other",
+                           "s_per_iter", "step_hms", "step_time_ms"}),
+    "megatron_memory": frozenset({"ca_mb", "ma_mb", "max_ca_mb", "max_ma_mb"}), "launcher_exit": frozenset({"code2"}),
+}
+
+
+def check_kinds(kinds: tuple[LineKind, ...]) -> None:
+    """Every column a kind can produce is declared, and lands in its frame (issue 34): a capture group the kind does
+    not declare, or a declared field that neither its frame's schema nor DERIVED takes, is an error at load, not a
+    silent drop (torchrun's `failed (exitcode: N)` was read into a column that no frame kept)."""
+    for k in kinds:
+        if k.frame == "timers" or k.name == "ds_cpu_memory":
+            continue
+        groups = set(re.findall(r"\(\?P<(\w+)>", k.pattern)) if k.pattern else set()
+        undeclared = groups - set(k.fields)
+        target = set(schema(k.frame))
+        dropped = (set(k.fields) | set(k.constants) | set(k.numbers)) - target - SCRATCH.get(k.name, frozenset()) \
+            - {"key_prefix"}
+        if undeclared or dropped:
+            raise ValueError(f"line kind {k.name}: " + "; ".join(
+                ([f"capture groups not declared: {sorted(undeclared)}"] if undeclared else [])
+                + ([f"fields no frame keeps: {sorted(dropped)}"] if dropped else [])))
+
+
+check_kinds(KINDS)
 
 
 def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[pl.DataFrame]]:

@@ -52,8 +52,11 @@ class Fact:
     derived: bool = False  # decided by RunFacts from other facts (a property), never claimed by a source
 
 
-_ALL: frozenset[Role] = frozenset({"shown", "json", "evidenced", "compared"})
-_TOPOLOGY = frozenset({"shown", "json", "evidenced", "compared", "planner"})
+def roles(*names: Role) -> frozenset[Role]:
+    return frozenset(names)
+
+
+_TOPOLOGY = roles("shown", "json", "evidenced", "compared", "planner")
 
 FACTS: tuple[Fact, ...] = (
     Fact("world_size", "int", "world size", _TOPOLOGY, "processes", (1, MAX_COUNT), "a count below 1",
@@ -77,10 +80,10 @@ FACTS: tuple[Fact, ...] = (
          args=("pipeline_model_parallel_size",), log_keys=("megatron.pipeline_parallel",)),
     Fact("data_parallel", "int", "data parallel", _TOPOLOGY, "",
          args=("data_parallel_size",), log_keys=("megatron.data_parallel",)),
-    Fact("gpu_name", "str", "GPU", frozenset({"shown", "json", "evidenced", "compared", "planner"})),
+    Fact("gpu_name", "str", "GPU", roles("shown", "json", "evidenced", "compared", "planner")),
     # A training GPU's memory: the smallest cards that train anything have 4 GB (GTX 1650-class), the largest 288 GB
     # (AMD MI355X, NVIDIA B300). A value outside is a misread (an initialisation-time allocation, a MiB count as GB).
-    Fact("gpu_memory_gb", "float", "GPU memory", frozenset({"json", "evidenced", "planner"}), "GB", (4.0, 300.0),
+    Fact("gpu_memory_gb", "float", "GPU memory", roles("json", "evidenced", "planner"), "GB", (4.0, 300.0),
          "outside 4-300 GB, the memory of training GPUs"),
     Fact("model_params", "int", "parameters", _TOPOLOGY, "", wandb=("model/num_parameters",),
          log_keys=("hf.Number of trainable parameters", "model.params")),
@@ -101,44 +104,44 @@ FACTS: tuple[Fact, ...] = (
          log_keys=("hf.Gradient Accumulation steps",), wandb=("gradient_accumulation_steps",),
          settings=("gradient_accumulation_steps",)),
     # derived by RunFacts (a property), never claimed: how NCCL crossed nodes, and a run on the CPU
-    Fact("nccl_transport", "str", "NCCL transport", frozenset({"shown", "json", "compared"}), derived=True),
-    Fact("cpu_run", "bool", "CPU run", frozenset({"json"}), derived=True),
-    Fact("launcher", "str", "launcher", frozenset({"shown", "json", "compared"})),
-    Fact("backend", "str", "backend", frozenset({"shown", "json", "compared"})),
-    Fact("accelerator", "str", "accelerator", frozenset({"compared"})),
-    Fact("train_batch_size", "int", "global batch", frozenset({"json", "compared"}), "samples",
+    Fact("nccl_transport", "str", "NCCL transport", roles("shown", "json", "compared"), derived=True),
+    Fact("cpu_run", "bool", "CPU run", roles("json"), derived=True),
+    Fact("launcher", "str", "launcher", roles("shown", "json", "compared")),
+    Fact("backend", "str", "backend", roles("shown", "json", "compared")),
+    Fact("accelerator", "str", "accelerator", roles("compared")),
+    Fact("train_batch_size", "int", "global batch", roles("json", "compared"), "samples",
          ds_config="train_batch_size", args=("global_batch_size",), log_keys=("hf.Total train batch size",),
          # not `train_batch_size`: DeepSpeed's is global, but HF's (trainer_state.json, TrainingArguments) is per
          # device
          settings=("global_train_batch_size", "global_batch_size")),
-    Fact("optimizer", "str", "optimizer", frozenset({"compared"})),
+    Fact("optimizer", "str", "optimizer", roles("compared")),
     Fact("steps_per_print", "float", "steps per print", ds_config="steps_per_print"),
     Fact("wall_clock_breakdown", "bool", "wall-clock breakdown", ds_config="wall_clock_breakdown"),
-    Fact("overlap_comm", "bool", "overlap communication", frozenset({"compared"}),
+    Fact("overlap_comm", "bool", "overlap communication", roles("compared"),
          ds_config="zero_optimization.overlap_comm"),
-    Fact("contiguous_gradients", "bool", "contiguous gradients", frozenset({"compared"}),
+    Fact("contiguous_gradients", "bool", "contiguous gradients", roles("compared"),
          ds_config="zero_optimization.contiguous_gradients"),
-    Fact("reduce_bucket_size", "float", "reduce bucket size", frozenset({"compared"}), "elements",
+    Fact("reduce_bucket_size", "float", "reduce bucket size", roles("compared"), "elements",
          ds_config="zero_optimization.reduce_bucket_size"),
-    Fact("allgather_bucket_size", "float", "all-gather bucket size", frozenset({"compared"}), "elements",
+    Fact("allgather_bucket_size", "float", "all-gather bucket size", roles("compared"), "elements",
          ds_config="zero_optimization.allgather_bucket_size"),
-    Fact("prefetch_bucket_size", "float", "prefetch bucket size", frozenset({"compared"}), "elements",
+    Fact("prefetch_bucket_size", "float", "prefetch bucket size", roles("compared"), "elements",
          ds_config="zero_optimization.stage3_prefetch_bucket_size"),
-    Fact("gradient_checkpointing", "bool", "activation checkpointing", frozenset({"json", "compared", "planner"}),
+    Fact("gradient_checkpointing", "bool", "activation checkpointing", roles("json", "compared", "planner"),
          args=("gradient_checkpointing",), wandb=("gradient_checkpointing",)),
-    Fact("dataloader_num_workers", "int", "data loader workers", frozenset({"compared"}),
+    Fact("dataloader_num_workers", "int", "data loader workers", roles("compared"),
          args=("dataloader_num_workers",), wandb=("dataloader_num_workers",)),
-    Fact("hybrid_engine", "bool", "hybrid engine", frozenset({"compared"}), args=("enable_hybrid_engine",)),
+    Fact("hybrid_engine", "bool", "hybrid engine", roles("compared"), args=("enable_hybrid_engine",)),
     Fact("total_steps", "int", "total steps", frozenset(), "steps",
          args=("max_steps", "train_iters"), log_keys=("hf.Total optimization steps",), wandb=("max_steps",)),
-    Fact("seq_len", "int", "sequence length", frozenset({"json", "compared", "planner"}), "tokens",
+    Fact("seq_len", "int", "sequence length", roles("json", "compared", "planner"), "tokens",
          args=("seq_length", "max_seq_length", "max_length", "model_max_length", "cutoff_len", "seq_len",
                "max_seq_len", "block_size"), wandb=("max_seq_length", "max_length", "seq_length", "block_size")),
-    Fact("hidden_size", "int", "hidden size", frozenset({"compared"}), "",
+    Fact("hidden_size", "int", "hidden size", roles("compared"), "",
          args=("hidden_size",), wandb=("hidden_size", "n_embd", "d_model")),
-    Fact("num_layers", "int", "layers", frozenset({"compared"}), "",
+    Fact("num_layers", "int", "layers", roles("compared"), "",
          args=("num_layers",), wandb=("num_hidden_layers", "n_layer", "num_layers")),
-    Fact("num_heads", "int", "attention heads", frozenset({"compared"}), "",
+    Fact("num_heads", "int", "attention heads", roles("compared"), "",
          args=("num_attention_heads",), wandb=("num_attention_heads", "n_head", "num_heads")),
 )
 BY_NAME: dict[str, Fact] = {f.name: f for f in FACTS}

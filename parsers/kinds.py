@@ -72,9 +72,11 @@ class LineKind:
     samples: tuple[tuple[str, dict[str, object]], ...] = ()
 
 
-def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str) -> LineKind:
+def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str,
+          samples: tuple[tuple[str, dict[str, object]], ...] = ()) -> LineKind:
     """A run-fact line with one value (the pattern's `value` group) stored under `key`."""
-    return LineKind(name, "facts", anchors, pattern, {"value": S}, required="value", constants={"key": key})
+    return LineKind(name, "facts", anchors, pattern, {"value": S}, required="value", constants={"key": key},
+                    samples=samples)
 
 
 # Megatron's straggler labels -> the rank_extremes column stems (parsers/schema.py).
@@ -108,7 +110,10 @@ KINDS: tuple[LineKind, ...] = (
     # `step=<n>, skipped=<k>, lr=[<lr>, ...], mom=[...]`: the first three numbers after `step=`.
     LineKind("ds_step", "steps", (", skipped=",), "", {"global_step": I, "skipped": I, "lr": F},
              required="global_step", after="step=", numbers=("global_step", "skipped", "lr"), min_numbers=3,
-             layout=Layout(", ", (("step=", "global_step"), ("skipped=", "skipped"), ("lr=", "lr")), strip="[]")),
+             layout=Layout(", ", (("step=", "global_step"), ("skipped=", "skipped"), ("lr=", "lr")), strip="[]"),
+             samples=(("[2026-11-29 23:04:15,055] [INFO] [logging.py:123:log_dist] [Rank 0] step=0, skipped=0,"
+                       " lr=[0], mom=[[0.9, 0.95]]",
+                       {"global_step": 0, "skipped": 0, "lr": 0.0}),)),
     # `epoch=<e>/micro_step=<m>/global_step=<g>, RunningAvgSamplesPerSec=<f>, CurrSamplesPerSec=<f>,
     #  MemAllocated=<f>GB, MaxMemAllocated=<f>GB` (0.8.0+).
     LineKind("ds_throughput", "steps", ("/micro_step=",), "",
@@ -119,21 +124,35 @@ KINDS: tuple[LineKind, ...] = (
              layout=Layout(", ", (("epoch=", "epoch"), ("micro_step=", "micro_step"), ("global_step=", "global_step"),
                                   ("RunningAvgSamplesPerSec=", "samples_per_sec_running"),
                                   ("CurrSamplesPerSec=", "samples_per_sec"), ("MemAllocated=", "mem_alloc_gb"),
-                                  ("MaxMemAllocated=", "max_mem_alloc_gb")), also=("/",), strip="GB")),
+                                  ("MaxMemAllocated=", "max_mem_alloc_gb")), also=("/",), strip="GB"),
+             samples=(("[2026-11-29 23:04:15,680] [INFO] [timer.py:264:stop] epoch=0/micro_step=3/global_step=3,"
+                       " RunningAvgSamplesPerSec=79.53398058252426, CurrSamplesPerSec=79.53318988362679,"
+                       " MemAllocated=0.41GB, MaxMemAllocated=0.41GB",
+                       {"epoch": 0.0, "micro_step": 3, "global_step": 3,
+                        "samples_per_sec_running": 79.53398058252426, "samples_per_sec": 79.53318988362679,
+                        "mem_alloc_gb": 0.41, "max_mem_alloc_gb": 0.41}),)),
     # 0.7.x: `<epoch>/<step>, RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...` (step counts micro-steps there).
     LineKind("ds_throughput_v07", "steps", ("RunningAvgSamplesPerSec=",),
              r"(?P<epoch>\d+)/(?P<micro_step>\d+), RunningAvgSamplesPerSec=(?P<samples_per_sec_running>" + NUM
              + r"), CurrSamplesPerSec=(?P<samples_per_sec>" + NUM + r")(?:, MemAllocated=(?P<mem_alloc_gb>" + NUM
              + r")GB, MaxMemAllocated=(?P<max_mem_alloc_gb>" + NUM + r")GB)?",
              {"epoch": F, "micro_step": I, "samples_per_sec_running": F, "samples_per_sec": F, "mem_alloc_gb": F,
-              "max_mem_alloc_gb": F}, required="micro_step"),
+              "max_mem_alloc_gb": F}, required="micro_step",
+             samples=(("[2022-06-01 10:00:05,123] [INFO] [timer.py:181:stop] 0/20, RunningAvgSamplesPerSec=38.42,"
+                       " CurrSamplesPerSec=39.10, MemAllocated=5.12GB, MaxMemAllocated=9.87GB",
+                       {"epoch": 0.0, "micro_step": 20, "samples_per_sec_running": 38.42, "samples_per_sec": 39.1,
+                        "mem_alloc_gb": 5.12, "max_mem_alloc_gb": 9.87}),)),
     # 0.2-0.6: `<epoch>/<step>, SamplesPerSec=<f>[, MemAllocated=..GB, MaxMemAllocated=..GB]`.
     LineKind("ds_throughput_v05", "steps", (", SamplesPerSec=",),
              r"(?P<epoch>\d+)/(?P<micro_step>\d+), SamplesPerSec=(?P<samples_per_sec>" + NUM
              + r")(?:, MemAllocated=(?P<mem_alloc_gb>" + NUM + r")GB, MaxMemAllocated=(?P<max_mem_alloc_gb>" + NUM
              + r")GB)?",
              {"epoch": F, "micro_step": I, "samples_per_sec": F, "mem_alloc_gb": F, "max_mem_alloc_gb": F},
-             required="micro_step"),
+             required="micro_step",
+             samples=(("[2021-03-01 10:00:05,123] [INFO] [timer.py:166:stop] 0/20, SamplesPerSec=38.42,"
+                       " MemAllocated=5.12GB, MaxMemAllocated=9.87GB",
+                       {"epoch": 0.0, "micro_step": 20, "samples_per_sec": 38.42, "mem_alloc_gb": 5.12,
+                        "max_mem_alloc_gb": 9.87}),)),
     # HF Trainer's log dict; LLaMA-Factory adds `'train_speed(s/it)'`, ms-swift `'global_step/max_steps': '10/100'`,
     # `'train_speed(iter/s)'` and `'memory(GiB)'` (peak reserved memory).
     LineKind("hf_log", "steps", ("{'loss'",), "",
@@ -145,7 +164,9 @@ KINDS: tuple[LineKind, ...] = (
                              "total_steps": r"'global_step/max_steps': '\d+/(\d+)'",
                              "step_time_s": _hf_key(r"train_speed\(s/it\)"),
                              "iter_per_s": _hf_key(r"train_speed\(iter/s\)"),
-                             "max_mem_alloc_gb": _hf_key(r"memory\(GiB\)")}, required="loss"),
+                             "max_mem_alloc_gb": _hf_key(r"memory\(GiB\)")}, required="loss",
+             samples=(("{'loss': '6.837', 'grad_norm': '0.8675', 'learning_rate': '0', 'epoch': '0.003906'}",
+                       {"loss": 6.837, "grad_norm": 0.8675, "lr": 0.0, "epoch": 0.003906}),)),
     # Megatron-LM / Megatron-DeepSpeed / gpt-neox iteration lines: `iteration N/ M | consumed samples: | elapsed time
     # per iteration (ms): | learning rate: | global batch size: | lm loss: | loss scale: | grad norm: | number of
     # skipped iterations: | number of nan iterations: | samples per second: | TFLOPs:`; fields vary by version, so
@@ -161,13 +182,22 @@ KINDS: tuple[LineKind, ...] = (
                              "skipped_iters": r"number of skipped iterations:\s*(\d+)",
                              "nan_iters": r"number of nan iterations:\s*(\d+)",
                              "samples_per_sec": r"samples per second:\s*(" + NUM + ")",
-                             "tflops": r"TFLOPs(?: per GPU)?:\s*(" + NUM + ")"}, required="global_step"),
+                             "tflops": r"TFLOPs(?: per GPU)?:\s*(" + NUM + ")"}, required="global_step",
+             samples=((" iteration       10/   10000 | consumed samples:          160 | elapsed time per iteration"
+                       " (ms): 5933.0 | learning rate: 1.500E-04 | global batch size:    16 | lm loss: 3.490000E+00 |"
+                       " loss scale: 1.0 | grad norm: 0.412 | number of skipped iterations:   0 | number of nan"
+                       " iterations:   0 |",
+                       {"global_step": 10, "total_steps": 10000, "step_time_ms": 5933.0, "lr": 0.00015,
+                        "global_batch": 16, "loss": 3.49, "loss_scale": 1.0, "grad_norm": 0.412,
+                        "skipped_iters": 0, "nan_iters": 0}),)),
     # DeepSpeed's pipeline engine: `steps: 50 loss: 8.4555 iter time (s): 1.464 samples/sec: 21.860`.
     LineKind("ds_pipe_step", "steps", ("iter time (s):",), "",
              {"global_step": I, "loss": F, "step_time_s": F, "samples_per_sec": F},
              field_patterns={"global_step": r"steps:\s*(\d+)", "loss": r"loss:\s*(" + NUM + ")",
                              "step_time_s": r"iter time \(s\):\s*(" + NUM + ")",
-                             "samples_per_sec": r"samples/sec:\s*(" + NUM + ")"}, required="step_time_s"),
+                             "samples_per_sec": r"samples/sec:\s*(" + NUM + ")"}, required="step_time_s",
+             samples=(("steps: 100 loss: 5.4321 iter time (s): 1.234 samples/sec: 103.726",
+                       {"global_step": 100, "loss": 5.4321, "step_time_s": 1.234, "samples_per_sec": 103.726}),)),
     # DeepSpeed-Chat step 3: `|E2E latency=7.99s |Gather latency=0.00s (0.00%) |Generate time=5.26s (65.81%)
     # |Training time=2.52s (31.46%) |Others=0.22 (2.73%)|CurSamplesPerSec=8.01 |AvgSamplesPerSec=8.01`.
     LineKind("dschat_rlhf_step", "steps", ("|E2E latency=",), "",
@@ -175,24 +205,37 @@ KINDS: tuple[LineKind, ...] = (
              field_patterns={"step_time_s": r"E2E latency=(" + NUM + ")s",
                              "generate_time_s": r"Generate time=(" + NUM + ")s",
                              "train_time_s": r"Training time=(" + NUM + ")s",
-                             "samples_per_sec": r"CurSamplesPerSec=(" + NUM + ")"}, required="step_time_s"),
+                             "samples_per_sec": r"CurSamplesPerSec=(" + NUM + ")"}, required="step_time_s",
+             samples=(("|E2E latency=24.32s |Gather latency=0.00s (0.00%) |Generate time=21.10s (86.75%) |Training"
+                       " time=2.94s (12.08%) |Others=0.28 (1.17%)|CurSamplesPerSec=1.32 |AvgSamplesPerSec=1.32",
+                       {"step_time_s": 24.32, "generate_time_s": 21.1, "train_time_s": 2.94,
+                        "samples_per_sec": 1.32}),)),
     # DeepSpeed-Chat steps 1-2 (print_throughput): `Model Parameters: 0.331 B, Latency: 0.27s, TFLOPs: 1.02,
     # Samples/sec: 7.28, Time/seq 0.14s, Batch Size: 2, Sequence Length: 512`.
     LineKind("dschat_step", "steps", ("Model Parameters: ",), "",
              {"step_time_s": F, "tflops": F, "samples_per_sec": F},
              field_patterns={"step_time_s": r"Latency: (" + NUM + ")s", "tflops": r"TFLOPs: (" + NUM + ")",
-                             "samples_per_sec": r"Samples/sec: (" + NUM + ")"}, required="step_time_s"),
+                             "samples_per_sec": r"Samples/sec: (" + NUM + ")"}, required="step_time_s",
+             samples=(("Model Parameters: 1.316 B, Latency: 2.51s, TFLOPs: 48.71, Samples/sec: 12.75, Time/seq 0.08s,"
+                       " Batch Size: 32, Sequence Length: 512",
+                       {"step_time_s": 2.51, "tflops": 48.71, "samples_per_sec": 12.75}),)),
     LineKind("hf_train_runtime", "steps", ("{'train_runtime'",), "",
              {"train_runtime_s": F, "samples_per_sec": F, "steps_per_sec": F, "loss": F, "epoch": F},
              field_patterns={"train_runtime_s": _hf_key("train_runtime"),
                              "samples_per_sec": _hf_key("train_samples_per_second"),
                              "steps_per_sec": _hf_key("train_steps_per_second"), "loss": _hf_key("train_loss"),
-                             "epoch": _hf_key("epoch")}, required="train_runtime_s"),
+                             "epoch": _hf_key("epoch")}, required="train_runtime_s",
+             samples=(("{'train_runtime': '7.67', 'train_samples_per_second': '41.72', 'train_steps_per_second':"
+                       " '5.215', 'train_loss': '6.837', 'epoch': '0.1562'}",
+                       {"train_runtime_s": 7.67, "samples_per_sec": 41.72, "steps_per_sec": 5.215, "loss": 6.837,
+                        "epoch": 0.1562}),)),
     # tqdm: `<pct>%|<bar>| <n>/<total> [<elapsed><<remaining>, <rate><unit>]`; the unit flips between it/s and s/it.
     LineKind("tqdm", "steps", ("it/s]", "s/it]"),
-             r"(?P<pct>\d+)%\|[^|]*\| *(?P<global_step>\d+)/(?P<total_steps>\d+) \[(?P<elapsed>[\d:]+)<[^,]*, *"
+             r"\d+%\|[^|]*\| *(?P<global_step>\d+)/(?P<total_steps>\d+) \[(?P<elapsed>[\d:]+)<[^,]*, *"
              r"(?P<rate>[\d.]+)(?P<unit>it/s|s/it)\]",
-             {"global_step": I, "total_steps": I, "rate": F, "unit": S, "elapsed": S}, required="rate"),
+             {"global_step": I, "total_steps": I, "rate": F, "unit": S, "elapsed": S}, required="rate",
+             samples=(("  2%|▎         | 1/40 [00:00<00:06,  6.47it/s]",
+                       {"global_step": 1, "total_steps": 40, "rate": 6.47, "unit": "it/s", "elapsed": "00:00"}),)),
     # The general progress reader: most trainers print an iteration counter and a duration or a rate on one line
     # (`iter 120: loss 3.2, time 350.2ms, mfu 41%`, `step 00004/21400 | loss: 8.9 | dt: 989.44ms | tok/sec: 529,882`,
     # `Epoch [1][50/500] lr: 0.02, time: 0.512, data_time: 0.301`, `Epoch 0, batch 10, ...`, `80 images/sec: 37.5`,
@@ -260,18 +303,27 @@ KINDS: tuple[LineKind, ...] = (
              )),
     # ---- timers (§1.8); names normalised forward->fwd, backward->bwd afterwards ----------------------------
     # `time (ms) | <name>: <ms> | ...`: names vary by version and stage, so timers.py maps them per line shape.
-    LineKind("ds_timers", "timers", ("time (ms) |",), "", {}, after="time (ms) |"),
+    LineKind("ds_timers", "timers", ("time (ms) |",), "", {}, after="time (ms) |",
+             samples=(("[2023-06-01 10:00:05,123] [INFO] [logging.py:96:log_dist] [Rank 0] time (ms) | fwd_microstep:"
+                       " 120.45 | bwd_microstep: 240.90 | bwd_inner_microstep: 230.70 | bwd_allreduce_microstep:"
+                       " 10.20 | step_microstep: 30.12",
+                       {"microstep": True, "fwd": 120.45, "bwd": 240.9, "step": 30.12}),)),
     # ---- memory (§1.4) -------------------------------------------------------------------------------------
     LineKind("ds_memory", "memory", ("Max_MA ",),
              r"MA (?P<ma_gb>" + NUM + r") GB\s+Max_MA (?P<max_ma_gb>" + NUM + r") GB\s+CA (?P<ca_gb>" + NUM
              + r") GB\s+Max_CA (?P<max_ca_gb>" + NUM + r") GB",
-             {"ma_gb": F, "max_ma_gb": F, "ca_gb": F, "max_ca_gb": F}, required="ma_gb"),
+             {"ma_gb": F, "max_ma_gb": F, "ca_gb": F, "max_ca_gb": F}, required="ma_gb",
+             samples=(("MA 0.38 GB         Max_MA 0.38 GB         CA 0.38 GB         Max_CA 0 GB ",
+                       {"ma_gb": 0.38, "max_ma_gb": 0.38, "ca_gb": 0.38, "max_ca_gb": 0.0}),)),
     # Megatron: `[Rank 0] (after 20 iterations) memory (MB) | allocated: X | max allocated: Y | reserved: Z |
     # max reserved: W` (MB of 2**20 bytes, like DeepSpeed's GB of 2**30).
     LineKind("megatron_memory", "memory", ("memory (MB) |",),
              r"allocated: (?P<ma_mb>" + NUM + r") \| max allocated: (?P<max_ma_mb>" + NUM + r") \| reserved: (?P<ca_mb>"
              + NUM + r") \| max reserved: (?P<max_ca_mb>" + NUM + r")",
-             {"ma_mb": F, "max_ma_mb": F, "ca_mb": F, "max_ca_mb": F}, required="ma_mb"),
+             {"ma_mb": F, "max_ma_mb": F, "ca_mb": F, "max_ca_mb": F}, required="ma_mb",
+             samples=(("[Rank 0] (after 10 iterations) memory (MB) | allocated: 10240.5 | max allocated: 20480.0 |"
+                       " reserved: 22528.0 | max reserved: 22528.0",
+                       {"ma_mb": 10240.5, "max_ma_mb": 20480.0, "ca_mb": 22528.0, "max_ca_mb": 22528.0}),)),
     # ---- Megatron-LM's straggler report (`--log-straggler`; reference/goodput_stragglers.md) ---------------------
     # `... | MnRtt/Rnk: 3425.12ms/5 | MxRtt/Rnk: 3573.33ms/2 | MnPwr/Rnk: 601.00W/3 | ... | MxEtpt/Rnk: 301.2TF/0`;
     # each metric is looked for on its own (versions add metrics), with or without its unit.
@@ -303,17 +355,27 @@ KINDS: tuple[LineKind, ...] = (
                        {"low_etpt_ranks": "296.02/1, 296.17/7"}))),
     LineKind("ds_cpu_memory", "cpu_memory", ("CPU Virtual Memory:",),
              r"CPU Virtual Memory:\s+used = (?P<cpu_used_gb>" + NUM + r") GB, percent = (?P<cpu_percent>" + NUM + r")%",
-             {"cpu_used_gb": F, "cpu_percent": F}, required="cpu_used_gb"),
+             {"cpu_used_gb": F, "cpu_percent": F}, required="cpu_used_gb",
+             samples=(("CPU Virtual Memory:  used = 1.21 GB, percent = 5.1%",
+                       {"cpu_used_gb": 1.21, "cpu_percent": 5.1}),)),
     # ---- comms per-op verbose line (§1.10) ------------------------------------------------------------------
     LineKind("ds_comm_op", "comms", ("comm op: ",),
              r"comm op: (?P<op>\w+)\s*\|\s*time \(ms\):\s*(?P<avg_latency_ms>" + NUM + r")\s*\|\s*msg size:\s*"
              r"(?P<msg_size>[\d.]+ ?[KMGT]?B)\s*\|\s*algbw \(Gbps\):\s*(?P<algbw_gbps>" + NUM
              + r")\s*\|\s*busbw \(Gbps\):\s*(?P<busbw_gbps>" + NUM + r")",
-             {"op": S, "avg_latency_ms": F, "msg_size": S, "algbw_gbps": F, "busbw_gbps": F}, required="op"),
+             {"op": S, "avg_latency_ms": F, "msg_size": S, "algbw_gbps": F, "busbw_gbps": F}, required="op",
+             samples=(("comm op: all_reduce | time (ms): 12.34 | msg size: 256.0 MB | algbw (Gbps): 165.9 | busbw"
+                       " (Gbps): 290.4",
+                       {"op": "all_reduce", "avg_latency_ms": 12.34, "msg_size": "256.0 MB", "algbw_gbps": 165.9,
+                        "busbw_gbps": 290.4}),)),
     # ---- events (§1.7, §1.9, §1.12, §4, §5) ----------------------------------------------------------------
     LineKind("allocator_flush", "events", ("allocator cache flushes",),
              r"(?P<count>\d+) pytorch allocator cache flushes since last step", {"count": I}, required="count",
-             constants={"kind": "allocator_flush"}),
+             constants={"kind": "allocator_flush"},
+             samples=(("[2023-06-01 10:00:05,123] [WARNING] [stage3.py:1850:step] 4 pytorch allocator cache flushes"
+                       " since last step. this happens when there is high memory pressure and is detrimental to"
+                       " performance.",
+                       {"count": 4, "kind": "allocator_flush"}),)),
     # The same warning's last sentence, where a paste or a wrapped line keeps only its tail (a count of 1).
     LineKind("allocator_flush_tail", "events", ("ranks flush their caches at the same time",),
              r"(?P<detail>ranks flush their caches at the same time)", {"detail": S}, required="detail",
@@ -323,18 +385,29 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("overflow", "events", ("OVERFLOW!",),
              r"OVERFLOW!(?: Rank \d+)? Skipping step\.(?: Attempted loss scale: (?P<value_from>" + NUM
              + r"), reducing to (?P<value_to>" + NUM + r"))?(?P<detail>.*)$",
-             {"value_from": F, "value_to": F, "detail": S}, required="detail", constants={"kind": "overflow"}),
+             {"value_from": F, "value_to": F, "detail": S}, required="detail", constants={"kind": "overflow"},
+             samples=(("[2026-11-20 09:00:00,000] [INFO] [loss_scaler.py:183:update_scale] [deepspeed] OVERFLOW! Rank"
+                       " 0 Skipping step. Attempted loss scale: 65536, reducing to 32768",
+                       {"value_from": 65536.0, "value_to": 32768.0, "detail": "", "kind": "overflow"}),)),
     LineKind("overflow_fp16_optimizer", "events", ("Overflow detected",),
              r"Overflow detected\. Skipping step\. Attempted loss scale: (?P<value_from>" + NUM + r"), reducing to "
              r"(?P<value_to>" + NUM + r")", {"value_from": F, "value_to": F}, required="value_from",
-             constants={"kind": "overflow"}),
+             constants={"kind": "overflow"},
+             samples=(("[2023-06-01 10:00:05,123] [INFO] [fused_optimizer.py:344:_update_scale] Overflow detected."
+                       " Skipping step. Attempted loss scale: 65536, reducing to 32768",
+                       {"value_from": 65536.0, "value_to": 32768.0, "kind": "overflow"}),)),
     LineKind("overflow_iteration", "events", ("Grad overflow on iteration",),
              r"Grad overflow on iteration:? (?P<step>\d+)", {"step": I}, required="step",
-             constants={"kind": "overflow"}),
+             constants={"kind": "overflow"},
+             samples=(("Grad overflow on iteration 1234",
+                       {"step": 1234, "kind": "overflow"}),)),
     LineKind("loss_scale_change", "events", ("dynamic loss scale from",),
              r"(?P<detail>Reducing|Increasing) dynamic loss scale from (?P<value_from>" + NUM + r") to (?P<value_to>"
              + NUM + r")", {"detail": S, "value_from": F, "value_to": F}, required="value_from",
-             constants={"kind": "loss_scale"}),
+             constants={"kind": "loss_scale"},
+             samples=(("[2023-06-01 10:00:05,123] [INFO] [loss_scaler.py:183:update_scale] Reducing dynamic loss"
+                       " scale from 65536 to 32768",
+                       {"detail": "Reducing", "value_from": 65536.0, "value_to": 32768.0, "kind": "loss_scale"}),)),
     # ---- how a launch ended (issue 33) ------------------------------------------------------------------------
     # torchrun's failure table (torch/distributed/elastic/multiprocessing/errors): `Root Cause (first observed
     # failure):` then, per failure, `[i]:` and its `time`, `host`, `rank`, `exitcode` lines.
@@ -429,16 +502,32 @@ KINDS: tuple[LineKind, ...] = (
                        {"kind": "exception_ignored"}),)),
     LineKind("oom", "events", ("OutOfMemoryError", "out of memory", "CUDA OOM"),
              r"(?P<detail>[\w.]*(?:OutOfMemoryError|out of memory|CUDA OOM).*)$", {"detail": S},
-             required="detail", constants={"kind": "oom"}),
+             required="detail", constants={"kind": "oom"},
+             samples=(("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 79.15 GiB"
+                       " total capacity; 70.1 GiB already allocated; 1.2 GiB free; 75.3 GiB reserved in total by"
+                       " PyTorch)",
+                       {"kind": "oom"}),)),
     LineKind("nccl_warn", "events", ("NCCL WARN",), r"NCCL WARN (?P<detail>.*)$", {"detail": S}, required="detail",
-             constants={"kind": "nccl_warn"}),
+             constants={"kind": "nccl_warn"},
+             samples=(("node-1:12345:12399 [0] include/socket.h:423 NCCL WARN Net : Connect to 10.0.0.2<55123> failed"
+                       " : Connection refused",
+                       {"detail": "Net : Connect to 10.0.0.2<55123> failed : Connection refused",
+                        "kind": "nccl_warn"}),)),
     LineKind("timeout", "events", ("collective operation timeout", "timed out", "Timed out", "DistNetworkError"),
-             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "timeout"}),
+             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "timeout"},
+             samples=(("torch.distributed.DistNetworkError: The client socket has timed out after 900s while trying"
+                       " to connect to (node-0, 29500).",
+                       {"kind": "timeout"}),)),
     LineKind("traceback", "events", ("Traceback (most recent call last)",), r"(?P<detail>Traceback.*)$",
-             {"detail": S}, required="detail", constants={"kind": "traceback"}),
+             {"detail": S}, required="detail", constants={"kind": "traceback"},
+             samples=(("[rank0]: Traceback (most recent call last):",
+                       {"detail": "Traceback (most recent call last):", "kind": "traceback"}),)),
     LineKind("exception", "events", ("Error: ", "Exception: "),
              r"(?:^|: )(?:\[rank\d+\]: )?(?P<detail>[A-Za-z_][\w.]*(?:Error|Exception): .*)$", {"detail": S},
-             required="detail", constants={"kind": "exception"}),
+             required="detail", constants={"kind": "exception"},
+             samples=(("[rank0]: RuntimeError: [/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/unbound_buffe"
+                       "r.cc:78] Timed out waiting 10000ms for recv operation to complete",
+                       {"kind": "comm_timeout"}),)),
     # Megatron: `saving checkpoint at iteration      10 to /path ...` (the save's start; `successfully saved
     # checkpoint from iteration 10 to ...` its end, which is no save of its own).
     LineKind("checkpoint_save", "events",
@@ -452,94 +541,191 @@ KINDS: tuple[LineKind, ...] = (
                       ("Saving checkpoint at step 100...", {"kind": "checkpoint_save"}))),
     # nanoGPT-style evaluation lines: `step 2000: train loss 2.91, val loss 2.95`.
     LineKind("eval_val_loss", "events", (", val loss ",), r"(?P<detail>\S.*, val loss " + NUM + r")",
-             {"detail": S}, required="detail", constants={"kind": "eval"}),
+             {"detail": S}, required="detail", constants={"kind": "eval"},
+             samples=(("step 500: train loss 2.8123, val loss 2.9345",
+                       {"detail": "step 500: train loss 2.8123, val loss 2.9345", "kind": "eval"}),)),
     LineKind("eval_start", "events", ("***** Running Evaluation *****",), r"(?P<detail>Running Evaluation)",
-             {"detail": S}, required="detail", constants={"kind": "eval"}),
+             {"detail": S}, required="detail", constants={"kind": "eval"},
+             samples=(("***** Running Evaluation *****",
+                       {"detail": "Running Evaluation", "kind": "eval"}),)),
     LineKind("eval_result", "events", ("{'eval_loss'",), "", {"value_from": F, "value_to": F},
              field_patterns={"value_from": _hf_key("eval_runtime"), "value_to": _hf_key("eval_loss")},
-             required="value_from", constants={"kind": "eval_result"}),
+             required="value_from", constants={"kind": "eval_result"},
+             samples=(("\u001b[A{'eval_loss': '6.838', 'eval_runtime': '0.5365', 'eval_samples_per_second': '119.3',"
+                       " 'eval_steps_per_second': '7.456', 'epoch': '0.07812'}",
+                       {"value_from": 0.5365, "value_to": 6.838, "kind": "eval_result"}),)),
     LineKind("launcher_exit", "events", ("exits with return code", "exits successfully", "failed (exitcode:"),
-             r"(?:exits with return code = (?P<code>-?\d+)|(?P<ok>exits successfully)|failed \(exitcode: (?P<code2>-?\d+)\))",
-             {"code": I, "ok": S, "code2": I}, required="", constants={"kind": "launcher_exit"}),
+             r"(?:exits with return code = (?P<code>-?\d+)|exits successfully|failed \(exitcode: (?P<code2>-?\d+)\))",
+             {"code": I, "code2": I}, required="", constants={"kind": "launcher_exit"},
+             samples=(("[2026-03-25 15:51:10,265] [INFO] [launch.py:367:main] Process 4042576 exits successfully.",
+                       {"kind": "launcher_exit"}),
+                      ("[2024-05-01 10:00:00,000] [ERROR] [launch.py:321:sigkill_handler] ['python', 'train.py'] "
+                       "exits with return code = 1", {"code": 1}),
+                      ("E1203 07:21:42.120000 29506 torch/distributed/elastic/multiprocessing/api.py:869] failed "
+                       "(exitcode: 1) local_rank: 1 (pid: 29511) of binary: /usr/bin/python", {"code": 1}))),
     LineKind("dataloader_warning", "events", ("does not have many workers", "This DataLoader will create"),
-             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "dataloader_warning"}),
+             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "dataloader_warning"},
+             samples=(("/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py:557: UserWarning: This"
+                       " DataLoader will create 32 worker processes in total. Our suggested max number of worker in"
+                       " current system is 8, which is smaller than what this DataLoader is going to create.",
+                       {"kind": "dataloader_warning"}),)),
     LineKind("anomaly_detection", "events", ("Anomaly Detection has been enabled",), r"(?P<detail>.+)$",
-             {"detail": S}, required="detail", constants={"kind": "anomaly_detection"}),
+             {"detail": S}, required="detail", constants={"kind": "anomaly_detection"},
+             samples=(("UserWarning: Anomaly Detection has been enabled. This mode will increase the runtime and"
+                       " should only be enabled for debugging.",
+                       {"kind": "anomaly_detection"}),)),
     LineKind("profiler_active", "events", ("ActivityProfilerController", "Profiler is enabled"), r"(?P<detail>.+)$",
-             {"detail": S}, required="detail", constants={"kind": "profiler"}),
+             {"detail": S}, required="detail", constants={"kind": "profiler"},
+             samples=(("STAGE:2023-06-01 10:00:05 12345:12345 ActivityProfilerController.cpp:312] Completed Stage:"
+                       " Warm Up",
+                       {"kind": "profiler"}),)),
     # The job found no GPU: HF Trainer's CPU AMP backend (chosen only when the device is the CPU), bitsandbytes
     # without CUDA, PyTorch / Lightning saying CUDA is unavailable.
     LineKind("no_gpu", "events",
              ("Using cpu_amp half precision backend", "compiled without GPU support", "CUDA is not available",
               "No CUDA GPUs are available", "GPU available: False", "torch.cuda.is_available() is False",
               "using device:cpu", "using device: cpu", "Using device: cpu", "Using device:cpu"),
-             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "no_gpu"}),
+             r"(?P<detail>.+)$", {"detail": S}, required="detail", constants={"kind": "no_gpu"},
+             samples=(("The installed version of bitsandbytes was compiled without GPU support. 8-bit optimizers,"
+                       " 8-bit multiplication, and GPU quantization are unavailable.",
+                       {"kind": "no_gpu"}),)),
     LineKind("recompile", "events", ("recompile_limit", "cache_size_limit"), r"(?P<detail>.+)$", {"detail": S},
-             required="detail", constants={"kind": "recompile"}),
+             required="detail", constants={"kind": "recompile"},
+             samples=(("torch._dynamo hit config.recompile_limit (8)",
+                       {"detail": "torch._dynamo hit config.recompile_limit (8)", "kind": "recompile"}),)),
     LineKind("gradient_checkpointing_warning", "events", ("torch.utils.checkpoint:",), r"(?P<detail>.+)$",
-             {"detail": S}, required="detail", constants={"kind": "gradient_checkpointing"}),
+             {"detail": S}, required="detail", constants={"kind": "gradient_checkpointing"},
+             samples=(("/usr/lib/python3/dist-packages/torch/utils/checkpoint.py:460: UserWarning:"
+                       " torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly.",
+                       {"kind": "gradient_checkpointing"}),)),
     # ---- facts: launcher (§1.2), engine (§1.1, §1.3, §1.5), accelerate (§2), HF (§3), NCCL (§5), versions ---
     LineKind("ds_version", "facts", ("DeepSpeed info: version=",), r"DeepSpeed info: version=(?P<value>[^,\s]+)",
-             {"value": S}, required="value", constants={"key": "version.deepspeed"}),
+             {"value": S}, required="value", constants={"key": "version.deepspeed"},
+             samples=(("[2026-11-29 23:02:57,692] [INFO] [logging.py:123:log_dist] [Rank 0] DeepSpeed info:"
+                       " version=0.19.8, git-hash=unknown, git-branch=unknown",
+                       {"value": "0.19.8", "key": "version.deepspeed"}),)),
     LineKind("ds_config_world_size", "facts", ("[config.py:",), r"Config mesh_device \S+ world_size = (?P<value>\d+)",
-             {"value": S}, required="value", constants={"key": "world_size"}),
+             {"value": S}, required="value", constants={"key": "world_size"},
+             samples=(("[2026-11-29 23:02:57,693] [INFO] [config.py:475:__init__] Config mesh_device None world_size"
+                       " = 2",
+                       {"value": "2", "key": "world_size"}),)),
     LineKind("ds_config_kv", "facts", ("[config.py:",),
              r":print\]\s+(?P<key>[a-z_0-9]+)(?: \.+ | {2,}| )(?P<value>.*?)\s*$", {"key": S, "value": S},
-             required="key", constants={"key_prefix": "ds."}),
+             required="key", constants={"key_prefix": "ds."},
+             samples=(("[2026-11-29 23:04:15,062] [INFO] [config.py:678:print]   activation_checkpointing_config  {",
+                       {"key": "ds.activation_checkpointing_config", "value": "{"}),)),
     LineKind("ds_dp_world_size", "facts", ("self.dp_world_size=",), r"self\.dp_world_size=(?P<value>\d+)",
-             {"value": S}, required="value", constants={"key": "dp_world_size"}),
+             {"value": S}, required="value", constants={"key": "dp_world_size"},
+             samples=(("\t self.dp_world_size=2",
+                       {"value": "2", "key": "dp_world_size"}),)),
     LineKind("ds_world_info", "facts", ("WORLD INFO DICT:",), r"WORLD INFO DICT: (?P<value>\{.*\})", {"value": S},
-             required="value", constants={"key": "launcher.world_info"}),
-    LineKind("ds_nnodes", "facts", ("nnodes=",), r"nnodes=(?P<value>\d+), num_local_procs=(?P<local>\d+)",
-             {"value": S, "local": S}, required="value", constants={"key": "launcher.nnodes"}),
+             required="value", constants={"key": "launcher.world_info"},
+             samples=(("[2026-11-29 23:01:53,333] [INFO] [launch.py:152:main] WORLD INFO DICT: {'localhost': [0, 1]}",
+                       {"value": "{'localhost': [0, 1]}", "key": "launcher.world_info"}),)),
+    LineKind("ds_nnodes", "facts", ("nnodes=",), r"nnodes=(?P<value>\d+), num_local_procs=\d+",
+             {"value": S}, required="value", constants={"key": "launcher.nnodes"},
+             samples=(("[2026-11-29 23:01:53,333] [INFO] [launch.py:158:main] nnodes=1, num_local_procs=2, node_rank=0",
+                       {"value": "1", "key": "launcher.nnodes"}),)),
     LineKind("ds_dist_world_size", "facts", ("dist_world_size=",), r"dist_world_size=(?P<value>\d+)", {"value": S},
-             required="value", constants={"key": "launcher.dist_world_size"}),
+             required="value", constants={"key": "launcher.dist_world_size"},
+             samples=(("[2026-11-29 23:01:53,333] [INFO] [launch.py:170:main] dist_world_size=2",
+                       {"value": "2", "key": "launcher.dist_world_size"}),)),
     LineKind("ds_cmd", "facts", ("] cmd = ", "cmd = "), r"(?:^|\] |:\s?)cmd = (?P<value>.*)$", {"value": S},
-             required="value", constants={"key": "launcher.cmd"}),
+             required="value", constants={"key": "launcher.cmd"},
+             samples=(("[2026-11-29 23:01:50,227] [INFO] [runner.py:618:main] cmd = /tmp/rec-venv/bin/python3 -u -m"
+                       " deepspeed.launcher.launch --world_info=eyJsb2NhbGhvc3QiOiBbMCwgMV19 --master_addr=127.0.0.1"
+                       " --master_port=29500 --enable_each_rank_log=None --log_level=info"
+                       " /tmp/diagnose-rec/train_ds.py --deepspeed_config /tmp/diagnose-rec/ds_zero0/ds_config.json"
+                       " --steps 40 --ds_log_level info",
+                       {"key": "launcher.cmd"}),)),
     LineKind("ds_backend", "facts", ("with backend ",), r"with backend (?P<value>\w+)", {"value": S},
-             required="value", constants={"key": "backend"}),
+             required="value", constants={"key": "backend"},
+             samples=(("[2026-11-29 23:02:01,395] [INFO] [comm.py:908:init_distributed] Initializing TorchBackend in"
+                       " DeepSpeed with backend gloo",
+                       {"value": "gloo", "key": "backend"}),)),
     LineKind("ds_accelerator", "facts", ("Setting ds_accelerator to ",), r"Setting ds_accelerator to (?P<value>\w+)",
-             {"value": S}, required="value", constants={"key": "accelerator"}),
+             {"value": S}, required="value", constants={"key": "accelerator"},
+             samples=(("[2023-06-01 10:00:00,001] [INFO] [real_accelerator.py:161:get_accelerator] Setting"
+                       " ds_accelerator to cuda (auto detect)",
+                       {"value": "cuda", "key": "accelerator"}),)),
     LineKind("ds_zero_stage", "facts", (" ZeRO stage ",),
-             r"Creating (?P<dtype>\S+) ZeRO stage (?P<value>\d) optimizer", {"value": S, "dtype": S},
-             required="value", constants={"key": "zero.stage_created"}),
+             r"Creating \S+ ZeRO stage (?P<value>\d) optimizer", {"value": S},
+             required="value", constants={"key": "zero.stage_created"},
+             samples=(("[2026-11-29 23:05:06,820] [INFO] [logging.py:123:log_dist] [Rank 0] Creating torch.float32"
+                       " ZeRO stage 1 optimizer",
+                       {"value": "1", "key": "zero.stage_created"}),)),
     # ZeRO-3's own banners name the stage where no config is printed.
     LineKind("ds_stage3_init", "facts", ("Stage 3 initialize beginning", "Parameter Offload"),
              r"(?P<value>Stage 3 initialize beginning|Parameter Offload)", {"value": S}, required="value",
-             constants={"key": "zero.stage3_banner"}),
+             constants={"key": "zero.stage3_banner"},
+             samples=(("[2023-06-01 10:00:03,100] [INFO] [utils.py:785:see_memory_usage] Stage 3 initialize beginning",
+                       {"value": "Stage 3 initialize beginning", "key": "zero.stage3_banner"}),)),
     # mpi_discovery: `Discovered MPI settings of world_rank=11, local_rank=3, world_size=16, ...`
-    _fact("ds_mpi_world", ("Discovered MPI settings of ",), r"world_size=(?P<value>\d+)", "mpi.world_size"),
-    _fact("ds_mpi_local", ("Discovered MPI settings of ",), r"local_rank=(?P<value>\d+)", "mpi.local_rank"),
+    _fact("ds_mpi_world", ("Discovered MPI settings of ",), r"world_size=(?P<value>\d+)", "mpi.world_size",
+          samples=(("[2023-06-01 10:00:00,500] [INFO] [comm.py:637:mpi_discovery] Discovered MPI settings of"
+                    " world_rank=0, local_rank=0, world_size=16, master_addr=10.0.0.1, master_port=29500",
+                    {"value": "16", "key": "mpi.world_size"}),)),
+    _fact("ds_mpi_local", ("Discovered MPI settings of ",), r"local_rank=(?P<value>\d+)", "mpi.local_rank",
+          samples=(("[2023-06-01 10:00:00,500] [INFO] [comm.py:637:mpi_discovery] Discovered MPI settings of"
+                    " world_rank=0, local_rank=3, world_size=16, master_addr=10.0.0.1, master_port=29500",
+                    {"value": "3", "key": "mpi.local_rank"}),)),
     LineKind("ds_cpu_offload", "facts", ("CPU Offload: ",), r"CPU Offload: (?P<value>True|False)", {"value": S},
-             required="value", constants={"key": "zero.cpu_offload"}),
+             required="value", constants={"key": "zero.cpu_offload"},
+             samples=(("[2026-11-29 23:05:06,821] [INFO] [stage_1_and_2.py:238:__init__] CPU Offload: False",
+                       {"value": "False", "key": "zero.cpu_offload"}),)),
     LineKind("ds_optimizer", "facts", ("Basic Optimizer = ", "Final Optimizer = "),
              r"DeepSpeed (?P<key>Basic|Final) Optimizer = (?P<value>\w+)", {"key": S, "value": S}, required="value",
-             constants={"key_prefix": "optimizer."}),
+             constants={"key_prefix": "optimizer."},
+             samples=(("[2026-11-29 23:04:15,054] [INFO] [logging.py:123:log_dist] [Rank 0] DeepSpeed Basic Optimizer"
+                       " = FusedAdam",
+                       {"key": "optimizer.Basic", "value": "FusedAdam"}),)),
     LineKind("cpu_adam", "facts", ("Adam Optimizer #",), r"Adam Optimizer #\d+ is created with (?P<value>\S+) arithmetic",
-             {"value": S}, required="value", constants={"key": "optimizer.cpu_adam_simd"}),
+             {"value": S}, required="value", constants={"key": "optimizer.cpu_adam_simd"},
+             samples=(("Adam Optimizer #0 is created with AVX2 arithmetic capability.",
+                       {"value": "AVX2", "key": "optimizer.cpu_adam_simd"}),)),
     LineKind("flops_profiler_enabled", "facts", ("Flops Profiler Enabled: ",),
              r"Flops Profiler Enabled: (?P<value>True|False)", {"value": S}, required="value",
-             constants={"key": "flops_profiler.enabled"}),
+             constants={"key": "flops_profiler.enabled"},
+             samples=(("[2026-11-29 23:02:57,760] [INFO] [logging.py:123:log_dist] [Rank 0] DeepSpeed Flops Profiler"
+                       " Enabled: False",
+                       {"value": "False", "key": "flops_profiler.enabled"}),)),
     LineKind("accelerate_env", "facts", ("Distributed environment: ",),
-             r"Distributed environment: (?P<value>\w+)(?:\s+Backend: (?P<backend>\w+))?", {"value": S, "backend": S},
-             required="value", constants={"key": "accelerate.distributed_type"}),
+             r"Distributed environment: (?P<value>\w+)", {"value": S},
+             required="value", constants={"key": "accelerate.distributed_type"},
+             samples=(("Distributed environment: MULTI_GPU  Backend: nccl",
+                       {"value": "MULTI_GPU", "key": "accelerate.distributed_type"}),)),
     LineKind("accelerate_num_processes", "facts", ("Num processes: ",), r"Num processes: (?P<value>\d+)",
-             {"value": S}, required="value", constants={"key": "accelerate.num_processes"}),
+             {"value": S}, required="value", constants={"key": "accelerate.num_processes"},
+             samples=(("Num processes: 8",
+                       {"value": "8", "key": "accelerate.num_processes"}),)),
     # `horovodrun --check-build`: NCCL is listed only under "Available Tensor Operations", so its box says whether
     # Horovod can all-reduce GPU tensors with NCCL at all.
-    _fact("horovod_nccl", ("[X] NCCL", "[ ] NCCL"), r"\[(?P<value>[X ])\] NCCL\s*$", "horovod.nccl"),
+    _fact("horovod_nccl", ("[X] NCCL", "[ ] NCCL"), r"\[(?P<value>[X ])\] NCCL\s*$", "horovod.nccl",
+          samples=(("    [ ] NCCL",
+                    {"value": " ", "key": "horovod.nccl"}),)),
     # ---- plain PyTorch, torchelastic, Lightning, Megatron ---------------------------------------------------
     # c10d: `Rank 2: Completed store-based barrier for key:store_based_barrier_key:1 with 16 nodes.` (its "nodes"
     # are processes).
     _fact("torch_barrier", ("Completed store-based barrier",), r"with (?P<value>\d+) nodes",
-          "torch.barrier_world_size"),
+          "torch.barrier_world_size",
+          samples=(("INFO:torch.distributed.distributed_c10d:Rank 0: Completed store-based barrier for"
+                    " key:store_based_barrier_key:1 with 16 nodes.",
+                    {"value": "16", "key": "torch.barrier_world_size"}),)),
     # torchelastic's rank assignment block: group_world_size (agents = nodes), local_world_size, global_world_sizes.
-    _fact("elastic_nodes", ("group_world_size=",), r"group_world_size=(?P<value>\d+)", "elastic.nodes"),
-    _fact("elastic_local", ("local_world_size=",), r"local_world_size=(?P<value>\d+)", "elastic.local_world_size"),
-    _fact("elastic_world", ("global_world_sizes=[",), r"global_world_sizes=\[(?P<value>\d+)", "elastic.world_size"),
+    _fact("elastic_nodes", ("group_world_size=",), r"group_world_size=(?P<value>\d+)", "elastic.nodes",
+          samples=(("  group_world_size=2",
+                    {"value": "2", "key": "elastic.nodes"}),)),
+    _fact("elastic_local", ("local_world_size=",), r"local_world_size=(?P<value>\d+)", "elastic.local_world_size",
+          samples=(("  local_world_size=8",
+                    {"value": "8", "key": "elastic.local_world_size"}),)),
+    _fact("elastic_world", ("global_world_sizes=[",), r"global_world_sizes=\[(?P<value>\d+)", "elastic.world_size",
+          samples=(("  global_world_sizes=[16, 16, 16, 16, 16, 16, 16, 16]",
+                    {"value": "16", "key": "elastic.world_size"}),)),
     # Lightning: `Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/4`.
     _fact("lightning_member", ("Initializing distributed: GLOBAL_RANK:",), r"MEMBER: \d+/(?P<value>\d+)",
-          "job.world_size"),
+          "job.world_size",
+          samples=(("Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8",
+                    {"value": "8", "key": "job.world_size"}),)),
     # Any world size a script prints: `world_size=N` (`trainer.world_size=1`, `dist.get_world_size()`),
     # `world_size: 8` (ms-swift's `rank: 0, local_rank: 0, world_size: 8`), `World size: 4`.
     LineKind("world_size_print", "facts",
@@ -560,24 +746,44 @@ KINDS: tuple[LineKind, ...] = (
                        {"value": "14", "key": "topology.NUM_NODES"}), ("num_nodes: 2", {"value": "2"}))),
     # Megatron: `using world size: 64, data-parallel-size: 1, tensor-model-parallel size: 4, pipeline-model-parallel
     # size: 16` (older: `using world size: 64 and model-parallel size: 4`), one row per number.
-    _fact("megatron_world", ("using world size: ",), r"using world size: (?P<value>\d+)", "megatron.world_size"),
-    _fact("megatron_dp", ("using world size: ",), r"data-parallel-size: (?P<value>\d+)", "megatron.data_parallel"),
+    _fact("megatron_world", ("using world size: ",), r"using world size: (?P<value>\d+)", "megatron.world_size",
+          samples=(("using world size: 128, data-parallel-size: 4, context-parallel size: 1, tensor-model-parallel"
+                    " size: 4, pipeline-model-parallel size: 8 ",
+                    {"value": "128", "key": "megatron.world_size"}),)),
+    _fact("megatron_dp", ("using world size: ",), r"data-parallel-size: (?P<value>\d+)", "megatron.data_parallel",
+          samples=(("using world size: 128, data-parallel-size: 4, context-parallel size: 1, tensor-model-parallel"
+                    " size: 4, pipeline-model-parallel size: 8 ",
+                    {"value": "4", "key": "megatron.data_parallel"}),)),
     _fact("megatron_tp", ("using world size: ",),
-          r"(?:tensor-model-parallel size|and model-parallel size): (?P<value>\d+)", "megatron.tensor_parallel"),
+          r"(?:tensor-model-parallel size|and model-parallel size): (?P<value>\d+)", "megatron.tensor_parallel",
+          samples=(("using world size: 128, data-parallel-size: 4, context-parallel size: 1, tensor-model-parallel"
+                    " size: 4, pipeline-model-parallel size: 8 ",
+                    {"value": "4", "key": "megatron.tensor_parallel"}),)),
     _fact("megatron_pp", ("using world size: ",), r"pipeline-model-parallel size: (?P<value>\d+)",
-          "megatron.pipeline_parallel"),
+          "megatron.pipeline_parallel",
+          samples=(("using world size: 128, data-parallel-size: 4, context-parallel size: 1, tensor-model-parallel"
+                    " size: 4, pipeline-model-parallel size: 8 ",
+                    {"value": "8", "key": "megatron.pipeline_parallel"}),)),
     # Megatron's argument dump: `  world_size ...................................... 64` (any key; facts.py reads
     # the ones it knows).
     LineKind("megatron_arg", "facts", (" ....",), r"(?:^|\s)(?P<key>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$",
-             {"key": S, "value": S}, required="key", constants={"key_prefix": "args."}),
+             {"key": S, "value": S}, required="key", constants={"key_prefix": "args."},
+             samples=(("  bf16 ............................................ True",
+                       {"key": "args.bf16", "value": "True"}),)),
     LineKind("accelerate_mixed_precision", "facts", ("Mixed precision type: ",),
              r"Mixed precision type: (?P<value>\w+)", {"value": S}, required="value",
-             constants={"key": "accelerate.mixed_precision"}),
+             constants={"key": "accelerate.mixed_precision"},
+             samples=(("Mixed precision type: bf16",
+                       {"value": "bf16", "key": "accelerate.mixed_precision"}),)),
     LineKind("accelerate_default", "facts", ("was set to a value of",),
              r"`--(?P<key>\w+)` was set to a value of `'?(?P<value>[^`']*)'?`", {"key": S, "value": S},
-             required="key", constants={"key_prefix": "accelerate."}),
+             required="key", constants={"key_prefix": "accelerate."},
+             samples=(("\t`--num_machines` was set to a value of `1`",
+                       {"key": "accelerate.num_machines", "value": "1"}),)),
     LineKind("hf_running_training", "facts", ("***** Running training *****",), r"(?P<value>Running training)",
-             {"value": S}, required="value", constants={"key": "hf.running_training"}),
+             {"value": S}, required="value", constants={"key": "hf.running_training"},
+             samples=(("[INFO|trainer.py:2313] 2026-11-20 09:00:00,000 >> ***** Running training *****",
+                       {"value": "Running training", "key": "hf.running_training"}),)),
     LineKind("hf_block_value", "facts",
              ("Num examples = ", "Num Epochs = ", "Num update steps per epoch = ",
               "Instantaneous batch size per device = ", "Total train batch size", "Gradient Accumulation steps = ",
@@ -585,34 +791,52 @@ KINDS: tuple[LineKind, ...] = (
              r"(?P<key>Num examples|Num Epochs|Num update steps per epoch|Instantaneous batch size per device|"
              r"Total train batch size|Gradient Accumulation steps|Total optimization steps|"
              r"Number of trainable parameters)[^=]*= (?P<value>[\d,]+)", {"key": S, "value": S}, required="key",
-             constants={"key_prefix": "hf."}),
+             constants={"key_prefix": "hf."},
+             samples=(("[INFO|trainer.py:2314] 2026-11-20 09:00:00,000 >>   Num examples = 2,000",
+                       {"key": "hf.Num examples", "value": "2,000"}),)),
     LineKind("nccl_info", "nccl", ("NCCL INFO ",),
-             r"(?:(?P<nccl_host>[\w.-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] )?NCCL INFO (?P<msg>.*)$",
-             {"nccl_host": S, "dev": I, "msg": S}, required="msg"),
+             r"(?:(?P<nccl_host>[\w.-]+):\d+:\d+ \[(?P<dev>\d+)\] )?NCCL INFO (?P<msg>.*)$",
+             {"nccl_host": S, "dev": I, "msg": S}, required="msg",
+             samples=(("node1: node1:4000:4100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+                       {"nccl_host": "node1", "dev": 0, "msg": "NCCL version 2.21.5+cuda12.4"}),)),
     LineKind("nccl_version", "facts", ("NCCL version ",), r"NCCL version (?P<value>[\d.]+(?:\+cuda[\d.]+)?)",
-             {"value": S}, required="value", constants={"key": "version.nccl"}),
+             {"value": S}, required="value", constants={"key": "version.nccl"},
+             samples=(("NCCL version 2.18.5+cuda12.2",
+                       {"value": "2.18.5+cuda12.2", "key": "version.nccl"}),)),
     LineKind("wandb_version", "facts", ("Tracking run with wandb version ",),
-             r"wandb version (?P<value>[\w.]+)", {"value": S}, required="value", constants={"key": "version.wandb"}),
+             r"wandb version (?P<value>[\w.]+)", {"value": S}, required="value", constants={"key": "version.wandb"},
+             samples=(("wandb: Tracking run with wandb version 0.31.0",
+                       {"value": "0.31.0", "key": "version.wandb"}),)),
     LineKind("ds_report_version", "facts",
              ("torch version ..", "deepspeed info ..", "torch cuda version ..", "nvcc version ..",
               "deepspeed wheel compiled w. .."),
              r"(?P<key>torch version|deepspeed info|torch cuda version|nvcc version)\s*\.+\s*(?P<value>[^\s,]+)",
-             {"key": S, "value": S}, required="key", constants={"key_prefix": "ds_report."}),
+             {"key": S, "value": S}, required="key", constants={"key_prefix": "ds_report."},
+             samples=(("torch version .................... 2.1.0+cu121",
+                       {"key": "ds_report.torch version", "value": "2.1.0+cu121"}),)),
     LineKind("accelerate_env_version", "facts", ("` version: ", "- PyTorch version", "- Transformers version"),
              r"- `?(?P<key>Accelerate|PyTorch|Transformers|DeepSpeed|transformers)`? version[^:]*: (?P<value>[\w.+]+)",
-             {"key": S, "value": S}, required="key", constants={"key_prefix": "env_report."}),
+             {"key": S, "value": S}, required="key", constants={"key_prefix": "env_report."},
+             samples=(("- `Accelerate` version: 0.25.0",
+                       {"key": "env_report.Accelerate", "value": "0.25.0"}),)),
     # `nvidia-smi -L` and scripts that print the device: `GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`,
     # `Device: NVIDIA H100 80GB HBM3`.
     LineKind("gpu_name", "facts", (" (UUID: GPU-", "GPU 0: NVIDIA", "GPU 0: Tesla", "Device: NVIDIA", "Device: Tesla"),
              r"(?:GPU \d+|Device): (?P<value>(?:NVIDIA|Tesla|Quadro)?[^(]*?)\s*(?:\(UUID: GPU-|$)", {"value": S},
-             required="value", constants={"key": "gpu_name"}),
+             required="value", constants={"key": "gpu_name"},
+             samples=(("node1: GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-52e6b438-f2a7)",
+                       {"value": "NVIDIA H100 80GB HBM3", "key": "gpu_name"}),)),
     # nvidia-smi's table: `|   0  Tesla V100-SXM2...  On   | 00000000:1A:00.0 Off |` (the name may be cut short)
     # and the memory row `| N/A 34C P0 41W / 300W |      0MiB / 32510MiB |`.
     LineKind("nvidia_smi_gpu", "facts", (" Off  |", " On   |", " On  |"),
-             r"(?:^|[:>] ?)\|\s+(?P<index>\d+)\s+(?P<value>[A-Za-z][\w .-]*?)(?:\.\.\.)?\s+(?:On|Off)\s+\|",
-             {"value": S, "index": S}, required="value", constants={"key": "nvidia_smi.gpu"}),
+             r"(?:^|[:>] ?)\|\s+\d+\s+(?P<value>[A-Za-z][\w .-]*?)(?:\.\.\.)?\s+(?:On|Off)\s+\|",
+             {"value": S}, required="value", constants={"key": "nvidia_smi.gpu"},
+             samples=(("|   0  NVIDIA A100-SXM4-80GB          On  | 00000000:07:00.0 Off |                    0 |",
+                       {"value": "NVIDIA A100-SXM4-80GB", "key": "nvidia_smi.gpu"}),)),
     LineKind("nvidia_smi_memory", "facts", ("MiB / ",), r"\d+MiB /\s*(?P<value>\d+)MiB", {"value": S},
-             required="value", constants={"key": "nvidia_smi.memory_mib"}),
+             required="value", constants={"key": "nvidia_smi.memory_mib"},
+             samples=(("| N/A   34C    P0    61W / 400W |      4MiB / 81920MiB |      0%      Default |",
+                       {"value": "81920", "key": "nvidia_smi.memory_mib"}),)),
     # nvidia-smi's process table: `|    0   N/A  N/A     47031      C   /usr/bin/python3      0MiB |` (older: no GI/CI
     # columns): the GPUs of the host that printed it which run a compute process.
     LineKind("nvidia_smi_process", "facts", (),
@@ -655,10 +879,16 @@ KINDS: tuple[LineKind, ...] = (
                       ("--model_name_or_path facebook/opt-1.3b \\", {"value": "facebook/opt-1.3b"}))),
     LineKind("omp_banner", "facts", ("Setting OMP_NUM_THREADS environment variable",),
              r"to be (?P<value>\d+) in default", {"value": S}, required="value",
-             constants={"key": "env.OMP_NUM_THREADS"}),
+             constants={"key": "env.OMP_NUM_THREADS"},
+             samples=(("W1129 23:04:55.760000 3035 torch/distributed/run.py:874] Setting OMP_NUM_THREADS environment"
+                       " variable for each process to be 1 in default, to avoid your system being overloaded, please"
+                       " further tune the variable for optimal performance in your application as needed. ",
+                       {"value": "1", "key": "env.OMP_NUM_THREADS"}),)),
     LineKind("model_params_script", "facts", (" parameters",),
              r"(?:built \w+ from config, |[Mm]odel (?:has |parameters:? ))(?P<value>[\d,]+) parameters",
-             {"value": S}, required="value", constants={"key": "model.params"}),
+             {"value": S}, required="value", constants={"key": "model.params"},
+             samples=(("rank 0/2: built GPT2LMHeadModel from config, 169728 parameters",
+                       {"value": "169728", "key": "model.params"}),)),
 )
 
 

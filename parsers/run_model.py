@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -62,6 +63,9 @@ class RunModel:
     # no reader understood, each with a sample line
     streams: tuple[Stream, ...] = ()
     unread: tuple[Unread, ...] = ()
+    # the text of each config and launch script read (DeepSpeed JSON, accelerate YAML, scripts), by source name:
+    # the recommended changes are written into these (reports/config_patch.py), never into the files themselves
+    configs: dict[str, str] = field(default_factory=dict)
 
     def frame(self, name: str) -> pl.DataFrame:
         return self.frames[name]
@@ -94,6 +98,7 @@ class _Acc:
     streams: list[Stream] = field(default_factory=list)
     unread: list[Unread] = field(default_factory=list)
     stream_lines: list[pl.DataFrame] = field(default_factory=list)  # (source, line) of every learned stream's lines
+    configs: dict[str, str] = field(default_factory=dict)  # RunModel.configs
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
     unread = tuple(sorted(acc.unread, key=lambda u: -u.lines))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults),
-                    tuple(acc.streams), unread)
+                    tuple(acc.streams), unread, dict(acc.configs))
 
 
 def _finite(frame: pl.DataFrame) -> pl.DataFrame:
@@ -262,6 +267,8 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
         elif sniffed is not None:
             _record_config(sniffed, source_id, acc)
             acc.sources.append(SourceInfo(inp.name, sniffed[0], bytes=size))
+            if sniffed[0] in CONFIG_KINDS and _given(inp):
+                acc.configs.setdefault(inp.name, text)
             return
     else:
         source_id = _next_id(acc, progress)
@@ -281,6 +288,8 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     is_script = script is not None and (_has_shebang(path) or _script_majority(script, result))
     if is_script:
         acc.scripts.append((source_id, script))  # type: ignore[arg-type]
+        if _given(inp):
+            acc.configs.setdefault(inp.name, text)
     notes = (["truncated gzip: read what it holds"] if truncated else []) + (
         ["a NUL-padded tail (what a crashed node leaves) ignored"] if _nul_tail(path) else []) + (
         [f"{result.stats.cut_lines} line(s) longer than {MAX_LINE_BYTES >> 20} MiB cut there (the rest skipped)"]
@@ -422,6 +431,14 @@ def _record_config(sniffed: tuple[str, Any], source_id: int, acc: _Acc) -> None:
         acc.parts.setdefault("steps", []).append(configs.trainer_state_steps(data, source_id))
 
 
+# The sources whose text the run model keeps for the recommended changes (RunModel.configs).
+CONFIG_KINDS = ("ds_config", "accelerate_config", "launch_script")
+
+
+def _given(inp: Input) -> bool:
+    """A file the user gave, whose corrected version a report may show as theirs: one named (an upload, a path) or
+    a file on this machine; not a piece of a thread or a URL's download."""
+    return inp.explicit or os.path.isfile(inp.name)
 # Logs up to this size are read together, many to one chunk, up to BATCH_BYTES at a time (3,000 logs of 2 KB: 85 s
 # one by one, each paying the line kinds' fixed cost of ~13 ms a chunk).
 SMALL_LOG_BYTES = 256 * 1024

@@ -12,7 +12,6 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from diagnose.findings import Change
@@ -36,20 +35,21 @@ class ConfigPatch:
     written: tuple[Change, ...] = ()  # the changes the files now hold
 
 
-def local_files(model: RunModel) -> dict[str, Path]:
-    """The run's sources that are files on this machine, by name (the command line's inputs)."""
-    return {s.name: Path(s.name) for s in model.sources if os.path.isfile(s.name)}
+def _patchable(name: str) -> bool:
+    """A source a patch can name: a file the user gave (a path, an upload's name), not a URL's attachment or stdin."""
+    return bool(name) and "://" not in name and name != "-" and not name.startswith("<")
 
 
-def build(model: RunModel, changes: tuple[Change, ...], files: dict[str, Path]) -> ConfigPatch:
-    """Each change applied to the first source file of its kind; what has no file is named in `notes`. `files` maps
-    a source's name to where it can be read: only those are read (the server passes its uploads, never a path a
-    client named)."""
+def build(model: RunModel, changes: tuple[Change, ...]) -> ConfigPatch:
+    """Each change applied to the first config source of its kind, from the text the run model kept when it read it
+    (RunModel.configs: nothing is read again, and only what was given is written into); what has no file is named in
+    `notes`."""
     by_kind: dict[str, str] = {}
     for s in model.sources:
-        if s.kind in ("ds_config", "accelerate_config", "launch_script") and s.kind not in by_kind and s.name in files:
+        if s.kind in ("ds_config", "accelerate_config", "launch_script") and s.kind not in by_kind \
+                and s.name in model.configs and _patchable(s.name):
             by_kind[s.kind] = s.name
-    texts: dict[str, str] = {name: files[name].read_text(errors="replace") for name in by_kind.values()}
+    texts: dict[str, str] = {name: model.configs[name] for name in by_kind.values()}
     edited = dict(texts)
     notes: list[str] = []
     written: list[Change] = []

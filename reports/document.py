@@ -9,7 +9,6 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable, Collection
-from pathlib import Path
 from typing import Any
 
 from diagnose import planner
@@ -21,6 +20,7 @@ from diagnose.parsers.facts import RunFacts
 from diagnose.parsers.run_model import RunModel
 from diagnose.parsers.templates import UNREAD_SHOWN
 from diagnose.reports import inert, redact
+from diagnose.reports.config_patch import ConfigPatch
 
 SCHEMA_VERSION = 1
 
@@ -288,15 +288,14 @@ def _other_claims(f: RunFacts, fact: str) -> list[Any]:
     return list(seen.values())
 
 
-def recommended_diffs(d: Diagnosis, model: RunModel, r: Redactor, files: dict[str, Path] | None) -> list[dict[str, str]]:
+def recommended_diffs(d: Diagnosis, model: RunModel, r: Redactor, patch: ConfigPatch | None) -> list[dict[str, str]]:
     """The recommended configuration as diffs: of the user's own files where the run's sources include them (the
-    exact lines `--write-config` writes), in each target's syntax for the rest."""
+    exact lines `--write-config` writes: `patch`), in each target's syntax for the rest."""
     changes = d.recommendation.changes
-    if not files:
+    if patch is None or not patch.files:
         return diff_text(changes, r, model.facts.framework)
     from diagnose.reports import config_patch
 
-    patch = config_patch.build(model, changes, files)
     # The changed lines only, with their line numbers: the rest of the user's file is not the report's to quote.
     out = [{"target": "file", "label": f"{f.relpath} (your file: the lines that change; --write-config writes it)",
             "diff": r("".join(config_patch.unified((f,), config_patch.PUBLIC_CONTEXT)
@@ -307,8 +306,9 @@ def recommended_diffs(d: Diagnosis, model: RunModel, r: Redactor, files: dict[st
 
 
 def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_hosts: bool = False,
-          files: dict[str, Path] | None = None) -> dict[str, Any]:
-    """The report document. `files`: the run's config files by source name, for diffs of the files themselves."""
+          patch: ConfigPatch | None = None) -> dict[str, Any]:
+    """The report document. `patch`: the recommended changes in the run's own config files (the pipeline builds it
+    once), for diffs of the files themselves."""
     f = model.facts
     r = Redactor(redact_secrets, tuple(f.hostnames) + tuple(f.nccl.hosts), redact_hosts,
                  common_folder([s.name for s in model.sources] + [s.name for s in model.skipped]))
@@ -326,7 +326,7 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         "ending": ending_dict(d, r),
         # every finding's changes merged into one consistent set (diagnose/recommend.py); each diff once, per file
         "recommended_changes": [r(change_dict(c)) for c in d.recommendation.changes],
-        "recommended_diffs": recommended_diffs(d, model, r, files),
+        "recommended_diffs": recommended_diffs(d, model, r, patch),
         "plan": plan,
         "next_steps": list(d.next_steps),
         # units that raised (a rule, a line kind, the planner): the report comes from the rest and says so

@@ -312,3 +312,24 @@ def test_every_origin_a_reader_emits_has_a_tier() -> None:
             seen.setdefault(ev.origin, str(d))
     assert len(seen) > 20
     assert {o: where for o, where in seen.items() if o not in ORIGIN_TIERS} == {}
+
+
+def test_a_kind_that_would_drop_a_column_is_refused_at_load() -> None:
+    """Strict kinds (issue 34): a capture group a kind does not declare, or a field its frame does not keep, stops the
+    load with the kind's name (torchrun's `failed (exitcode: N)` used to land in a column no frame kept)."""
+    from dataclasses import replace
+
+    from diagnose.parsers.extract import check_kinds
+
+    exit_kind = next(k for k in KINDS if k.name == "launcher_exit")
+    check_kinds((exit_kind,))
+    with pytest.raises(ValueError, match="launcher_exit: capture groups not declared: \\['signal'\\]"):
+        check_kinds((replace(exit_kind, pattern=exit_kind.pattern + r"|(?P<signal>SIG\w+)"),))
+    with pytest.raises(ValueError, match="fields no frame keeps: \\['exit_note'\\]"):
+        check_kinds((replace(exit_kind, fields={**exit_kind.fields, "exit_note": exit_kind.fields["code"]}),))
+
+
+def test_every_kind_carries_samples() -> None:
+    """Each line kind declares lines in the wild and what they give (issue 34), as lnav's formats do; the test above
+    runs them all. The samples are lines of the project's recorded runs, or the library's own printed layout."""
+    assert [k.name for k in KINDS if not k.samples] == []
