@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -10,6 +11,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 CORPUS = ROOT.parent / "shared" / "corpus"
+
+
+@functools.cache
+def analysed(path: Path):  # type: ignore[no-untyped-def]  # -> diagnose.pipeline.Analysis
+    """Each sample read and diagnosed once per test run, whichever tests ask (issue 34): the analysis is frozen data,
+    and the renderers only read it."""
+    import diagnose
+
+    return diagnose.analyse(Path(path))
 
 
 def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120,

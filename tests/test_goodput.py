@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import diagnose
-from conftest import SAMPLES
+from conftest import SAMPLES, analysed
 from diagnose.goodput import check_sum
 
 T0 = datetime(2026, 11, 20, 9, 0, 0)
@@ -119,12 +119,12 @@ def test_a_single_spike_is_not_a_shift() -> None:
 
 
 def test_the_largest_measured_loss_heads_the_report_and_ranks_its_finding() -> None:
-    doc = json.loads(diagnose.analyse(SAMPLES / "synthetic" / "checkpoint_stalls").render("json"))
+    doc = json.loads(analysed(SAMPLES / "synthetic" / "checkpoint_stalls").render("json"))
     top = doc["findings"][0]
     assert top["id"] == "periodic-stalls" and top["cost"]["measure"] == "stalls"
     assert top["cost"]["lost_s"] == pytest.approx(360.0, rel=0.05)  # two 180 s checkpoint stalls were injected
     assert "lost to stalls" in doc["verdict"] and f"{top['cost']['share']:.0%} of the run" in doc["verdict"]
-    comm = json.loads(diagnose.analyse(SAMPLES / "synthetic" / "multinode_socket").render("json"))
+    comm = json.loads(analysed(SAMPLES / "synthetic" / "multinode_socket").render("json"))
     socket = next(f for f in comm["findings"] if f["id"] == "nccl-socket-transport")
     c = socket["cost"]
     assert c["gpu_hours"] == pytest.approx(c["lost_s"] * 16 / 3600, rel=1e-6)
@@ -133,7 +133,7 @@ def test_the_largest_measured_loss_heads_the_report_and_ranks_its_finding() -> N
 
 
 def test_a_persistent_straggler_is_named_with_its_wait() -> None:
-    doc = json.loads(diagnose.analyse(SAMPLES / "synthetic" / "straggler").render("json"))
+    doc = json.loads(analysed(SAMPLES / "synthetic" / "straggler").render("json"))
     s = doc["goodput"]["stragglers"]
     assert s["kind"] == "persistent" and s["rank"] == 5 and s["share"] == 1.0
     straggler = next(f for f in doc["findings"] if f["id"] == "straggler")
@@ -222,7 +222,7 @@ def test_megatron_straggler_reports_tell_a_moving_rank_and_stay_quiet_under_the_
 
 
 def test_mfu_says_what_it_lacked() -> None:
-    doc = json.loads(diagnose.analyse(SAMPLES / "synthetic" / "checkpoint_stalls").render("json"))
+    doc = json.loads(analysed(SAMPLES / "synthetic" / "checkpoint_stalls").render("json"))
     assert doc["metrics"]["mfu"] is None
     assert "the sequence length (--seq-len)" in doc["goodput"]["mfu_missing"]
     seed = json.loads(diagnose.analyse(SAMPLES / "synthetic" / "seed_zero3_launch_blocking").render("json"))

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 import diagnose
-from conftest import SAMPLES
+from conftest import SAMPLES, analysed
 from diagnose.reports import charts, mermaid
 
 BLOCK = re.compile(r"```mermaid\n(xychart-beta.*?)\n```", re.S)
@@ -119,7 +119,7 @@ def test_every_sample_chart_renders_with_the_real_mermaid() -> None:
     exponent form that once broke 8 of 98 charts, which the same renderer must refuse."""
     texts = []
     for run in sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts}):
-        md = diagnose.analyse(run).render("md")
+        md = analysed(run).render("md")
         texts += [(run.name, b) for b in re.findall(r"```mermaid\n(.*?)\n```", md, re.S)]
     assert len(texts) >= 40
     control = 'xychart-beta\n  title "t"\n  x-axis "step" 1 --> 3\n  y-axis "s"\n  line [5.556e-07, 1, 2]'

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SAMPLES, run_cli
+from conftest import SAMPLES, analysed, run_cli
 from diagnose.engine import diagnose
 from diagnose.parsers import parse
 from diagnose.reports import document, markdown
@@ -165,15 +165,23 @@ def test_a_markdown_report_of_many_runs_says_it_is_too_long_for_a_comment(tmp_pa
 
 
 @pytest.mark.parametrize("run", ALL_RUNS)
-def test_every_sample_renders_every_format(tmp_path: Path, run: str) -> None:
-    for fmt in ("json", "md", "html", "txt"):
-        out = tmp_path / f"r.{fmt}"
-        proc = run_cli("report", str(SAMPLES / run), "-o", str(out))
-        assert proc.returncode == 0, (fmt, proc.stderr)
-        assert out.stat().st_size > 200
-    html = (tmp_path / "r.html").read_text()
+def test_every_sample_renders_every_format(run: str) -> None:
+    """In-process (issue 34): each sample analysed once and rendered in every format; the command line's own path
+    is the smoke test below, one process per format."""
+    analysis = analysed(SAMPLES / run)
+    for fmt in ("json", "md", "html", "text"):
+        assert len(analysis.render(fmt)) > 200, fmt
+    html = analysis.render("html")
     assert html.count("* plotly.js (basic - minified) v") == 1 and len(html) < 2_000_000  # plotly.js inlined once
     assert html.count("Plotly.newPlot") == html.count('class="chart') and "<script src=" not in html
+
+
+@pytest.mark.parametrize("fmt", ["json", "md", "html", "txt"])
+def test_the_command_line_writes_each_format(tmp_path: Path, fmt: str) -> None:
+    out = tmp_path / f"r.{fmt}"
+    proc = run_cli("report", str(SAMPLES / "fault_raise"), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert out.stat().st_size > 200 and f"wrote {out}" in proc.stderr
 
 
 def test_exit_codes_and_overwrite(tmp_path: Path) -> None:
