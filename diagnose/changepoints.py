@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from diagnose.parsers.scalars import number
+
+
 SHIFT_GATE = 1.10  # Greyhound's gate: a 10% change in iteration time
 MAX_BUCKETS = 200  # bucket medians: robust to single spikes, and the search stays small on a million steps
 MIN_SEGMENT = 3  # buckets on each side of a split
@@ -77,7 +80,7 @@ def find(series: pl.DataFrame | None, events: pl.DataFrame, steps: pl.DataFrame,
         pattern = "shift"
     else:
         q = n // 4
-        quarters = [float(series.slice(i * q, q)["step_time_s"].median()) for i in range(4)] if q >= 2 else []
+        quarters = [number(series.slice(i * q, q)["step_time_s"].median()) for i in range(4)] if q >= 2 else []
         if quarters and all(b >= a for a, b in zip(quarters, quarters[1:])) and quarters[-1] >= SHIFT_GATE * quarters[0]:
             pattern, trend = "trend", quarters[-1] / quarters[0] - 1.0
     return ChangePoints(shifts=tuple(shifts), pattern=pattern, trend_change=trend,
@@ -86,7 +89,7 @@ def find(series: pl.DataFrame | None, events: pl.DataFrame, steps: pl.DataFrame,
 
 def _steps_per_row(series: pl.DataFrame) -> int:
     gaps = series["step"].diff().drop_nulls()
-    return max(1, int(gaps.median())) if gaps.len() else 1  # type: ignore[arg-type]
+    return max(1, int(number(gaps.median()))) if gaps.len() else 1
 
 
 def _cost(values: list[float]) -> float:
@@ -194,7 +197,7 @@ def _slowdown(series: pl.DataFrame, shifts: list[Shift], pattern: str | None) ->
         return total
     if pattern == "trend":
         q = series.height // 4
-        base = float(series.slice(0, q)["step_time_s"].median())
+        base = number(series.slice(0, q)["step_time_s"].median())
         excess = (series["step_time_s"] - base).clip(lower_bound=0) * _steps_per_row(series)
         return float(excess.sum())
     return 0.0

@@ -21,6 +21,7 @@ from diagnose.reports.formats import FORMATS, by_suffix, strict_json, suffix_lis
 if TYPE_CHECKING:
     from diagnose.compare import Side
     from diagnose.pipeline import Analysis, Options
+    from diagnose.parsers.sources import Run
     from diagnose.reports.config_patch import ConfigPatch
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
@@ -50,9 +51,9 @@ def _flag_metavar() -> None:
             continue
 
         def display(self: object, ctx: object, _shown: object = shown) -> object:
-            return "" if getattr(self, "is_flag", False) else _shown(self, ctx)  # type: ignore[operator]
+            return "" if getattr(self, "is_flag", False) else _shown(self, ctx)  # type: ignore[operator]  # typer's
 
-        cls.display_type_rich = display  # type: ignore[assignment]
+        cls.display_type_rich = display  # type: ignore[method-assign]  # typer's help renderer, patched once
 
 
 _flag_metavar()
@@ -114,8 +115,9 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
 
         def progress(n: int, lines: int = 0) -> None:
             lines_read[0] += lines
-            bar.update(logs, advance=n / 1_000_000,  # type: ignore[arg-type]
-                       description=f"reading logs: {lines_read[0]:,} lines, MB")
+            if logs is not None:
+                bar.update(logs, advance=n / 1_000_000,
+                               description=f"reading logs: {lines_read[0]:,} lines, MB")
         return parse_sources(sources, progress=progress if logs is not None else None, refresh=refresh,
                              fetch_progress=fetched if wandb else None)
 
@@ -280,19 +282,19 @@ def _options(**given: object) -> Options:
     from diagnose.pipeline import Options
 
     try:
-        return Options(**given)  # type: ignore[arg-type]
+        return Options(**given)  # type: ignore[arg-type]  # the flags' values, checked by Options itself
     except ValueError as e:  # "seq_len must be positive": said with the flag's name
         field, _, why = str(e).partition(" ")
         raise _fail(f"{_OPTION_FLAGS.get(field, field)} {why}") from None
 
 
-def _analyse_or_exit(sources: list[str], options: Options, on_runs: Callable[[list], None] | None = None
+def _analyse_or_exit(sources: list[str], options: Options, on_runs: Callable[[list[Run]], None] | None = None
                      ) -> Analysis:
     """The pipeline (diagnose/pipeline.py) with the command line's reading: progress on a terminal, one stderr line
     for the runs a directory holds, the inputs each run skipped and the runs skipped whole."""
     from diagnose.pipeline import analyse
 
-    def found(runs: list) -> None:
+    def found(runs: list[Run]) -> None:
         if len(runs) > 1 and options.run is None:
             _stderr(f"diagnose: {len(runs)} runs found: reporting each on its own (--run NAME picks one)")
             urls = [r.sources[0] for r in runs if len(r.sources) == 1 and r.sources[0].startswith("http")]
@@ -352,7 +354,7 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object, prefix: s
     except ImportError:
         raise _fail("--images needs kaleido: pip install 'diagnose-training[images]'") from None
     directory.mkdir(parents=True, exist_ok=True)
-    figs = charts.figures(model, diagnosis)  # type: ignore[arg-type]
+    figs = charts.figures(model, diagnosis)  # type: ignore[arg-type]  # the report command's own Diagnosis
     paths = [directory / f"{prefix}{name}.png" for name, _ in figs]
     try:
         pio.write_images([f for _, f in figs], paths, width=1000,
@@ -572,7 +574,7 @@ def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[floa
     frames."""
     from diagnose.compare import Side
 
-    def one_run(runs: list) -> None:
+    def one_run(runs: list[Run]) -> None:
         if len(runs) > 1:
             raise _fail(f"the {label} {files[0]} holds {len(runs)} runs ({', '.join(r.name for r in runs[:4])}); "
                         "name one run's directory or files")
@@ -582,7 +584,7 @@ def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[floa
     return Side(" ".join(files), one.model.facts, one.diagnosis, tuple(s.name for s in one.model.sources))
 
 
-def _runs_or_exit(sources: list[str]) -> list:
+def _runs_or_exit(sources: list[str]) -> list[Run]:
     from diagnose.pipeline import runs_of
 
     try:
@@ -710,8 +712,8 @@ def rules(rule_id: Annotated[Optional[str], typer.Argument(help="A rule id to ex
 
     registry = load_all()
     if rule_id is None:
-        for r in registry.values():
-            out.print(f"{r.id:<36} {r.title}", markup=False)
+        for each in registry.values():
+            out.print(f"{each.id:<36} {each.title}", markup=False)
         return
     r = registry.get(rule_id)
     if r is None:

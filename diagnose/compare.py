@@ -365,7 +365,7 @@ def explain(cmp: Comparison) -> tuple[Explanation, ...]:
     if slower is not None:
         out += _components(cmp, changed, slower)
     findings = cmp.new_findings if slower in (True, None) else cmp.gone_findings
-    untied = []
+    untied: list[Explanation] = []
     for f in findings:
         if not f.explains_slowdown or f.severity == "info":
             continue

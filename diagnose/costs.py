@@ -64,7 +64,8 @@ def _piece(*names: str) -> Callable[[Inputs, Mapping[str, object]], Measure]:
         p = _sub(x.account, *names)
         if p is None or p.seconds is None:
             return None
-        share = p.seconds / (x.account.part("steps").seconds or 1.0)  # type: ignore[union-attr]
+        steps = x.account.part("steps")
+        share = p.seconds / ((steps.seconds if steps else None) or 1.0)
         return (p.seconds, p.seconds, f"{p.name} {share:.0%} of the steady steps ({p.basis}) = {_sec(p.seconds)}, "
                                       f"x {_gpus(x.account)}")
     return measure

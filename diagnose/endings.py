@@ -14,6 +14,7 @@ from typing import Literal
 import polars as pl
 
 from diagnose.parsers.run_model import RunModel
+from diagnose.parsers.scalars import between, whole
 
 How = Literal["finished", "crashed", "hung", "frozen", "killed", "unknown"]
 # Exceptions the launcher raises about its workers: the workers' own lines say what failed.
@@ -56,7 +57,17 @@ class Ending:
                 "unsaved_s": self.unsaved_s, "unsaved_from": self.unsaved_from}
 
 
-def _failure_table(ev: pl.DataFrame) -> dict[str, object] | None:
+@dataclass(frozen=True)
+class _Table:
+    """torchrun's root-cause entry."""
+
+    rank: int | None
+    host: str | None
+    code: int | None
+    where: tuple[int, int]
+
+
+def _failure_table(ev: pl.DataFrame) -> _Table | None:
     """torchrun's root-cause entry: the rank, host and exit code printed just after `Root Cause (first observed
     failure):`."""
     roots = ev.filter(pl.col("kind") == "failure_root_cause")
@@ -68,8 +79,10 @@ def _failure_table(ev: pl.DataFrame) -> dict[str, object] | None:
     def first(kind: str, col: str) -> object:
         got = near.filter(pl.col("kind") == kind)[col].drop_nulls()
         return got[0] if got.len() else None
-    return {"rank": first("failure_rank", "failed_rank"), "host": first("failure_host", "host"),
-            "code": first("failure_exitcode", "code"), "where": (int(src), int(line))}
+    rank, host, code = (first("failure_rank", "failed_rank"), first("failure_host", "host"),
+                        first("failure_exitcode", "code"))
+    return _Table(rank if isinstance(rank, int) else None, host if isinstance(host, str) else None,
+                  code if isinstance(code, int) else None, (whole(src), whole(line)))
 
 
 def _last_step(steps: pl.DataFrame) -> tuple[int | None, object]:
@@ -121,7 +134,7 @@ def _fallout(ev: pl.DataFrame, after: tuple[int, int], rank: int | None) -> tupl
 
 
 def _where(r: dict[str, object]) -> tuple[int, int]:
-    return int(r["source"]), int(r["line"])  # type: ignore[call-overload]
+    return whole(r["source"]), whole(r["line"])
 
 
 def ending(model: RunModel) -> Ending | None:
@@ -176,7 +189,7 @@ def _first_to_stop(steps: pl.DataFrame) -> tuple[int, int, int] | None:
     behind = last.filter(pl.col("global_step") == low)["rank"].sort()
     if low == high or behind.len() != 1:
         return None
-    return int(behind[0]), int(low), int(high)  # type: ignore[arg-type]
+    return whole(behind[0]), whole(low), whole(high)
 
 
 def _unsaved(ev: pl.DataFrame, steps: pl.DataFrame, last_ts: object) -> tuple[float | None, str | None]:
@@ -187,11 +200,11 @@ def _unsaved(ev: pl.DataFrame, steps: pl.DataFrame, last_ts: object) -> tuple[fl
     saves = ev.filter((pl.col("kind") == "checkpoint_save") & pl.col("ts").is_not_null() & (pl.col("ts") <= last_ts))
     if saves.height:
         r = saves.row(-1, named=True)
-        return max(0.0, (last_ts - r["ts"]).total_seconds()), f"the checkpoint save at line {r['line']}"
+        return max(0.0, between(last_ts, r["ts"])), f"the checkpoint save at line {r['line']}"
     stamped = steps.filter(pl.col("ts").is_not_null())["ts"]
     if stamped.len() < 2:
         return None, None
-    return max(0.0, (last_ts - stamped.min()).total_seconds()), "the launch's first step line (no checkpoint save " \
+    return max(0.0, between(last_ts, stamped.min())), "the launch's first step line (no checkpoint save " \
         "printed)"
 
 
@@ -266,7 +279,7 @@ def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bo
         timeouts = dumped.filter(pl.col("value_from") == top) if top is not None else timeouts
     first_crash = crashes.row(0, named=True) if crashes.height else None
     first_timeout = timeouts.row(0, named=True) if timeouts.height else None
-    host = table["host"] if table else None
+    host = table.host if table else None
 
     if first_timeout is not None and (first_crash is None or _where(first_timeout) < _where(first_crash)):
         waited = sorted({r for r in timeouts["rank"].to_list() if r is not None})
@@ -274,7 +287,7 @@ def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bo
         silence = None
         at = first_timeout["ts"] or _next_stamp(ev, _where(first_timeout))
         if last_ts is not None and at is not None:
-            silence = max(0.0, (at - last_ts).total_seconds())
+            silence = max(0.0, between(at, last_ts))
         seqs = _last_enqueued(ev)
         if seqs and max(seqs.values()) < 0:
             return Ending("frozen", f"frozen{on}: no rank enqueued any collective before the timeout (last enqueued "
@@ -296,17 +309,14 @@ def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bo
                       host=None, where=_where(first_timeout), silence_s=silence, after_step=after_step,
                       fallout=_fallout(ev, _where(first_timeout), None))
 
-    code = table["code"] if table else None
-    if isinstance(code, int) and code < 0:
+    code = table.code if table else None
+    if table is not None and code is not None and code < 0:
         sig = SIGNALS.get(-code, f"signal {-code}")
-        rank = table["rank"] if table else None  # type: ignore[index]
+        rank = table.rank
         by = " (the kernel's OOM killer or the scheduler: nothing in a training loop sends it)" if -code == 9 else ""
         where = f" on rank {rank}" + (f" ({host})" if host else "") if rank is not None else ""
-        return Ending("killed", f"killed{on}: {sig}{where}{by}", rank=rank if isinstance(rank, int) else None,
-                      signal=sig,
-                      host=host if isinstance(host, str) else None,
-                      where=table["where"],  # type: ignore[index,arg-type]
-                      after_step=after_step, fallout=_fallout(ev, (0, 0), rank if isinstance(rank, int) else None))
+        return Ending("killed", f"killed{on}: {sig}{where}{by}", rank=rank, signal=sig, host=host, where=table.where,
+                      after_step=after_step, fallout=_fallout(ev, (0, 0), rank))
 
     signals = ev.filter((pl.col("kind") == "signal_received") & (pl.col("code").is_not_null()
                                                                   | pl.col("detail").is_not_null()))
@@ -319,9 +329,9 @@ def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bo
                       where=_where(first_crash))
     if first_crash is not None:
         rank = first_crash["rank"]
-        if rank is None and table and isinstance(table["rank"], int):
-            rank = table["rank"]
-        where = f" on rank {rank}" + (f" ({host})" if host and table and table["rank"] == rank else "") \
+        if rank is None and table and table.rank is not None:
+            rank = table.rank
+        where = f" on rank {rank}" + (f" ({host})" if host and table and table.rank == rank else "") \
             if rank is not None else ""
         oom = (first_crash["value_from"], first_crash["value_to"]) if first_crash["kind"] == "oom" else None
         what = first_crash["detail"][:160]
@@ -329,7 +339,8 @@ def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bo
             sizes = f" (tried to allocate {oom[0]:.3g} GiB of {oom[1]:.3g} GiB)" if None not in oom else ""
             what = f"CUDA out of memory{sizes}"
         return Ending("crashed", f"crashed{on}: {what}{where}", rank=rank,
-                      host=host if table and table["rank"] == rank else None, where=_where(first_crash),
+                      host=host if table and table.rank == rank else None,
+                      where=_where(first_crash),
                       after_step=after_step, fallout=_fallout(ev, _where(first_crash), rank),
                       error=str(first_crash["kind"]), oom_gib=oom)
 
@@ -340,11 +351,9 @@ def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bo
         return Ending("killed", f"stopped from outside{on}: the launcher received {sig} (a time limit, `timeout`, "
                                 "a cancel or Ctrl-C)", where=_where(r), after_step=after_step, signal=str(sig))
 
-    if isinstance(code, int) and code > 0:
-        return Ending("crashed", f"crashed{on}: exit code {code} on rank {table['rank']}",  # type: ignore[index]
-                      where=table["where"],  # type: ignore[index,arg-type]
-                      rank=table["rank"] if isinstance(table["rank"], int) else None,  # type: ignore[index]
-                      after_step=after_step)
+    if table is not None and code is not None and code > 0:
+        return Ending("crashed", f"crashed{on}: exit code {code} on rank {table.rank}", where=table.where,
+                      rank=table.rank, after_step=after_step)
 
     if _finished(steps):
         return Ending("finished", f"finished{on}: the trainer printed its end-of-training summary",

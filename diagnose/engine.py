@@ -50,7 +50,7 @@ def plan_inputs(model: RunModel, gpu_memory_gb: float | None = None,
         return None
     dp = f.data_parallel or f.world_size
     peak = metrics.peak_mem_gb if metrics is not None else None
-    if peak is None and metrics is not None and known and "mem_max" in metrics.utilization:
+    if peak is None and metrics is not None and mem is not None and "mem_max" in metrics.utilization:
         peak = metrics.utilization["mem_max"] / 100.0 * mem  # W&B's allocated % of the card
     current = (f.zero_stage, f.offloaded) if f.zero_stage is not None else None
     card, fraction = mem or ASSUMED_GPU_GB, MEASURED_FRACTION

@@ -194,13 +194,12 @@ def route(ch: Change, facts: RunFacts) -> tuple[tuple[Change, ...], str]:
 def _route_accelerate(ch: Change, facts: RunFacts) -> tuple[tuple[Change, ...], str]:
     if _accelerate_ds_file(facts) and ch.key in ACCELERATE_BESIDE_DS_FILE:
         key = ACCELERATE_BESIDE_DS_FILE[ch.key]
+        after: object | None = ch.after
         if ch.key == "mixed_precision":
             wanted = str(ch.after).lower()
             if wanted not in ("bf16", "fp16"):
                 return (), ""
             key, after = f"{wanted}.enabled", True
-        else:
-            after = ch.after
         return route(Change("ds_config", key, None, after), facts)
     if ch.key == "mixed_precision" and facts.framework == "hf_trainer":
         # The Trainer's flag decides: TrainingArguments sets accelerate's precision from --bf16 / --fp16.

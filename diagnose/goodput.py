@@ -19,6 +19,7 @@ import polars as pl
 from diagnose.endings import Ending
 from diagnose.metrics import OVERFLOW_STEP_CLOCKS, SPIKE_FACTOR, Metrics, steady_level
 from diagnose.parsers.run_model import RunModel
+from diagnose.parsers.scalars import between, number
 
 # A leading step is warm-up while it runs 10% or more above the steady level: Greyhound's (ATC'25) gate between a
 # slowdown and noise.
@@ -191,7 +192,8 @@ def _ends(model: RunModel, wandb: bool) -> tuple[object, object, tuple[int, int]
 def _launch_marks(model: RunModel) -> pl.Series:
     facts = model.frames["facts"]
     marks = facts.filter(pl.col("origin").is_in(LAUNCH_MARKERS) & pl.col("ts").is_not_null())
-    return marks["ts"].cast(pl.Datetime("ms")).unique().sort()
+    stamps: pl.Series = marks["ts"].cast(pl.Datetime("ms")).unique().sort()
+    return stamps
 
 
 def _intervals(rows: pl.DataFrame, marks: pl.Series) -> pl.DataFrame:
@@ -215,8 +217,8 @@ def _intervals(rows: pl.DataFrame, marks: pl.Series) -> pl.DataFrame:
     else:
         out = out.with_columns(pl.lit(False).alias("_marked"))
     usual = out.filter(~pl.col("regress") & (pl.col("n") > 0) & ~pl.col("_marked"))
-    usual_s = usual["dur"].median() or 0.0
-    usual_n = int(usual["n"].median() or 1)  # type: ignore[arg-type]
+    usual_s = number(usual["dur"].median() or 0.0)
+    usual_n = int(number(usual["n"].median() or 1))
     relaunch = pl.col("regress") & (pl.col("dur") >= RESTART_GAP * usual_s)
     out = out.with_columns((relaunch | pl.col("_marked")).alias("restart"))
     out = out.with_columns(pl.col("restart").cast(pl.Int32).cum_sum().alias("launch"),
@@ -245,7 +247,7 @@ def _first_interval(launch: pl.DataFrame) -> tuple[float | None, int]:
     """The time and steps of a launch's first logged interval where the line prints its own step time (Megatron's
     elapsed time per iteration averages over the logging interval): else unknown."""
     steps = launch["n"].drop_nulls()
-    every = int(steps.median()) if steps.len() else 1  # type: ignore[arg-type]
+    every = int(number(steps.median())) if steps.len() else 1
     row = launch.row(0, named=True)
     per = row["step_time_s"]
     if per is None or per <= 0:
@@ -302,11 +304,11 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
         steps_s += s
         stalls.extend(st)
         prev_end_ts = launch["ts"][-1]
-        prev_max_step = int(launch["global_step"].max())  # type: ignore[arg-type]
+        prev_max_step = int(number(launch["global_step"].max()))
         tail_row = launch.row(-1, named=True)
         prev_launch_lines = [(tail_row["source"], tail_row["line"])]
-    tail_s = max(0.0, (t_end - prev_end_ts).total_seconds())
-    span = (t_end - t0).total_seconds()
+    tail_s = max(0.0, between(t_end, prev_end_ts))
+    span = between(t_end, t0)
     stall_s = sum(p.seconds or 0.0 for p in stalls)
     restart_s = sum(p.seconds or 0.0 for p in restarts)
     parts = [

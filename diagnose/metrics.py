@@ -9,12 +9,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
 import polars as pl
 
 from diagnose import clocks as clock_table
 from diagnose import hardware, scaling
 from diagnose.parsers.run_model import RunModel
+from diagnose.parsers.scalars import between, number, whole
 from diagnose.scaling import Scaling
 
 WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); the first steps build caches
@@ -160,7 +163,7 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
         comm_ops = {r["op"]: float(r["total_latency_ms"] or 0.0) for r in agg.iter_rows(named=True)}
         comm_total = sum(comm_ops.values())
         bw = use.filter(pl.col("busbw_gbps") > 0)["busbw_gbps"]
-        busbw = float(bw.median()) if bw.len() else None
+        busbw = number(bw.median()) if bw.len() else None
     straggler_ms, straggler_ratio = _comm_straggler(comms)
     running_totals = bool(comms.height) and _version(f.versions.get("deepspeed")) >= COMMS_RUNNING_TOTALS_SINCE
     if running_totals:
@@ -247,12 +250,12 @@ def _ranked_clocks(steps: pl.DataFrame, train_batch: int | None) -> list[tuple[s
     if len(ranked) < 2:
         return ranked
     top = ranked[0][1]
-    gap = float(top["step"].diff().median() or 1.0)
+    gap = number(top["step"].diff().median() or 1.0)
     for i, (_, series) in enumerate(ranked[1:], start=1):
         last_top, last = top["step"].max(), series["step"].max()
         every = series["step"].diff().median()
         if (series.height >= FINER_CLOCK_STEPS * top.height and every == 1 and last is not None
-                and last_top is not None and abs(float(last) - float(last_top)) <= gap):  # type: ignore[arg-type]
+                and last_top is not None and abs(number(last) - number(last_top)) <= gap):
             return [ranked[i], *ranked[:i], *ranked[i + 1:]]
     return ranked
 
@@ -357,7 +360,7 @@ def _printed_vs_wall(steps: pl.DataFrame) -> tuple[float, float] | None:
     wall = rows["_wall"].drop_nulls().filter(rows["_wall"].drop_nulls() > 0)
     if wall.len() < 3:
         return None
-    return float(rows["step_time_s"].median()), float(wall.median())  # type: ignore[arg-type]
+    return number(rows["step_time_s"].median()), number(wall.median())
 
 
 def _timed_totals(timers: pl.DataFrame) -> tuple[float, ...]:
@@ -377,11 +380,11 @@ def _generation_growth(steps: pl.DataFrame) -> float | None:
     if q < 2:
         return None
     first, last = rows.head(q), rows.tail(q)
-    grew = float(last["step_time_s"].median()) - float(first["step_time_s"].median())  # type: ignore[arg-type]
+    grew = number(last["step_time_s"].median()) - number(first["step_time_s"].median())
     if grew <= 0:
         return None
     gen = last["generate_time_s"].median(), first["generate_time_s"].median()
-    return (float(gen[0]) - float(gen[1])) / grew  # type: ignore[arg-type]
+    return (number(gen[0]) - number(gen[1])) / grew
 
 
 def _phase_share(steps: pl.DataFrame, phase: str) -> float | None:
@@ -389,7 +392,7 @@ def _phase_share(steps: pl.DataFrame, phase: str) -> float | None:
     rows = steps.filter(pl.col(phase).is_not_null() & (pl.col("step_time_s") > 0))
     if rows.height < 3:
         return None
-    return float((rows[phase] / rows["step_time_s"]).median())  # type: ignore[arg-type]
+    return number((rows[phase] / rows["step_time_s"]).median())
 
 
 # see_memory_usage labels that are printed inside training steps (the rest are initialisation: partitions created,
@@ -405,7 +408,7 @@ def _peak_mem(steps: pl.DataFrame, memory: pl.DataFrame) -> float | None:
     mem = memory.join(first, on="source", how="left").filter(
         pl.when(pl.col("_first").is_not_null()).then(pl.col("line") > pl.col("_first"))
         .otherwise(pl.col("label").fill_null("").str.contains(_STEP_MEMORY_LABEL)))
-    values = [float(v) for v in (steps["max_mem_alloc_gb"].max(), mem["max_ma_gb"].max()) if v is not None]
+    values = [number(v) for v in (steps["max_mem_alloc_gb"].max(), mem["max_ma_gb"].max()) if v is not None]
     return max(values) if values else None
 
 
@@ -425,7 +428,7 @@ def _data_stalls(steps: pl.DataFrame) -> tuple[float, int, float] | None:
     total = float(step.sum()) + (float(data.sum()) if outside else 0.0)
     if not total:
         return None
-    worst = rows.row(int(data.arg_max() or 0), named=True)  # type: ignore[arg-type]
+    worst = rows.row(int(data.arg_max() or 0), named=True)
     return float(data.sum()) / total, int(worst["global_step"] or 0), float(worst["data_time_s"])
 
 
@@ -433,7 +436,7 @@ def _data_wait_share(steps: pl.DataFrame) -> float | None:
     rows = steps.filter(pl.col("data_time_s").is_not_null() & (pl.col("step_time_s") > 0))
     if rows.height == 0:
         return None
-    return float((rows["data_time_s"] / rows["step_time_s"]).median())  # type: ignore[arg-type]
+    return number((rows["data_time_s"] / rows["step_time_s"]).median())
 
 
 def steady_level(times: pl.Series) -> float:
@@ -443,18 +446,18 @@ def steady_level(times: pl.Series) -> float:
     t = times.drop_nulls()
     if t.len() == 0:
         return 0.0
-    base = float(t.quantile(0.25, "lower"))  # type: ignore[arg-type]
+    base = number(t.quantile(0.25, "lower"))
     calm = t.filter(t < SPIKE_FACTOR * base) if base > 0 else t
-    return float((calm if calm.len() else t).median())  # type: ignore[arg-type]
+    return number((calm if calm.len() else t).median())
 
 
 def _stats(series: pl.DataFrame, source: str) -> StepStats:
     body = series.filter(pl.col("step") > WARMUP_STEPS) if series.height > WARMUP_STEPS + 3 else series
     t = body["step_time_s"]
-    p50 = float(t.median())
+    p50 = number(t.median())
     # Against the lower quartile: when every second step stalls (nanoGPT evaluating and saving every 2 iterations)
     # the median is itself a stalled step.
-    base = float(t.quantile(0.25, "lower"))  # type: ignore[arg-type]
+    base = number(t.quantile(0.25, "lower"))
     # A stall also stands out from the steps beside it: in a run whose steps slow down steadily (a ramp), the late
     # steps are long but their neighbours are as long, and none of them is a stall.
     x = pl.col("step_time_s")
@@ -464,8 +467,8 @@ def _stats(series: pl.DataFrame, source: str) -> StepStats:
     quarters: tuple[float, ...] = ()
     if body.height >= 8:
         q = body.height // 4
-        quarters = tuple(float(body.slice(i * q, q)["step_time_s"].median()) for i in range(4))
-    return StepStats(source, body.height, p50, float(t.quantile(0.9)), float(t.max()), float(t.mean()),
+        quarters = tuple(number(body.slice(i * q, q)["step_time_s"].median()) for i in range(4))
+    return StepStats(source, body.height, p50, number(t.quantile(0.9)), number(t.max()), number(t.mean()),
                      tuple(int(s) for s in spikes), period, quarters[0] if quarters else None,
                      quarters[-1] if quarters else None, quarters)
 
@@ -511,7 +514,7 @@ def _samples_per_sec(steps: pl.DataFrame, train_batch: int | None, stats: StepSt
     tp = steps.filter((pl.col("origin").is_in(["ds_throughput", "ds_throughput_v07", "ds_throughput_v05"]))
                       & (pl.col("samples_per_sec") > 0))
     if tp.height:
-        return float(tp["samples_per_sec"].median())
+        return number(tp["samples_per_sec"].median())
     rt = steps.filter(pl.col("origin").is_in(["hf_train_runtime", "trainer_state_runtime"])
                       & (pl.col("samples_per_sec") > 0))
     if rt.height:
@@ -579,7 +582,7 @@ def _breakdown(timers: pl.DataFrame) -> Breakdown | None:
     if pipe:
         shares["pipeline_p2p"] = pipe / total
     gather = timers["optimizer_allgather"].drop_nulls()
-    gather_ms = float(gather.median()) if gather.len() else None  # type: ignore[arg-type]
+    gather_ms = number(gather.median()) if gather.len() else None
     return Breakdown(fwd, inner, allreduce, step, total, shares,
                      gather_ms if gather_ms is not None and 0 <= gather_ms <= step else None)
 
@@ -603,14 +606,14 @@ def _comm_straggler(comms: pl.DataFrame) -> tuple[float | None, float | None]:
 TIMED_STEP_S = (pl.col("fwd") + pl.col("bwd").fill_null(0) + pl.col("step").fill_null(0)) / 1000.0
 
 
-def _imbalance(timers: pl.DataFrame, by: str = "rank") -> tuple[dict, float | None]:
+def _imbalance(timers: pl.DataFrame, by: str = "rank") -> tuple[dict[Any, float], float | None]:
     """Median timed step per rank (or per node) and the slowest one's ratio to the median."""
     glob = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col(by).is_not_null())
     if glob.height == 0 or glob[by].n_unique() < 2:
         return {}, None
     per = glob.group_by(by).agg(TIMED_STEP_S.median().alias("p50")).sort(by)
     out = {(int(k) if by == "rank" else str(k)): float(v) for k, v in per.iter_rows()}
-    med = float(per["p50"].median())
+    med = number(per["p50"].median())
     return out, (max(out.values()) / med if med > 0 else None)
 
 
@@ -623,7 +626,7 @@ def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, 
     from the first late overflow on."""
     over = events.filter(pl.col("kind") == "overflow")
     scales = events.filter(pl.col("kind").is_in(["overflow", "loss_scale"]))["value_to"].drop_nulls()
-    lowest = float(scales.min()) if scales.len() else None  # type: ignore[arg-type]
+    lowest = number(scales.min()) if scales.len() else None
     counted = steps.filter(pl.col("global_step").is_not_null() & pl.col("origin").is_in(OVERFLOW_STEP_CLOCKS))
     at = counted.select("source", "line", pl.col("global_step").alias("global_step_at")).sort("line")
     over_steps = over.sort("source", "line").join_asof(at.sort("source", "line"), on="line", by="source",
@@ -648,7 +651,7 @@ def _overflow(steps: pl.DataFrame, events: pl.DataFrame) -> tuple[float | None, 
     meg = steps.filter((pl.col("origin") == "megatron_iter") & pl.col("skipped_iters").is_not_null()).sort("global_step")
     if meg.height >= 2:
         interval = meg["global_step"].diff().drop_nulls()
-        step = int(interval.median()) if interval.len() else 1  # type: ignore[arg-type]
+        step = int(number(interval.median())) if interval.len() else 1
         cascade = meg.with_columns((pl.col("skipped_iters") == 0).cum_max().alias("_past"))
         after = cascade.filter(pl.col("_past"))
         if after.height:
@@ -667,11 +670,11 @@ FP16_WARMUP_STEPS = 32  # DeepSpeed starts the loss scale at 2^16 (2^32 before 0
 FP16_WARMUP_OVERFLOWS = 20  # without step numbers: 2^16 down to ~2^0 is 16 halvings; a few more for hysteresis
 
 
-def _step_at(steps: pl.DataFrame, row: dict) -> int | None:
+def _step_at(steps: pl.DataFrame, row: dict[str, Any]) -> int | None:
     """The optimizer step at the time (or line) of an event: the last step line before it."""
     ds = steps.filter((pl.col("source") == row["source"]) & pl.col("global_step").is_not_null()
                       & (pl.col("line") <= row["line"]) & pl.col("origin").is_in(OVERFLOW_STEP_CLOCKS))
-    return int(ds["global_step"].max()) if ds.height else None
+    return whole(ds["global_step"].max()) if ds.height else None
 
 
 def _loader_period(stats: StepStats | None, events: tuple[tuple[str, int | None, float | None], ...]) -> int | None:
@@ -708,7 +711,7 @@ def _stalls(model: RunModel, series: pl.DataFrame | None) -> tuple[tuple[str, in
     return tuple(out)
 
 
-def _util_shape(system: pl.DataFrame) -> tuple[dict[int, float], str | None, tuple]:
+def _util_shape(system: pl.DataFrame) -> tuple[dict[int, float], str | None, tuple[tuple[datetime, datetime, float], ...]]:
     """Per-GPU means, the utilization pattern, and the windows in which every GPU was idle (one clock: the
     samples' own timestamps)."""
     util = system.filter((pl.col("metric") == "gpu") & pl.col("gpu").is_not_null() & pl.col("ts").is_not_null())
@@ -716,7 +719,7 @@ def _util_shape(system: pl.DataFrame) -> tuple[dict[int, float], str | None, tup
         return {}, None, ()
     per_gpu = {int(g): float(v) for g, v in util.group_by("gpu").agg(pl.col("value").mean()).iter_rows()}
     v = util["value"]
-    low, high = float((v < 20).mean()), float((v > 80).mean())
+    low, high = number((v < 20).mean()), number((v > 80).mean())
     by_ts = util.group_by("ts").agg(pl.col("value").max().alias("busiest")).sort("ts")
     idle = by_ts.with_columns((pl.col("busiest") < IDLE_UTIL).alias("idle"))
     idle = idle.with_columns((pl.col("idle") != pl.col("idle").shift(1)).fill_null(True).cum_sum().alias("run"))
@@ -728,14 +731,14 @@ def _util_shape(system: pl.DataFrame) -> tuple[dict[int, float], str | None, tup
         pattern = "gaps"
     elif low >= SAWTOOTH_SHARE and high >= SAWTOOTH_SHARE:
         pattern = "sawtooth"
-    elif float(v.std() or 0.0) < FLAT_STD:
+    elif number(v.std() or 0.0) < FLAT_STD:
         pattern = "flat"
     else:
         pattern = "varied"
     return per_gpu, pattern, windows
 
 
-def _coincide(model: RunModel, windows: tuple) -> tuple[tuple[str, int | None, float], ...]:
+def _coincide(model: RunModel, windows: tuple[tuple[datetime, datetime, float], ...]) -> tuple[tuple[str, int | None, float], ...]:
     """Checkpoint saves and evals whose log timestamp falls in (or within a sample of) an all-GPUs-idle window."""
     if not windows:
         return ()
@@ -761,9 +764,9 @@ def _utilization(system: pl.DataFrame) -> dict[str, float]:
     for metric, name in (("gpu", "util"), ("memoryAllocated", "mem"), ("powerPercent", "power")):
         v = system.filter(pl.col("metric") == metric)["value"]
         if v.len():
-            out[f"{name}_mean"] = float(v.mean())
-            out[f"{name}_p10"] = float(v.quantile(0.1))
-            out[f"{name}_max"] = float(v.max())  # type: ignore[arg-type]
+            out[f"{name}_mean"] = number(v.mean())
+            out[f"{name}_p10"] = number(v.quantile(0.1))
+            out[f"{name}_max"] = number(v.max())
     return out
 
 
@@ -772,7 +775,7 @@ def _wall(steps: pl.DataFrame) -> float | None:
     if ts.len() < 2:
         rt = steps.filter(pl.col("train_runtime_s").is_not_null())["train_runtime_s"]
         return float(rt[0]) if rt.len() else None
-    return (ts.max() - ts.min()).total_seconds()
+    return between(ts.max(), ts.min())
 
 
 # Each step clock's series, by its name in diagnose/clocks.py (whose order is the precedence).

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from diagnose.metrics import IMBALANCE_FACTOR, TIMED_STEP_S
+from diagnose.parsers.scalars import number, whole
 
 PERSISTENT_SHARE = 0.6  # the same rank slowest in 60% of the steps or more: persistent
 MIN_STEPS = 3  # steps with every rank's timers, to tell persistent from moving
@@ -50,12 +51,12 @@ def classify(timers: pl.DataFrame) -> Stragglers | None:
              .filter(pl.col("n") == n_ranks).sort("seq"))
     if steps.height < MIN_STEPS:
         return None
-    ratio = float((steps["slowest"] / steps["median"]).median())  # type: ignore[arg-type]
+    ratio = number((steps["slowest"] / steps["median"]).median())
     if ratio < IMBALANCE_FACTOR:
         return None
     kind, top, share, turns = _slowest(steps["rank"])
     host = steps.filter(pl.col("rank") == top)["node"].drop_nulls()
-    wait = float((steps["slowest"] - steps["median"]).mean())  # type: ignore[arg-type]
+    wait = number((steps["slowest"] - steps["median"]).mean())
     return Stragglers(kind=kind, rank=top, host=str(host[0]) if host.len() else None, share=share,
                       steps=steps.height, ranks=n_ranks, wait_s_per_step=wait, ratio=ratio, moving_ranks=turns)
 
@@ -91,12 +92,12 @@ def from_report(extremes: pl.DataFrame) -> Stragglers | None:
                            & pl.col("rtt_max_rank").is_not_null())
     if rows.height < MIN_STEPS:
         return None
-    ratio = float((rows["rtt_max_ms"] / rows["rtt_min_ms"]).median())  # type: ignore[arg-type]
+    ratio = number((rows["rtt_max_ms"] / rows["rtt_min_ms"]).median())
     if ratio < IMBALANCE_FACTOR:
         return None
     kind, top, share, turns = _slowest(rows["rtt_max_rank"])
     ranks = pl.concat([rows["rtt_max_rank"], rows["rtt_min_rank"].drop_nulls()]).n_unique()
-    wait = float(((rows["rtt_max_ms"] - rows["rtt_min_ms"]) / 1000).mean())  # type: ignore[arg-type]
+    wait = number(((rows["rtt_max_ms"] - rows["rtt_min_ms"]) / 1000).mean())
     return Stragglers(kind=kind, rank=top, host=None, share=share, steps=rows.height, ranks=ranks,
                       wait_s_per_step=wait, ratio=ratio, basis="megatron",
                       signals=_signals(rows, top) + _bottom(extremes, top), moving_ranks=turns)
@@ -114,7 +115,8 @@ def _signals(rows: pl.DataFrame, rank: int) -> tuple[str, ...]:
             continue
         unit_text = _UNITS[unit]
         out.append(f"rank {rank} has {phrase} in {held.height} of {rows.height} reports "
-                   f"(median {held[col].median():.4g} {unit_text} against {held[other].median():.4g} on the other "
+                   f"(median {number(held[col].median()):.4g} {unit_text} against {number(held[other].median()):.4g} "
+                   "on the other "
                    "end)")
     return tuple(out)
 
@@ -128,5 +130,5 @@ def _bottom(extremes: pl.DataFrame, rank: int) -> tuple[str, ...]:
     held = int(ranks.list.contains(rank).sum())
     if held < SIGNAL_SHARE * lists.len():
         return ()
-    return (f"rank {rank} is among the {ranks.list.len().max()} lowest-throughput ranks in {held} of "
+    return (f"rank {rank} is among the {whole(ranks.list.len().max())} lowest-throughput ranks in {held} of "
             f"{lists.len()} `Bottom` lines",)

@@ -96,7 +96,7 @@ def sniff_python_dict(text: str) -> dict[str, Any] | None:
         if isinstance(node, (ast.List, ast.Tuple)):
             return [value(e) for e in node.elts]
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant):
-            return -node.operand.value  # type: ignore[operator]
+            return -node.operand.value  # type: ignore[operator]  # a literal that is not a number raises: not a config
         return None  # a name or an expression the script computes
 
     data = value(tree.body)
@@ -117,7 +117,7 @@ class _BoundedLoader(yaml.SafeLoader):
         self._aliases = 0
         self._depth = 0
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             self._aliases += 1
             if self._aliases > MAX_YAML_ALIASES:

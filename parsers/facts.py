@@ -25,6 +25,7 @@ from diagnose.parsers.fact_table import (ARG_FACTS, BY_NAME, DS_KEY_FACTS, LOG_K
                                          WANDB_FACTS)
 from diagnose.parsers.kinds import SETTING_FACTS
 from diagnose.parsers.launch_script import LaunchScript, parse_script
+from diagnose.parsers.scalars import number, whole
 
 
 @dataclass(frozen=True)
@@ -285,7 +286,7 @@ class _Claims:
         """One claim per fact, line and value: two readers of one line (a launch script read as a script and as
         text) say it once, by the better tier."""
         for fact, found in self.by_fact.items():
-            best: dict[tuple[int, int, str], Evidence] = {}
+            best: dict[tuple[int, int | None, str], Evidence] = {}
             for ev in found:
                 k = (ev.source, ev.line, repr(ev.value))
                 if ev.line is not None and (k not in best or TIERS.index(ev.tier) < TIERS.index(best[k].tier)):
@@ -399,7 +400,8 @@ def assemble(inp: FactInputs) -> RunFacts:
         ev = c.first("train_batch_size")
         c.add("grad_accum_steps", glob // (micro * dp), "from_global_batch", ev.source if ev else -1,
               ev.line if ev else None)
-    if nodes and gpn and world and nodes * gpn != world and c.first("world_size").tier == "job":
+    if nodes and gpn and world and nodes * gpn != world and (ws := c.first("world_size")) is not None \
+            and ws.tier == "job":
         # the job's own count wins; a per-node count from a lower tier that does not fit it is dropped
         ev_g = c.first("gpus_per_node")
         if ev_g is not None and ev_g.tier != "job":
@@ -518,7 +520,7 @@ def _engine_claims(c: _Claims, eng: dict[str, Any], src: int, line: int | None) 
 
 
 def _ds_json_claims(c: _Claims, cfg: dict[str, Any], origin: str, src: int) -> None:
-    zero = cfg.get("zero_optimization") if isinstance(cfg.get("zero_optimization"), dict) else {}
+    zero: dict[str, Any] = cfg["zero_optimization"] if isinstance(cfg.get("zero_optimization"), dict) else {}
     for key, (fact, read) in DS_CONFIG_FACTS.items():
         if key.endswith(".device"):  # offload sections: below, "none" when the section names no device
             continue
@@ -557,7 +559,7 @@ def _accelerate_claims(c: _Claims, cfg: dict[str, Any], src: int) -> None:
     mp = cfg.get("mixed_precision")
     if mp is not None:
         c.add("precision", {"no": "fp32", "bf16": "bf16", "fp16": "fp16", "fp8": "fp8"}.get(str(mp), str(mp)), o, src)
-    ds = cfg.get("deepspeed_config") if isinstance(cfg.get("deepspeed_config"), dict) else {}
+    ds: dict[str, Any] = cfg["deepspeed_config"] if isinstance(cfg.get("deepspeed_config"), dict) else {}
     c.add("zero_stage", _int(ds.get("zero_stage")), o, src)
     c.add("grad_accum_steps", _int(ds.get("gradient_accumulation_steps")), o, src)
     for fact, key in (("offload_optimizer", "offload_optimizer_device"), ("offload_param", "offload_param_device")):
@@ -857,14 +859,14 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
         r"nRanks (?P<n>\d+) nNodes (?P<nodes>\d+) localRanks (?P<local>\d+)")).unnest("msg").drop_nulls()
     comm = comm.select(pl.all().cast(pl.Int64, strict=False)).drop_nulls().sort("n", descending=True)
     old = msgs.select(pl.col("msg").str.extract(r"rank \d+ nranks (\d+)").cast(pl.Int64, strict=False)).to_series().drop_nulls()
-    n_ranks = int(comm["n"][0]) if comm.height else (int(old.max()) if old.len() else None)
+    n_ranks = whole(comm["n"][0]) if comm.height else (whole(old.max()) if old.len() else None)
     n_nodes = int(comm["nodes"][0]) if comm.height else None
     local = int(comm["local"][0]) if comm.height else None
     version = msgs.select(pl.col("msg").str.extract(r"NCCL version ([\d.]+(?:\+cuda[\d.]+)?)")).to_series().drop_nulls()
     hosts = _distinct_hosts(frame["nccl_host"].drop_nulls())
     devs = frame.filter(pl.col("dev").is_not_null()).group_by(pl.col("nccl_host").fill_null("")).agg(
         pl.col("dev").n_unique())["dev"]
-    local_devices = int(devs.max()) if devs.len() else None  # type: ignore[arg-type]
+    local_devices = int(number(devs.max())) if devs.len() else None
     src = int(frame["source"][0])
     c.add("world_size", n_ranks, "nccl", src)
     c.add("nodes", n_nodes, "nccl", src)

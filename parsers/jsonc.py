@@ -74,7 +74,7 @@ class _Scanner:
         if not m:
             raise JsoncError(f"unterminated string at {self.i}")
         self.i = m.end()
-        return json.loads(m.group(0))
+        return str(json.loads(m.group(0)))
 
     def obj(self, depth: int) -> Node:
         node = Node(self.i, self.i, is_object=True)

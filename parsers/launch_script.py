@@ -95,8 +95,8 @@ def embedded_script(text: str) -> str | None:
     if not keep:
         return None
     lines = [""] * (max(keep) + 1)
-    for i, line in keep.items():
-        lines[i] = line
+    for i, kept in keep.items():
+        lines[i] = kept
     return "\n".join(lines)
 
 

@@ -18,6 +18,8 @@ from functools import partial
 from typing import BinaryIO
 
 import polars as pl
+from diagnose.parsers.scalars import whole
+
 
 CHUNK_BYTES = 32 * 1024 * 1024  # bounds peak memory: a chunk lives as bytes, str and one polars frame at once
 ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]"
@@ -220,7 +222,7 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
                  .with_columns((first + (~pl.col("_redraw")).cum_sum().shift(1, fill_value=0)).alias("line"),
                                pl.col("text").str.strip_suffix(_REDRAW.decode()))
                  .filter(~pl.col("_redraw") | (pl.col("text").str.strip_chars() != "")))
-        lines = int(frame["line"].max() or 0) - first + 1 if frame.height else 0
+        lines = whole(frame["line"].max() or 0) - first + 1 if frame.height else 0
         frame = frame.select(pl.col("line").cast(pl.UInt32), "text")
     else:
         lines = frame.height

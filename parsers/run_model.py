@@ -181,8 +181,8 @@ def _take_learned(learned: Learned, acc: _Acc, renumber: dict[int, int] | None =
     def new(source: int) -> int | None:
         return source if renumber is None else renumber.get(source)
 
-    acc.streams.extend(dc.replace(s, source=new(s.source)) for s in learned.streams if new(s.source) is not None)
-    acc.unread.extend(dc.replace(u, source=new(u.source)) for u in learned.unread if new(u.source) is not None)
+    acc.streams.extend(dc.replace(s, source=n) for s in learned.streams if (n := new(s.source)) is not None)
+    acc.unread.extend(dc.replace(u, source=n) for u in learned.unread if (n := new(u.source)) is not None)
     for lines in learned.lines:
         if renumber is not None:
             lines = lines.filter(pl.col("source").is_in(list(renumber))).with_columns(
@@ -201,7 +201,7 @@ def _read_guarded(inp: Input, acc: _Acc, progress: Callable[[int], None] | None,
         elif inp.wandb is not None:
             from diagnose.parsers import wandb_api
 
-            run = wandb_api.fetch(inp.wandb, refresh=refresh, progress=fetch_progress)  # type: ignore[arg-type]
+            run = wandb_api.fetch(inp.wandb, refresh=refresh, progress=fetch_progress)  # type: ignore[arg-type]  # a ref
             _add_wandb_run(inp.name, run, _next_id(acc, progress), acc, progress, 0)
         else:
             _read_one(inp, acc, progress, batch)
@@ -286,8 +286,8 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     # No file is judged by its kind alone: a launch script's settings are launcher facts and the log lines pasted
     # into it (an issue body: prose, the script, then its output) are log lines, read like any log's.
     is_script = script is not None and (_has_shebang(path) or _script_majority(script, result))
-    if is_script:
-        acc.scripts.append((source_id, script))  # type: ignore[arg-type]
+    if script is not None and is_script:
+        acc.scripts.append((source_id, script))
         if _given(inp):
             acc.configs.setdefault(inp.name, text)
     notes = (["truncated gzip: read what it holds"] if truncated else []) + (
@@ -318,8 +318,8 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     # settings are read too, and so is a config pasted whole (into a log, or a script's heredoc). They sit at the
     # top, so the head is enough.
     with open_input(path) as fh:
-        head = plain_text(fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace"))
-    _embedded(head, source_id, acc, commands=not is_script)
+        opening = plain_text(fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace"))
+    _embedded(opening, source_id, acc, commands=not is_script)
 
 
 def _embedded(text: str, source_id: int, acc: _Acc, commands: bool = True) -> None:

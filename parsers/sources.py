@@ -357,7 +357,7 @@ class _CappedGzip(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buf: "memoryview | bytearray") -> int:  # type: ignore[override]
+    def readinto(self, buf: "memoryview | bytearray") -> int:  # type: ignore[override]  # io's stub: WriteableBuffer
         try:
             data = self._gz.read1(len(buf))  # one block at a time: a cut stream still gives what came before
         except (EOFError, zlib.error) as e:  # cut short mid-stream: keep what was read, say so
@@ -387,7 +387,7 @@ def open_input(path: Path) -> BinaryIO:
     fh = open(path, "rb")
     if fh.read(2) == b"\x1f\x8b":
         fh.close()
-        return io.BufferedReader(_CappedGzip(path), buffer_size=1 << 20)  # type: ignore[return-value]
+        return io.BufferedReader(_CappedGzip(path), buffer_size=1 << 20)
     fh.seek(0)
     return fh
 

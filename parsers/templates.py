@@ -32,6 +32,7 @@ import polars as pl
 from diagnose.parsers import vocabulary as vocab
 from diagnose.parsers.prefixes import OUTER_PREFIX
 from diagnose.parsers.stamps import LEADING, LEADING_HINT, STAMP, STAMP_HINT
+from diagnose.parsers.scalars import number, whole
 
 MIN_LINES = 3  # a template printed fewer times is not a stream
 MIN_LINES_PASTE = 2  # ... except in a paste, where two lines of one layout are all a user may have
@@ -170,8 +171,9 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     return big.select("source", "tid").join(counters, on=["source", "tid"], how="anti")
 
 
-MINED_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32, "ts": pl.Datetime("ms"), "tid": pl.UInt64,
-                "vals": pl.List(pl.Float64)}
+MINED_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32, "ts": pl.Datetime("ms"), "tid": pl.UInt64,
+    "vals": pl.List(pl.Float64)}
 TEMPLATES_SCHEMA = {"source": pl.UInt32, "tid": pl.UInt64, "template": pl.String, "sample": pl.String, "clocks": pl.String,
                     "n": pl.UInt32}
 
@@ -349,10 +351,10 @@ def _stats(frame: pl.DataFrame, col: str) -> dict[str, float]:
     return {
         "integral": float(nonnull.len() > 0 and bool((nonnull == nonnull.round(0)).all())),
         "constant": float(nonnull.n_unique() <= 1),
-        "up_or_hold": float((d >= 0).mean()) if d.len() else 0.0,
-        "up": float((d > 0).mean()) if d.len() else 0.0,
-        "median": float(nonnull.median()) if nonnull.len() else math.nan,  # type: ignore[arg-type]
-        "max": float(nonnull.max()) if nonnull.len() else math.nan,  # type: ignore[arg-type]
+        "up_or_hold": number((d >= 0).mean()) if d.len() else 0.0,
+        "up": number((d > 0).mean()) if d.len() else 0.0,
+        "median": number(nonnull.median()) if nonnull.len() else math.nan,
+        "max": number(nonnull.max()) if nonnull.len() else math.nan,
     }
 
 
@@ -367,7 +369,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     if not slots:
         return None
     width = sub["vals"].list.len().max()
-    if width is None or int(width) < len(slots):  # a garbled group: the template and its values disagree
+    if width is None or whole(width) < len(slots):  # a garbled group: the template and its values disagree
         return None
     wide = sub.with_columns(pl.col("vals").list.get(i, null_on_oob=True).alias(f"s{i}") for i in range(len(slots)))
     stats = [_stats(wide, f"s{i}") for i in range(len(slots))]
@@ -442,7 +444,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     taken: set[str] = set()
     scale = _data_scale(slots, roles)
     for i, (role, _) in sorted(roles.items()):
-        column = vocab.ROLE_COLUMNS.get(role)  # type: ignore[call-overload]
+        column = vocab.ROLE_COLUMNS.get(role)  # type: ignore[call-overload]  # a role name read back as str
         if column is None or column in taken:
             continue
         taken.add(column)
@@ -477,7 +479,7 @@ def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:
     d = rows.select((pl.col(value).diff() / pl.col(counter).diff()).alias("r")).filter(pl.col("r") > 0)["r"]
     if rows.height < 3 or d.len() < 2:
         return False
-    rate = float(d.median())  # type: ignore[arg-type]
+    rate = number(d.median())
     ends = (rows.row(0), rows.row(rows.height - 1))
     return all(rate > 0 and c > 0 and 0.5 <= v / (c * rate) <= 2.0 for v, c in ends if v is not None and c is not None)
 
@@ -512,8 +514,8 @@ def _counter(slots: list[_Slot], stats: list[dict[str, float]], totals: dict[int
 def _data_scale(slots: list[_Slot], roles: dict[int, tuple[str, str]]) -> float:
     """Seconds per unit for a data time printed bare: that of the step time beside it, else seconds."""
     for i, (role, _) in roles.items():
-        if role == "step_time" and slots[i].scale is not None:
-            return slots[i].scale
+        if role == "step_time" and (scale := slots[i].scale) is not None:
+            return scale
     return 1.0
 
 
@@ -529,8 +531,8 @@ def _wall_per_step(frame: pl.DataFrame) -> tuple[float | None, float | None]:
                     pl.col("global_step").diff().alias("ds")).filter((pl.col("ds") > 0) & (pl.col("dt") >= 0))
     if d.height < 2:
         return None, None
-    wall = float((d["dt"] / d["ds"]).median())  # type: ignore[arg-type]
-    return (wall if wall > 0 else None), float(d["ds"].median())  # type: ignore[arg-type]
+    wall = number((d["dt"] / d["ds"]).median())
+    return (wall if wall > 0 else None), number(d["ds"].median())
 
 
 def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[int, tuple[str, str]],

@@ -52,7 +52,9 @@ def iter_records(data: bytes, check_crc: bool = True) -> tuple[list[bytes], bool
         raise ValueError("not a W&B transaction log (bad header)")
     unpack, crc32, size, n = CHUNK.unpack_from, zlib.crc32, CHUNK.size, len(data)
     type_crc = {t: zlib.crc32(bytes([t])) for t in (FULL, FIRST, MIDDLE, LAST)}
-    pos, out, parts, truncated, bad = HEADER.size, [], [], False, 0
+    pos, truncated, bad = HEADER.size, False, 0
+    out: list[Any] = []
+    parts: list[Any] = []
     append = out.append
     while pos < n:
         left = BLOCK - pos % BLOCK
@@ -198,7 +200,7 @@ def read(path: Path) -> WandbRun:
 
 def system_frame(stats: list[dict[str, Any]], source_id: int) -> pl.DataFrame:
     """Stats rows -> long (ts, gpu, metric, value) rows; `system.` prefix optional, non-GPU metrics have gpu null."""
-    rows = []
+    rows: list[tuple[Any, int | None, str, float]] = []
     for row in stats:
         ts = row.get("_timestamp") or row.get("system._timestamp")
         for key, value in row.items():

@@ -9,6 +9,7 @@ import polars as pl
 from diagnose import clocks
 from diagnose.engine import Diagnosis
 from diagnose.parsers.run_model import RunModel
+from diagnose.parsers.scalars import number
 
 MAX_POINTS = 5000
 # Every chart: a plain title, both axes titled with their unit, quantities from zero (a 2% wobble looks like one),
@@ -60,8 +61,8 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
                                      name="spikes (2x the usual step or more)", marker=dict(color="#dc3912", size=8)))
         if m.steps:
             fig.add_hline(y=m.steps.p50_s, line_dash="dot", line_color="#888",
-                          annotation_text=f"median {m.steps.p50_s:.3g} s (range {float(s['step_time_s'].min()):.3g}"
-                                          f"-{float(s['step_time_s'].max()):.3g} s)",
+                          annotation_text=f"median {m.steps.p50_s:.3g} s (range {number(s['step_time_s'].min()):.3g}"
+                                          f"-{number(s['step_time_s'].max()):.3g} s)",
                           annotation_position="top left")
         clock = clocks.chart_label(m.steps.source) if m.steps and m.steps.source in clocks.BY_NAME else ""
         out.append(("step-time", styled(fig, "Time per training step" + (f" ({clock})" if clock else ""),

@@ -29,7 +29,8 @@ from rich.text import Text
 from diagnose.compare import Comparison, Side, clock_note
 from diagnose.reports import markdown
 from diagnose.reports.charts import downsample, styled
-from diagnose.reports.redact import MASK, is_secret_name
+from diagnose.parsers.credentials import is_secret_name
+from diagnose.reports.redact import MASK
 from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, env_cited, finding_dict,
                                        goodput_dict, metrics_dict, run_dict)
 
@@ -101,7 +102,8 @@ def build(cmp: Comparison, *, redact_secrets: bool = True, redact_hosts: bool = 
         "recommended_changes": [change_dict(c) for c in rec.changes],
         "recommended_diffs": diff_text(rec.changes, r, cmp.candidate.facts.framework),
     }
-    return r(doc)
+    out: dict[str, Any] = r(doc)
+    return out
 
 
 def _env_value(key: str, value: Any, r: Redactor) -> Any:
@@ -184,7 +186,8 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
     if series:
         fig = go.Figure()
         for side, label, color in series:
-            s = downsample(side.metrics.step_series, "step", "step_time_s")  # type: ignore[arg-type]
+            assert side.metrics.step_series is not None  # the list above holds only sides with one
+            s = downsample(side.metrics.step_series, "step", "step_time_s")
             fig.add_trace(go.Scatter(x=s["step"].to_list(), y=s["step_time_s"].to_list(), mode="lines",
                                      name=f"{label} step time", line={"color": color}))
         out.append(("step-time", styled(fig, "Time per training step, both runs", "step", "seconds per step")))
@@ -192,7 +195,8 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
         if all(batch for *_, batch in tb):
             fig = go.Figure()
             for side, label, color, batch in tb:
-                s = downsample(side.metrics.step_series, "step", "step_time_s")  # type: ignore[arg-type]
+                assert side.metrics.step_series is not None  # as above
+                s = downsample(side.metrics.step_series, "step", "step_time_s")
                 fig.add_trace(go.Scatter(x=s["step"].to_list(), y=[batch / t for t in s["step_time_s"].to_list()],
                                          mode="lines", name=f"{label} samples/s", line={"color": color}))
             out.append(("throughput", styled(fig, "Throughput per step, both runs (train batch / step time)",

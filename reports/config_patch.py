@@ -175,7 +175,8 @@ def set_json(text: str, path: list[str], value: Any) -> str:
 def _indent_of(text: str, node: jsonc.Node) -> str:
     """The indentation of the line an object opens on."""
     line_start = text.rfind("\n", 0, node.start) + 1
-    return re.match(r"[ \t]*", text[line_start:]).group(0)  # type: ignore[union-attr]
+    indent = re.match(r"[ \t]*", text[line_start:])
+    return indent.group(0) if indent else ""
 
 
 def _indent_unit(text: str, root: jsonc.Node) -> str:

@@ -68,7 +68,7 @@ class Redactor:
         return self.aliases.setdefault(host, f"host-{len(self.aliases) + 1}")
 
     def env(self, name: str, value: str) -> str:
-        return self(redact.env_value(name, value) if self.enabled else value)
+        return str(self(redact.env_value(name, value) if self.enabled else value))
 
 
 def change_dict(c: Change) -> dict[str, Any]:
@@ -342,7 +342,8 @@ def build(model: RunModel, d: Diagnosis, *, redact_secrets: bool = True, redact_
         # frame -> N: a long log's other ranks were sampled 1 in N (parsers/thinning.py); {} when all rows were read
         "sampled": dict(model.thinned),
     }
-    return r(doc)  # the one pass: every string of the document, whatever field it sits in
+    out: dict[str, Any] = r(doc)  # the one pass: every string of the document, whatever field it sits in
+    return out
 
 
 SAMPLE_CHARS = 200  # a sample line shown for one of them, cut to this
@@ -569,7 +570,7 @@ def ending_dict(d: Diagnosis, r: Redactor) -> dict[str, Any] | None:
     out = d.ending.as_dict()
     out["summary"] = r(str(out["summary"]))
     out["host"] = r(out["host"]) if isinstance(out["host"], str) else None
-    out["fallout"] = [r(str(x)) for x in out["fallout"]]  # type: ignore[union-attr]
+    out["fallout"] = [r(str(x)) for x in d.ending.fallout]
     # a relaunched run: how each launch before the last ended ("launch 1: crashed ..."), in order
     out["earlier"] = [f"launch {k}: {r(e.summary)}" for k, e in enumerate(d.launch_endings[:-1], 1)]
     return out

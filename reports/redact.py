@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 from urllib.parse import quote, unquote
 
 from diagnose.parsers.credentials import is_secret_name
@@ -150,7 +151,7 @@ def _masked(m: re.Match[str], secret: bool, groups: tuple[int, ...]) -> str:
     group = next((g for g in groups if m.group(g) is not None), None)
     if _hides_nothing(m.group(group) if group is not None else ""):
         return m.group(0)
-    start, end = m.span(group)
+    start, end = m.span(group if group is not None else 0)
     return m.string[m.start():start] + MASK + m.string[end:m.end()]
 
 
@@ -164,7 +165,8 @@ def _pair(m: re.Match[str]) -> str:
     group = next((g for g in (5, 3, 4) if m.group(g) is not None), None)
     value = m.group(group) if group is not None else ""
     if value and ("=" in value or ":" in value):
-        start, end = m.start(group) - m.start(), m.end(group) - m.start()
+        at = group if group is not None else 0
+        start, end = m.start(at) - m.start(), m.end(at) - m.start()
         return m.group(0)[:start] + _PAIR.sub(_pair, value) + m.group(0)[end:]
     return m.group(0)
 
@@ -209,7 +211,7 @@ def _plugin(cls: type) -> object:
 
 
 def _entropy(cls: type, token: str) -> float:
-    return float(_plugin(cls).calculate_shannon_entropy(token))  # type: ignore[attr-defined]
+    return float(_plugin(cls).calculate_shannon_entropy(token))  # type: ignore[attr-defined]  # detect-secrets: untyped
 
 
 @functools.lru_cache(maxsize=None)
@@ -219,7 +221,8 @@ def _vendor_plugins() -> tuple[object, ...]:
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
     skip = {"IPPublicDetector", "KeywordDetector", "Base64HighEntropyString", "HexHighEntropyString"}
-    return tuple(cls() for cls in get_mapping_from_secret_type_to_class().values() if cls.__name__ not in skip)
+    kinds: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    return tuple(kind() for kind in kinds if kind.__name__ not in skip)
 
 
 # ---- structure beyond `name=value` ------------------------------------------------------------------------------
@@ -444,7 +447,7 @@ def text(s: str) -> str:
     s = _WANDB_KEY.sub(MASK, s)
     if _VENDOR_HINT.search(s):
         for plugin in _vendor_plugins():
-            for found in set(plugin.analyze_string(s)):  # type: ignore[attr-defined]
+            for found in set(plugin.analyze_string(s)):  # type: ignore[attr-defined]  # detect-secrets: untyped
                 if isinstance(found, str) and len(found) >= 8 and found in s:
                     s = s.replace(found, MASK)
         s = _RANDOM_CANDIDATE.sub(_random_token, s)

@@ -27,7 +27,7 @@ def facts_dict(facts: RunFacts, model: RunModel, redact_secrets: bool = True) ->
             out["evidence"] = {k: ev(v) for k, v in sorted(value.items()) if not k.startswith("hostname")}
         elif f.name == "claims":
             out["claims"] = {k: [ev(x) for x in v] for k, v in value.items()}
-        elif dataclasses.is_dataclass(value):
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             out[f.name] = dataclasses.asdict(value)
         elif isinstance(value, tuple):
             out[f.name] = list(value)
@@ -39,7 +39,7 @@ def facts_dict(facts: RunFacts, model: RunModel, redact_secrets: bool = True) ->
 def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
     from diagnose.reports.document import Redactor
 
-    return Redactor(redact_secrets)({
+    out: dict[str, Any] = Redactor(redact_secrets)({
         "schema_version": SCHEMA_VERSION,
         "sources": [dataclasses.asdict(s) for s in model.sources],
         "skipped": [{"name": s.name, "why": s.why} for s in model.skipped],
@@ -49,6 +49,7 @@ def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
         "invalid_utf8": sum(s.invalid_utf8 for s in model.sources),
         "facts": facts_dict(model.facts, model, redact_secrets),
     })
+    return out
 
 
 def redacted_frame(frame: pl.DataFrame) -> pl.DataFrame:

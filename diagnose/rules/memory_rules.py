@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from diagnose.parsers.scalars import number_or_none
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
 FLUSH_CRITICAL_WARNINGS = 3  # the warning repeating across steps means it happens every few steps, not once
@@ -26,8 +27,8 @@ def allocator_cache_flush(ctx: Ctx) -> Finding | None:
                          ctx.model.source_name(r["source"]), r["line"]) for r in ev.head(3).iter_rows(named=True)]
     series = m.step_series
     if series is not None and m.first_flush_step is not None and series.height > 4:
-        before = series.filter(pl.col("step") < m.first_flush_step)["step_time_s"].median()
-        after = series.filter(pl.col("step") >= m.first_flush_step)["step_time_s"].median()
+        before = number_or_none(series.filter(pl.col("step") < m.first_flush_step)["step_time_s"].median())
+        after = number_or_none(series.filter(pl.col("step") >= m.first_flush_step)["step_time_s"].median())
         if before and after:
             evidence.append(Evidence(f"median step {before:.2f} s before the first flush (step {m.first_flush_step}) "
                                      f"and {after:.2f} s after", kind="metric"))

@@ -8,6 +8,7 @@ import polars as pl
 
 from diagnose import stragglers
 from diagnose.metrics import Metrics
+from diagnose.parsers.scalars import number
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
 if TYPE_CHECKING:
@@ -385,7 +386,7 @@ def _accum_fix(target: int, fits_zero1: bool, plan: object) -> str:
 def straggler(ctx: Ctx) -> Finding | None:
     m = ctx.metrics
     if (m.imbalance is None or m.imbalance < STRAGGLER_FACTOR) and (m.node_imbalance or 0) >= STRAGGLER_FACTOR:
-        slow = max(m.node_step_p50, key=m.node_step_p50.get)  # type: ignore[arg-type]
+        slow = max(m.node_step_p50, key=lambda host: m.node_step_p50[host])
         med = sorted(m.node_step_p50.values())[len(m.node_step_p50) // 2]
         return ctx.finding(
             title=f"Node {slow} is {m.node_imbalance:.1f}x slower than the median node",
@@ -469,7 +470,7 @@ def _straggler_comms(ctx: Ctx) -> Finding | None:
 
 
 def _straggler_rank(ctx: Ctx, m: Metrics) -> Finding:
-    slow_rank = max(m.rank_step_p50, key=m.rank_step_p50.get)  # type: ignore[arg-type]
+    slow_rank = max(m.rank_step_p50, key=lambda rank: m.rank_step_p50[rank])
     med = sorted(m.rank_step_p50.values())[len(m.rank_step_p50) // 2]
     return ctx.finding(
         title=f"Rank {slow_rank} is {m.imbalance:.1f}x slower than the median rank",
@@ -486,9 +487,9 @@ def _straggler_rank(ctx: Ctx, m: Metrics) -> Finding:
     )
 
 
-def _straggler_gpu(ctx: Ctx, m: object) -> Finding | None:
+def _straggler_gpu(ctx: Ctx, m: Metrics) -> Finding | None:
     """W&B per-GPU utilization: the GPU that waits least is the one everyone else waits for (P-one-gpu-different)."""
-    util = m.util_per_gpu  # type: ignore[attr-defined]
+    util = m.util_per_gpu
     ordered = sorted(util.values())
     med = ordered[len(ordered) // 2]
     odd = max(util, key=lambda g: abs(util[g] - med))
@@ -527,7 +528,7 @@ def _gpu_signals(system: pl.DataFrame, gpu: int) -> list[str]:
                .group_by("gpu").agg(pl.col("value").median()).sort("value", descending=end == "max"))
         if med.height < 2 or int(med["gpu"][0]) != gpu:
             continue
-        mine, others = float(med["value"][0]), float(med["value"][1:].median())  # type: ignore[arg-type]
+        mine, others = number(med["value"][0]), number(med["value"][1:].median())
         if others > 0 and abs(mine - others) / others >= GPU_SIGNAL_GAP:
             out.append(f"it also has {phrase} ({mine:.0f} {unit} against {others:.0f} {unit} on the others)")
     return out

@@ -66,7 +66,7 @@ def input_bound(ctx: Ctx) -> Finding | None:
     for r in warn.head(2).iter_rows(named=True):
         evidence.append(Evidence(r["detail"], ctx.model.source_name(r["source"]), r["line"]))
     if f.dataloader_num_workers == 0:
-        evidence.append(ctx.fact_evidence("dataloader_num_workers", "dataloader_num_workers")  # type: ignore[arg-type]
+        evidence.append(ctx.fact_evidence("dataloader_num_workers", "dataloader_num_workers")
                         or Evidence("dataloader_num_workers = 0", kind="config"))
     if not evidence:
         return None
