@@ -21,8 +21,8 @@ import polars as pl
 
 from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import fault
-from diagnose.parsers.fact_table import (ARG_FACTS, BY_NAME, DS_KEY_FACTS, LOG_KEY_FACTS, MAX_COUNT, SCRIPT_VAR_FACTS,
-                                         WANDB_FACTS)
+from diagnose.parsers.fact_table import (ARG_FACTS, BY_NAME, DS_KEY_FACTS, FACTS, LOG_KEY_FACTS, MAX_COUNT,
+                                         SCRIPT_VAR_FACTS, WANDB_FACTS)
 from diagnose.parsers.kinds import SETTING_FACTS
 from diagnose.parsers.launch_script import LaunchScript, parse_script
 from diagnose.parsers.scalars import number, whole
@@ -427,23 +427,13 @@ def assemble(inp: FactInputs) -> RunFacts:
     evidence = {k: ev for k in c.by_fact if (ev := c.first(k)) is not None}
     if bound is not None:
         evidence["world_size"] = bound
+    # every declared fact from its winning claim (parsers/fact_table.py), then the topology the rules above derived
+    declared: dict[str, Any] = {f.name: val(f.name) for f in FACTS if not f.derived}
+    declared.update(world_size=world, nodes=nodes, gpus_per_node=gpn, tensor_parallel=tp, pipeline_parallel=pp,
+                    data_parallel=dp)
     return RunFacts(
-        world_size=world, nodes=nodes, gpus_per_node=gpn, tensor_parallel=tp, pipeline_parallel=pp,
-        data_parallel=dp, allocated_gpus=val("allocated_gpus"), gpu_memory_gb=val("gpu_memory_gb"),
-        hostnames=hosts, gpu_name=val("gpu_name"),
-        launcher=val("launcher"), backend=val("backend"), accelerator=val("accelerator"),
-        zero_stage=val("zero_stage"), offload_optimizer=val("offload_optimizer"), offload_param=val("offload_param"),
-        precision=val("precision"), micro_batch_per_gpu=val("micro_batch_per_gpu"),
-        grad_accum_steps=val("grad_accum_steps"), train_batch_size=val("train_batch_size"),
-        model_params=val("model_params"), optimizer=val("optimizer"), steps_per_print=val("steps_per_print"),
-        wall_clock_breakdown=val("wall_clock_breakdown"), comms_logger=val("comms_logger"),
-        flops_profiler=val("flops_profiler"), horovod_nccl=val("horovod_nccl"), hybrid_engine=val("hybrid_engine"),
-        overlap_comm=val("overlap_comm"),
-        contiguous_gradients=val("contiguous_gradients"), reduce_bucket_size=val("reduce_bucket_size"),
-        allgather_bucket_size=val("allgather_bucket_size"), prefetch_bucket_size=val("prefetch_bucket_size"),
-        gradient_checkpointing=val("gradient_checkpointing"), dataloader_num_workers=val("dataloader_num_workers"),
-        total_steps=val("total_steps"), seq_len=val("seq_len"), hidden_size=val("hidden_size"),
-        num_layers=val("num_layers"), num_heads=val("num_heads"),
+        **declared, allocated_gpus=val("allocated_gpus"), hostnames=hosts, comms_logger=val("comms_logger"),
+        flops_profiler=val("flops_profiler"), horovod_nccl=val("horovod_nccl"),
         versions=versions, env=env, nccl=nccl, hf=_hf_block(kv), accelerate=_accelerate_view(inp, kv),
         ds_config=ds_config, ds_engine=engine,
         script_args={k: s.value for _, sc in inp.scripts for k, s in sc.script_args.items()},

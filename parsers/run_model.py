@@ -19,6 +19,7 @@ from diagnose.parsers.extract import max_ranks, ranks_fact_rows
 from diagnose.parsers.facts import FactInputs, RunFacts, assemble
 from diagnose.parsers.ingest import LogResult, ingest_batch, ingest_log
 from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
+from diagnose.parsers.names import FrameName
 from diagnose.parsers.schema import FRAMES, conform
 from diagnose.parsers.stamps import lend_years, settle
 from diagnose.parsers.templates import Learned, Stream, Unread
@@ -67,7 +68,7 @@ class RunModel:
     # the recommended changes are written into these (reports/config_patch.py), never into the files themselves
     configs: dict[str, str] = field(default_factory=dict)
 
-    def frame(self, name: str) -> pl.DataFrame:
+    def frame(self, name: FrameName) -> pl.DataFrame:
         return self.frames[name]
 
     @property

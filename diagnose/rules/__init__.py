@@ -13,6 +13,7 @@ from diagnose.goodput import Account
 from diagnose.metrics import Metrics
 from diagnose.planner import Plan
 from diagnose.parsers.facts import RunFacts
+from diagnose.parsers.names import FindingId
 from diagnose.parsers.run_model import RunModel
 
 
@@ -59,7 +60,7 @@ class Rule:
     change brings it about (compare's attribution: a finding that appears next to a change of one of these is that
     change's consequence; () when no config fact does), and the sample scenario it fires on (tests/test_rules.py)."""
 
-    id: str
+    id: FindingId
     title: str
     detects: str
     why: str
@@ -73,7 +74,7 @@ class Rule:
     costs: tuple[str, ...] = ()
     # Rules whose findings this rule's cause brings about (the bubble makes pipeline stages wait on send/recv, which
     # comm-bound sees as communication): where both fire, this one ranks above them (issue 31).
-    symptoms: tuple[str, ...] = ()
+    symptoms: tuple[FindingId, ...] = ()
     # The expected effect of the fix, computed from the changes as the recommendation merged them (its own where
     # another finding did not decide the key): (facts, the finding's data, the changes) -> words; None keeps the
     # rule's own words (issue 31).
@@ -83,8 +84,8 @@ class Rule:
 REGISTRY: dict[str, Rule] = {}
 
 
-def rule(id: str, title: str, *, detects: str, why: str, evidence: str, fix: str, drivers: tuple[str, ...],
-         scenario: str, costs: tuple[str, ...] = (), symptoms: tuple[str, ...] = (),
+def rule(id: FindingId, title: str, *, detects: str, why: str, evidence: str, fix: str, drivers: tuple[str, ...],
+         scenario: str, costs: tuple[str, ...] = (), symptoms: tuple[FindingId, ...] = (),
          effect: Callable[[RunFacts, dict[str, Any], tuple[Change, ...]], str | None] | None = None,
          ) -> Callable[[Any], Any]:
     def register(fn: Callable[[Ctx], Finding | None]) -> Callable[[Ctx], Finding | None]:
