@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from typing import Any
 
 import polars as pl
 
@@ -64,6 +65,7 @@ class Account:
     parts: tuple[Piece, ...]
     launches: int = 1
     launch_starts: tuple[tuple[int, int], ...] = ()  # (source, line) of each launch's first step line
+    clock_note: str | None = None  # why the account is not on the clock it would have used
     device: str = "GPUs"  # "processes" for a CPU run (RunFacts.cpu_run): what `gpus` counts
 
     def part(self, name: str) -> Piece | None:
@@ -140,10 +142,18 @@ def _tail_named(acc: Account, end: Ending) -> Account:
 def _account(model: RunModel, metrics: Metrics) -> Account | None:
     rows = _clock_rows(model.frames["steps"])
     gpus = model.facts.world_size
+    note = None
+    if rows is not None and (back := _clock_goes_back(model.frames["steps"], rows)):
+        # Not a relaunch: the step count carries on while the clock goes back (a clock reset, a wrapped or
+        # shuffled log). Sorted by time, each jump would read as a relaunch (issue 35: 33,917 of them).
+        note = (f"the step lines' clock goes back {back} time(s) while the step count carries on (a clock reset, "
+                "or lines out of order): the account is on the steps' own times, not the timestamps")
+        rows = None
     if rows is not None:
         return _from_timestamps(model, metrics, rows, gpus)
     if metrics.step_series is not None and metrics.step_series.height >= 3:
-        return _from_step_times(metrics.step_series, metrics, gpus, "the steps' printed times")
+        return replace(_from_step_times(metrics.step_series, metrics, gpus, "the steps' printed times"),
+                       clock_note=note)
     if len(metrics.timed_totals) >= 3:  # no step lines: the timers' per-step totals are the clock
         totals = pl.DataFrame({"step": range(1, len(metrics.timed_totals) + 1),
                                "step_time_s": [ms / 1000.0 for ms in metrics.timed_totals]})
@@ -167,6 +177,23 @@ def _clock_rows(steps: pl.DataFrame) -> pl.DataFrame | None:
     # Two lines of one step in a row (a step line printed twice by a logger with two handlers) are one.
     rows = rows.filter(pl.col("global_step") != pl.col("global_step").shift(1).fill_null(-1))
     return rows.select("source", "line", "ts", "global_step", "step_time_s", "origin") if rows.height >= 3 else None
+
+
+# A clock that goes back by more than this between two step lines of one file, the step count going on, is not the
+# jitter of two threads printing (sub-second) but a reset or lines out of order.
+CLOCK_BACK_S = 2.0
+
+
+def _clock_goes_back(steps: pl.DataFrame, rows: pl.DataFrame) -> int:
+    """How often, in file order, the clock's step lines' time goes back by more than CLOCK_BACK_S while the step
+    count goes on (a relaunch sends the count back too)."""
+    chosen = rows.select("source", "line")
+    ordered = (steps.join(chosen, on=["source", "line"], how="semi").sort("source", "line")
+               .select("source", pl.col("ts").cast(pl.Datetime("ms")), "global_step"))
+    back = ordered.with_columns(
+        ((pl.col("ts") - pl.col("ts").shift(1).over("source")).dt.total_milliseconds() / 1000.0).alias("dt"),
+        (pl.col("global_step") - pl.col("global_step").shift(1).over("source")).alias("ds"))
+    return back.filter((pl.col("dt") < -CLOCK_BACK_S) & (pl.col("ds") > 0)).height
 
 
 def _ends(model: RunModel, wandb: bool) -> tuple[object, object, tuple[int, int], tuple[int, int]]:
@@ -243,16 +270,15 @@ def _training_launches(rows: pl.DataFrame, marks: pl.Series) -> pl.DataFrame:
     return _intervals(kept, marks)
 
 
-def _first_interval(launch: pl.DataFrame) -> tuple[float | None, int]:
+def _first_interval(head: dict[str, Any]) -> tuple[float | None, int]:
     """The time and steps of a launch's first logged interval where the line prints its own step time (Megatron's
-    elapsed time per iteration averages over the logging interval): else unknown."""
-    steps = launch["n"].drop_nulls()
-    every = int(number(steps.median())) if steps.len() else 1
-    row = launch.row(0, named=True)
-    per = row["step_time_s"]
+    elapsed time per iteration averages over the logging interval): else unknown. `head`: the launch's first step
+    line (`per0`, `step0`) and its usual interval in steps (`every`)."""
+    every = int(head["every"]) if head["every"] is not None else 1
+    per = head["per0"]
     if per is None or per <= 0:
         return None, every
-    n = min(every, max(1, int(row["global_step"])))
+    n = min(every, max(1, int(head["step0"])))
     return per * n, n
 
 
@@ -267,27 +293,33 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
     if level <= 0:
         return None
     iv = _with_events(iv, model.frames["events"].filter(pl.col("kind").is_in(list(STALL_EVENTS))))
-    launches = iv.partition_by("launch", maintain_order=True)
+    warm_by, steady_by, stalls = _body(iv, level)
+    # Each launch's figures in one pass (issue 35: a log of 30,000 launches took a polars call per launch): its
+    # first and last step lines, its usual interval, its warm-up and steady seconds.
+    heads = iv.group_by("launch", maintain_order=True).agg(
+        pl.col("source").first().alias("src0"), pl.col("line").first().alias("line0"),
+        pl.col("ts").first().alias("ts0"), pl.col("global_step").first().alias("step0"),
+        pl.col("step_time_s").first().alias("per0"), pl.col("n").drop_nulls().median().alias("every"),
+        pl.col("source").last().alias("src1"), pl.col("line").last().alias("line1"),
+        pl.col("ts").last().alias("ts1"), pl.col("global_step").max().alias("top"))
     warm_s = steps_s = 0.0
-    stalls: list[Piece] = []
     restarts: list[Piece] = []
     startup_s = 0.0
     prev_end_ts, prev_max_step = None, None
     prev_launch_lines: list[tuple[int, int]] = []
     n_steps = int(body["n"].sum())
-    for k, launch in enumerate(launches):
-        head = launch.row(0, named=True)
-        first_s, first_n = _first_interval(launch)
+    for k, head in enumerate(heads.iter_rows(named=True)):
+        first_s, first_n = _first_interval(head)
         if first_s is not None:  # a log cut at its start holds less than the first printed interval
-            first_s = min(first_s, (head["ts"] - (t0 if k == 0 else prev_end_ts)).total_seconds())
-        start_ts = head["ts"]
-        first_step_from = int(head["global_step"]) - first_n
+            first_s = min(first_s, between(head["ts0"], t0 if k == 0 else prev_end_ts))
+        start_ts = head["ts0"]
+        first_step_from = int(head["step0"]) - first_n
         if first_s is not None:
-            start_ts = head["ts"] - timedelta(seconds=first_s)
+            start_ts = head["ts0"] - timedelta(seconds=first_s)
             steps_s += min(first_s, first_n * level)
             warm_s += max(0.0, first_s - first_n * level)
             n_steps += first_n
-        lead = (start_ts - (t0 if k == 0 else prev_end_ts)).total_seconds()
+        lead = between(start_ts, t0 if k == 0 else prev_end_ts)
         if k == 0:
             startup_s = max(0.0, lead)
         else:
@@ -298,15 +330,12 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
                                   basis=f"{max(0.0, lead):.0f} s between the last step line before it and the next "
                                         f"launch's first step, plus {redone} step(s) done twice x the steady "
                                         f"{level:.3g} s",
-                                  evidence=(*prev_launch_lines[-1:], (head["source"], head["line"]))))
-        w, s, st = _body(launch, level)
-        warm_s += w
-        steps_s += s
-        stalls.extend(st)
-        prev_end_ts = launch["ts"][-1]
-        prev_max_step = int(number(launch["global_step"].max()))
-        tail_row = launch.row(-1, named=True)
-        prev_launch_lines = [(tail_row["source"], tail_row["line"])]
+                                  evidence=(*prev_launch_lines[-1:], (head["src0"], head["line0"]))))
+        warm_s += warm_by.get(head["launch"], 0.0)
+        steps_s += steady_by.get(head["launch"], 0.0)
+        prev_end_ts = head["ts1"]
+        prev_max_step = int(head["top"])
+        prev_launch_lines = [(head["src1"], head["line1"])]
     tail_s = max(0.0, between(t_end, prev_end_ts))
     span = between(t_end, t0)
     stall_s = sum(p.seconds or 0.0 for p in stalls)
@@ -328,8 +357,9 @@ def _from_timestamps(model: RunModel, metrics: Metrics, rows: pl.DataFrame, gpus
               basis="the last step line to the last timestamped line"),
     ]
     return Account(clock="timestamps", span_s=span, gpus=gpus, steps=n_steps, steady_step_s=level,
-                   parts=tuple(parts), launches=len(launches),
-                   launch_starts=tuple((int(x["source"][0]), int(x["line"][0])) for x in launches))
+                   parts=tuple(parts), launches=heads.height,
+                   launch_starts=tuple(zip(heads["src0"].cast(pl.Int64).to_list(),
+                                           heads["line0"].cast(pl.Int64).to_list())))
 
 
 def _with_events(iv: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
@@ -356,34 +386,38 @@ def _with_events(iv: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
         grouped, on=["source", "line"], how="left")
 
 
-def _body(iv: pl.DataFrame, level: float) -> tuple[float, float, list[Piece]]:
-    """One launch's step intervals (global_step, dur, n; and ev_kind, ev_lines, source, line where lines are known)
-    -> (warm-up excess, steady seconds, stalls). The leading intervals above the gate are warm-up; later ones at
-    least a step's time above the level (half a step's with a checkpoint or evaluation in them) are stalls; each
-    keeps its steady share in the steps."""
+def _body(iv: pl.DataFrame, level: float) -> tuple[dict[int, float], dict[int, float], list[Piece]]:
+    """Every launch's step intervals (launch, global_step, dur, n; and ev_kind, ev_lines, source, line where lines
+    are known) -> (warm-up excess by launch, steady seconds by launch, stalls). A launch's leading intervals above the
+    gate are warm-up; later ones at least a step's time above the level (half a step's with a checkpoint or
+    evaluation in them) are stalls; each keeps its steady share in the steps."""
     iv = iv.filter(pl.col("dur").is_not_null() & (pl.col("n") > 0) & (pl.col("dur") >= 0))
     if iv.height == 0:
-        return 0.0, 0.0, []
+        return {}, {}, []
     if "ev_kind" not in iv.columns:
         iv = iv.with_columns(pl.lit(None, pl.String).alias("ev_kind"))
-    limit = max(1, int(iv.height * WARMUP_MAX_SHARE))
-    leading = (pl.col("dur") >= WARMUP_GATE * level * pl.col("n")).cast(pl.Int8).cum_min().cast(pl.Boolean)
+    limit = (pl.len().over("launch") * WARMUP_MAX_SHARE).cast(pl.Int64).clip(lower_bound=1)
+    leading = ((pl.col("dur") >= WARMUP_GATE * level * pl.col("n")).cast(pl.Int8).cum_min().over("launch")
+               .cast(pl.Boolean))
     excess = pl.col("dur") - pl.col("n") * level
-    iv = iv.with_columns(excess.alias("excess"), (leading & (pl.int_range(pl.len()) < limit)).alias("warm"))
+    iv = iv.with_columns(excess.alias("excess"),
+                         (leading & (pl.int_range(pl.len()).over("launch") < limit)).alias("warm"))
     iv = iv.with_columns((~pl.col("warm") & (
         (pl.col("excess") >= STALL_EXTRA_STEPS * level)
         | (pl.col("ev_kind").is_not_null() & (pl.col("excess") >= STALL_EXTRA_WITH_EVENT * level)))).alias("stall"))
-    warm_excess = float(iv.filter(pl.col("warm"))["excess"].clip(lower_bound=0).sum())
-    stalled = iv.filter(pl.col("stall"))
-    steady_s = float(iv["dur"].sum()) - warm_excess - float(stalled["excess"].sum())
+    sums = iv.group_by("launch").agg(
+        pl.col("excess").filter(pl.col("warm")).clip(lower_bound=0).sum().alias("warm"),
+        pl.col("excess").filter(pl.col("stall")).sum().alias("stalled"), pl.col("dur").sum().alias("dur"))
+    warm = dict(zip(sums["launch"].to_list(), sums["warm"].to_list()))
+    steady = {k: d - w - st for k, w, st, d in sums.select("launch", "warm", "stalled", "dur").iter_rows()}
     stalls = []
-    for row in stalled.iter_rows(named=True):
+    for row in iv.filter(pl.col("stall")).iter_rows(named=True):
         where = ((row["source"], row["line"]),) if "line" in row else ()
         near = tuple((e["ev_source"], e["ev_line"]) for e in (row.get("ev_lines") or ()))
         stalls.append(Piece(name=STALL_EVENTS.get(row["ev_kind"] or "", "spike"), seconds=float(row["excess"]),
                             step=int(row["global_step"]), evidence=where + near,
                             basis=f"{row['dur']:.1f} s for {row['n']} step(s) against the steady {level:.3g} s/step"))
-    return warm_excess, steady_s, stalls
+    return warm, steady, stalls
 
 
 def _inside_steps(steps_s: float, level: float, m: Metrics) -> tuple[Piece, ...]:
@@ -421,7 +455,9 @@ def _from_step_times(s: pl.DataFrame, m: Metrics, gpus: int | None, clock: str) 
     n = s["step"].diff().fill_null(1).clip(lower_bound=1)
     dur = s["step_time_s"] * n
     level = steady_level(s["step_time_s"])
-    warm_s, steps_s, stalls = _body(pl.DataFrame({"global_step": s["step"], "dur": dur, "n": n}), level)
+    warm_by, steady_by, stalls = _body(pl.DataFrame({"launch": 0, "global_step": s["step"], "dur": dur, "n": n}),
+                                       level)
+    warm_s, steps_s = warm_by.get(0, 0.0), steady_by.get(0, 0.0)
     stall_s = sum(p.seconds or 0.0 for p in stalls)
     unknown = "not in the logs without line timestamps"
     parts = (Piece(name="startup", seconds=None, basis=unknown),

@@ -156,15 +156,28 @@ def _cost_dict(f: Finding) -> dict[str, Any] | None:
     return None if c is None else dataclasses.asdict(c)
 
 
-def _piece_dict(p: Any, account: Any, where: Callable[[int], str]) -> dict[str, Any]:
-    from diagnose.goodput import PART_LABELS
+# A part lists at most this many of its stalls or restarts, the largest, in step order; one more entry counts the
+# rest with their total (issue 35: a W&B run of 100k rows listed 2,018 stalls, 404 KB of a 700 KB JSON).
+MAX_PIECES = 50
 
+
+def _piece_dict(p: Any, account: Any, where: Callable[[int], str]) -> dict[str, Any]:
+    from diagnose.goodput import PART_LABELS, Piece
+
+    pieces = list(p.pieces)
+    if len(pieces) > MAX_PIECES:
+        kept = sorted(sorted(pieces, key=lambda q: -(q.seconds or 0.0))[:MAX_PIECES], key=lambda q: q.step or 0)
+        rest = [q for q in pieces if q not in kept]
+        seconds = sum(q.seconds or 0.0 for q in rest)
+        pieces = kept + [Piece(name=f"{len(rest)} more", seconds=seconds,
+                               basis=f"{len(rest)} more {p.name}, {seconds:.3g} s in all (the {MAX_PIECES} largest are "
+                                     "listed)")]
     return {"name": p.name, "label": PART_LABELS.get(p.name, p.name), "seconds": p.seconds,
             "gpu_hours": account.gpu_hours(p.seconds),
             "share": None if p.seconds is None or not account.span_s else p.seconds / account.span_s,
             "basis": p.basis, "step": p.step,
             "evidence": [{"source": where(s), "line": line} for s, line in p.evidence if s >= 0],
-            "pieces": [_piece_dict(q, account, where) for q in p.pieces]}
+            "pieces": [_piece_dict(q, account, where) for q in pieces]}
 
 
 def goodput_dict(d: Diagnosis, where: Callable[[int], str]) -> dict[str, Any] | None:
@@ -173,7 +186,7 @@ def goodput_dict(d: Diagnosis, where: Callable[[int], str]) -> dict[str, Any] | 
     acc = d.goodput
     cps, strag = d.change_points, d.stragglers
     out: dict[str, Any] = {
-        "clock": None, "span_s": None, "gpus": None, "device": None, "steps": None, "steady_step_s": None, "goodput": None,
+        "clock": None, "clock_note": None, "span_s": None, "gpus": None, "device": None, "steps": None, "steady_step_s": None, "goodput": None,
         "gpu_hours": None, "launches": None, "parts": [],
         "change_points": None if cps is None else {
             "pattern": cps.pattern, "trend_change": cps.trend_change, "slowdown_s": cps.slowdown_s,
@@ -186,7 +199,7 @@ def goodput_dict(d: Diagnosis, where: Callable[[int], str]) -> dict[str, Any] | 
         "mfu_missing": list(d.metrics.mfu_missing),
     }
     if acc is not None:
-        out.update(clock=acc.clock, span_s=acc.span_s, gpus=acc.gpus, device=acc.device, steps=acc.steps,
+        out.update(clock=acc.clock, clock_note=acc.clock_note, span_s=acc.span_s, gpus=acc.gpus, device=acc.device, steps=acc.steps,
                    steady_step_s=acc.steady_step_s, goodput=acc.goodput, launches=acc.launches,
                    gpu_hours=acc.gpu_hours(acc.span_s if acc.span_s is not None else acc.measured_s),
                    parts=[_piece_dict(p, acc, where) for p in acc.parts])

@@ -377,3 +377,34 @@ def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
             else:  # no span: a share of the timed steps, said so, never "of the run"
                 assert "of the run" not in f.summary, (run, f.summary)
     assert seen >= 3
+
+
+def _ds_steps(times: list[datetime]) -> str:
+    return "".join(_step(t, n) + "\n" for n, t in enumerate(times, 1))
+
+
+def test_a_clock_that_goes_back_while_the_steps_go_on_is_not_a_relaunch(tmp_path: Path) -> None:
+    """Issue 35: the benchmark log's clock goes back an hour every 3,600 steps; sorted by time, each jump read as a
+    relaunch (33,917 launches). In file order the count carries on: the account says so and uses the steps' times."""
+    times = [T0 + timedelta(seconds=STEP * n) - timedelta(hours=n // 100) for n in range(300)]
+    path = tmp_path / "train.log"
+    path.write_text(_ds_steps(times))
+    g = json.loads(diagnose.analyse(path).render("json"))["goodput"]
+    assert g["launches"] == 1 and g["clock"] == "step times"
+    assert "goes back 2 time(s)" in g["clock_note"]
+    parts = {p["name"]: p["seconds"] for p in g["parts"]}
+    assert parts["restarts"] is None  # not measured without the timestamps, never 2 invented relaunches
+
+
+def test_an_account_lists_at_most_fifty_stalls_and_counts_the_rest(tmp_path: Path) -> None:
+    times, t = [], T0
+    for n in range(1, 601):
+        t += timedelta(seconds=STEP + (30.0 if n % 5 == 0 else 0.0))
+        times.append(t)
+    path = tmp_path / "train.log"
+    path.write_text(_ds_steps(times))
+    g = json.loads(diagnose.analyse(path).render("json"))["goodput"]
+    stalls = next(p for p in g["parts"] if p["name"] == "stalls")
+    assert len(stalls["pieces"]) == 51 and stalls["pieces"][-1]["name"] == "70 more"
+    assert sum(p["seconds"] for p in stalls["pieces"]) == pytest.approx(stalls["seconds"])
+    assert stalls["seconds"] == pytest.approx(120 * 30.0, rel=0.02)
