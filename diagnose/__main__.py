@@ -1,4 +1,4 @@
-from diagnose.cli import main
+from diagnose.entry import main
 
 if __name__ == "__main__":
     main()

@@ -13,19 +13,19 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.console import Console
 
-from diagnose.parsers import InputError, RunModel, parse as parse_sources
-from diagnose.parsers.schema import FRAMES as FRAME_SCHEMAS, describe
-from diagnose.reports import run_json
+from diagnose.parsers.errors import InputError
 from diagnose.reports.formats import FORMATS, by_suffix, strict_json, suffix_list
 
+# Nothing of polars, plotly or the analysis is imported to print the help or the version (issue 35): each command
+# imports what it runs.
 if TYPE_CHECKING:
     from diagnose.compare import Side
+    from diagnose.parsers.run_model import RunModel
     from diagnose.pipeline import Analysis, Options
     from diagnose.parsers.sources import Run
     from diagnose.reports.config_patch import ConfigPatch
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
-FRAME_NAMES = tuple(FRAME_SCHEMAS)
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a progress bar only flickers
 
 app = typer.Typer(
@@ -84,17 +84,23 @@ def _stderr(line: str) -> None:
     sys.stderr.write(inert.text(redact.text(line).replace("\n", " ")) + "\n")
 
 
+def _parse_sources(*args: object, **kwargs: object) -> RunModel:
+    from diagnose.parsers import parse
+
+    return parse(*args, **kwargs)  # type: ignore[arg-type]  # load's own arguments, passed through
+
+
 def load(sources: list[str], refresh: bool = False) -> RunModel:
     """Parse, showing progress on an interactive terminal: a bar of bytes for large logs, and for W&B runs a line
     per download stage, the history's with a bar of rows."""
     total = sum(Path(s).stat().st_size for s in sources if Path(s).is_file())
     if not err.is_terminal:
-        return parse_sources(sources, refresh=refresh)
+        return _parse_sources(sources, refresh=refresh)
     from diagnose.parsers.wandb_api import parse_ref
 
     wandb = any(parse_ref(s) for s in sources)
     if not wandb and total < PROGRESS_MIN_BYTES:
-        return parse_sources(sources, refresh=refresh)
+        return _parse_sources(sources, refresh=refresh)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TimeElapsedColumn
 
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -118,7 +124,7 @@ def load(sources: list[str], refresh: bool = False) -> RunModel:
             if logs is not None:
                 bar.update(logs, advance=n / 1_000_000,
                                description=f"reading logs: {lines_read[0]:,} lines, MB")
-        return parse_sources(sources, progress=progress if logs is not None else None, refresh=refresh,
+        return _parse_sources(sources, progress=progress if logs is not None else None, refresh=refresh,
                              fetch_progress=fetched if wandb else None)
 
 
@@ -136,6 +142,8 @@ def parse(
 ) -> None:
     """Read SOURCES into the run model and summarise it (frames, run facts, unparsed lines)."""
     if schema:
+        from diagnose.parsers.schema import describe
+
         out.print(describe(), markup=False)
         return
     if not sources:
@@ -148,6 +156,8 @@ def parse(
     if out_dir is not None:
         _check_out_dir(out_dir, sources, force)
     model = _load_or_exit(sources, refresh)
+    from diagnose.reports import run_json
+
     doc = run_json.summary(model, redact_secrets=not no_redact)
     if out_dir is not None:
         try:
@@ -374,7 +384,9 @@ def _check_out_dir(folder: Path, sources: list[str], force: bool) -> None:
         raise _fail(f"--out {folder}: a file, not a folder")
     if not folder.parent.is_dir():
         raise _fail(f"--out {folder}: {folder.parent} does not exist (create it first)")
-    written = [folder / "facts.json", *(folder / f"{name}.parquet" for name in FRAME_NAMES)]
+    from diagnose.parsers.schema import FRAMES
+
+    written = [folder / "facts.json", *(folder / f"{name}.parquet" for name in FRAMES)]
     inputs = input_files(sources)
     if any(os.path.realpath(p) in inputs for p in written):
         raise _fail(f"--out {folder}: would write over one of the inputs")

@@ -2,12 +2,23 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from diagnose.parsers.errors import InputError
-from diagnose.parsers.run_model import RunModel, build
-from diagnose.parsers.sources import resolve, temp_dir
+
+if TYPE_CHECKING:
+    from diagnose.parsers.run_model import RunModel
 
 __all__ = ["InputError", "RunModel", "parse"]
+
+
+def __getattr__(name: str) -> object:
+    """`RunModel` on first use: importing the package (for InputError, say) loads no polars (issue 35)."""
+    if name == "RunModel":
+        from diagnose.parsers.run_model import RunModel
+
+        return RunModel
+    raise AttributeError(f"module 'diagnose.parsers' has no attribute {name!r}")
 
 
 def parse(sources: list[str], progress: Callable[[int], None] | None = None, refresh: bool = False,
@@ -19,6 +30,8 @@ def parse(sources: list[str], progress: Callable[[int], None] | None = None, ref
     from pathlib import Path
 
     from diagnose.parsers import github
+    from diagnose.parsers.run_model import build
+    from diagnose.parsers.sources import resolve, temp_dir
 
     with temp_dir() as tmp:
         # A GitHub thread is read through its API, every piece of the posts it names into this one model (the

@@ -67,9 +67,9 @@ def _slug(heading: str) -> str:
 def _sections(render: Callable[[Rendered], str], markdown: bool = True) -> Callable[[list[Rendered]], str]:
     """Several runs as one text: an index (run, verdict, step time, GPU-hours, goodput), then a heading per run and
     its report."""
-    from diagnose.reports.document import index_hours_label, runs_index
-
     def join(runs: list[Rendered]) -> str:
+        from diagnose.reports.document import index_hours_label, runs_index
+
         index = runs_index([(r.name, r.document) for r in runs])
         hours = index_hours_label(index)
         if markdown:

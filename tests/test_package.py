@@ -50,7 +50,7 @@ def test_the_wheel_claims_one_import_package_and_its_own_distribution_name(built
     assert {n.split("/")[0] for n in names} == {"diagnose", dist_info}
     assert re.search(r"^Name: diagnose-training$", metadata, re.M)
     assert re.search(rf"^Version: {re.escape(__version__)}$", metadata, re.M)
-    assert re.search(r"^diagnose = diagnose\.cli:main$", entry_points, re.M)
+    assert re.search(r"^diagnose = diagnose\.entry:main$", entry_points, re.M)
     # The card's folders are mapped under the package, with their data files, and only once.
     for path in ("diagnose/parsers/lines.py", "diagnose/reports/html.py", "diagnose/reports/templates/report.html.j2",
                  "diagnose/reports/static/plotly-basic.min.js", "diagnose/rules/__init__.py"):
