@@ -618,7 +618,7 @@ def serve(
     workers: Annotated[int, typer.Option("--workers", help="Analyses run at once (a thread pool off the event "
                                          "loop).")] = 2,
     queue: Annotated[Optional[int], typer.Option("--queue", help="Analyses that may wait for a worker before "
-                                                 "uploads are refused with HTTP 503 (default 4 per worker).")] = None,
+                                                 "uploads are refused with HTTP 503 and Retry-After (default 20).")] = None,
     token: Annotated[Optional[str], typer.Option("--token", envvar="DIAGNOSE_TOKEN", help="Require this token "
                                                  "(the header `Authorization: Bearer T`, exactly) for uploads and "
                                                  "stored reports; also read from DIAGNOSE_TOKEN. The page asks "

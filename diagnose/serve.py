@@ -35,7 +35,11 @@ CSP = ("default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 
        "font-src data:; connect-src 'self'; frame-src 'self' blob:; form-action 'self'; base-uri 'none'")
 FIELD_MAX_BYTES = 64 * 1024  # a form field (the W&B URL) is a line, not a file
 MAX_FILES = 200
-QUEUE_PER_WORKER = 4  # analyses waiting per worker before new uploads are refused with 503
+# Analyses allowed to wait by default before new uploads are refused with 503 (and Retry-After): a burst of 20
+# uploads queues whole (issue 35: with 4 per worker, 2 workers answered half of such a burst 503). A waiting upload
+# holds its temporary files on disk, not memory.
+DEFAULT_QUEUE = 20
+RETRY_AFTER_S = 10
 SWEEP_S = 30.0
 
 
@@ -44,7 +48,7 @@ class ServeConfig:
     max_upload_mb: float = 512.0
     keep_minutes: float = 60.0
     workers: int = 2
-    queue: int | None = None  # analyses allowed to wait (default QUEUE_PER_WORKER x workers)
+    queue: int | None = None  # analyses allowed to wait (default DEFAULT_QUEUE)
     token: str | None = None
     redact_secrets: bool = True
     # An upload's whole body must arrive within this many seconds: a client that trickles bytes is cut off (its
@@ -283,10 +287,10 @@ def create_app(config: ServeConfig) -> Starlette:
         ctype, options = parse_options_header(request.headers.get("content-type", ""))
         if ctype != b"multipart/form-data" or b"boundary" not in options:
             return error(400, "send multipart/form-data: files in `files`, a W&B run in `wandb`")
-        capacity = config.workers + (config.queue if config.queue is not None else QUEUE_PER_WORKER * config.workers)
+        capacity = config.workers + (config.queue if config.queue is not None else DEFAULT_QUEUE)
         if s.pending >= capacity:
-            return error(503, "busy: every worker and queue slot is taken; try again shortly",
-                         {"Retry-After": "10"})
+            return error(503, f"busy: every worker and queue slot is taken; try again in {RETRY_AFTER_S} s",
+                         {"Retry-After": str(RETRY_AFTER_S)})
         s.pending += 1
         upload = Path(tempfile.mkdtemp(prefix="upload-", dir=s.root))
         sink = _MultipartSink(options[b"boundary"], upload, max_bytes)

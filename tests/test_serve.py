@@ -220,6 +220,40 @@ def test_a_full_queue_is_refused_and_health_answers_while_busy(tmp_path: Path) -
     assert health.status_code == 200 and health_s < 2.0
 
 
+def test_the_default_queue_takes_a_burst_of_twenty(tmp_path: Path) -> None:
+    """Issue 35: with the defaults (2 workers), 20 uploads at once all wait their turn; none is answered 503."""
+    log = SAMPLES / "ds_zero0" / "train.log"
+    with server(tmp_path) as base, ThreadPoolExecutor(20) as pool:
+        answers = list(pool.map(lambda _: _upload(base, [log]), range(20)))
+    assert [r.status_code for r in answers] == [200] * 20
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_the_page_sends_again_when_the_server_is_busy(tmp_path: Path) -> None:
+    """A 503 with Retry-After: the page says it will send again, waits, and shows the report once a worker is free."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    long = tmp_path / "long.log"
+    long.write_bytes((SAMPLES / "ds_zero0" / "train.log").read_bytes() * 400)  # seconds of analysis
+    with server(tmp_path, "--workers", "1", "--queue", "0") as base, ThreadPoolExecutor(1) as pool, \
+            playwright.sync_playwright() as p:
+        busy = pool.submit(_upload, base, [long])
+        time.sleep(0.5)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.goto(base)
+            page.set_input_files("#files", [str(f) for f in SEED_FILES])
+            page.click("#analyse")
+            page.wait_for_function("document.getElementById('status').textContent.includes('The server is busy')",
+                                   timeout=30_000)
+            assert "sending again in" in page.inner_text("#status")
+            assert busy.result().status_code == 200
+            page.wait_for_selector("#result:not([hidden])", timeout=90_000)
+            assert page.inner_text("#verdict")
+        finally:
+            browser.close()
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_page_uploads_and_shows_the_report_in_chromium(tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
