@@ -63,9 +63,10 @@ class RunAnalysis:
         return tuple(self.diagnosis.findings)
 
     def rendered(self) -> Rendered:
-        from diagnose.reports import charts
+        from diagnose.reports import chart_data, charts
 
-        return Rendered(self.name, self.document, lambda: charts.figures(self.model, self.diagnosis))
+        return Rendered(self.name, self.document, lambda: charts.figures(self.model, self.diagnosis),
+                        lambda: chart_data.drawn_in_markdown(self.model, self.diagnosis))
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,12 @@ import re
 import plotly.graph_objects as go
 import polars as pl
 
-from diagnose import clocks
 from diagnose.engine import Diagnosis
 from diagnose.parsers.run_model import RunModel
 from diagnose.parsers.scalars import number
+from diagnose.reports import chart_data
+from diagnose.reports.chart_data import MAX_POINTS, downsample
 
-MAX_POINTS = 5000
 # Every chart: a plain title, both axes titled with their unit, quantities from zero (a 2% wobble looks like one),
 # legends below in the order the series are drawn, labels kept apart (automargin) at any width.
 LAYOUT = dict(template="plotly_white", height=320, margin=dict(l=60, r=20, t=50, b=40),
@@ -36,65 +36,44 @@ def safe(label: object) -> str:
     return re.sub(r"[<>&\"']", "", str(label))[:80]
 
 
-def downsample(frame: pl.DataFrame, x: str, y: str, max_points: int = MAX_POINTS) -> pl.DataFrame:
-    """Min/max per bucket: keeps every spike while bounding the points sent to the browser."""
-    frame = frame.filter(pl.col(y).is_not_null()).sort(x)
-    if frame.height <= max_points:
-        return frame
-    buckets = max_points // 2
-    b = frame.with_columns((pl.int_range(pl.len()) * buckets // pl.len()).alias("_b"))
-    lo = b.sort(y).group_by("_b", maintain_order=True).first()
-    hi = b.sort(y).group_by("_b", maintain_order=True).last()
-    return pl.concat([lo, hi]).unique(subset=[x]).sort(x).drop("_b")
+def _stacked(chart: chart_data.Parts, bar: str) -> go.Figure:
+    """One horizontal bar of the chart's parts, stacked in order."""
+    fig = go.Figure([go.Bar(y=[bar], x=[v], name=k, orientation="h") for k, v in chart.parts])
+    fig.update_layout(barmode="stack")
+    fig = styled(fig, chart.title, chart.value_title, bar, height=220)
+    fig.update_yaxes(showticklabels=False)
+    return fig
 
 
 def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
     out: list[tuple[str, go.Figure]] = []
     m = d.metrics
-    if m.step_series is not None and m.step_series.height:
-        s = downsample(m.step_series, "step", "step_time_s")
-        fig = go.Figure(go.Scatter(x=s["step"].to_list(), y=s["step_time_s"].to_list(), mode="lines",
-                                   name="step time", line=dict(color="#3366cc")))
+    line = chart_data.step_time(d)
+    if line is not None and m.step_series is not None:
+        fig = go.Figure(go.Scatter(x=list(line.x), y=list(line.y), mode="lines", name="step time",
+                                   line=dict(color="#3366cc")))
         if m.steps and m.steps.spikes:
             spk = m.step_series.filter(pl.col("step").is_in(list(m.steps.spikes)))
             fig.add_trace(go.Scatter(x=spk["step"].to_list(), y=spk["step_time_s"].to_list(), mode="markers",
                                      name="spikes (2x the usual step or more)", marker=dict(color="#dc3912", size=8)))
         if m.steps:
             fig.add_hline(y=m.steps.p50_s, line_dash="dot", line_color="#888",
-                          annotation_text=f"median {m.steps.p50_s:.3g} s (range {number(s['step_time_s'].min()):.3g}"
-                                          f"-{number(s['step_time_s'].max()):.3g} s)",
+                          annotation_text=f"median {m.steps.p50_s:.3g} s (range {number(min(line.y)):.3g}"
+                                          f"-{number(max(line.y)):.3g} s)",
                           annotation_position="top left")
-        clock = clocks.chart_label(m.steps.source) if m.steps and m.steps.source in clocks.BY_NAME else ""
-        out.append(("step-time", styled(fig, "Time per training step" + (f" ({clock})" if clock else ""),
-                                        "step", "seconds per step")))
-    acc = d.goodput
-    if acc is not None and any(p.seconds for p in acc.parts):
-        from diagnose.goodput import PART_LABELS
-
-        known = [(PART_LABELS[p.name], p.seconds) for p in acc.parts if p.seconds]
-        unit, scale = ((("process-hours" if acc.device == "processes" else "GPU-hours"), acc.gpus / 3600.0)
-                       if acc.gpus else ("seconds", 1.0))
-        fig = go.Figure([go.Bar(y=["run"], x=[v * scale], name=k, orientation="h") for k, v in known])
-        fig.update_layout(barmode="stack")
-        fig = styled(fig, "Where the time went (goodput account)", unit, "run", height=220)
-        fig.update_yaxes(showticklabels=False)
-        out.append(("goodput", fig))
+        out.append((line.name, styled(fig, line.title, line.x_title, line.y_title)))
+    account = chart_data.goodput(d)
+    if account is not None:
+        out.append((account.name, _stacked(account, "run")))
     if m.rank_step_p50:
         ranks = sorted(m.rank_step_p50)
         fig = go.Figure(go.Bar(x=[str(r) for r in ranks], y=[m.rank_step_p50[r] * 1000 for r in ranks],
                                marker_color="#3366cc", name="median timed step"))
         out.append(("ranks", styled(fig, "Median timed step per rank (a slow rank stands out)", "rank",
                                     "milliseconds")))
-    if m.breakdown:
-        b = m.breakdown
-        parts = {"forward": b.fwd_ms, "backward": b.bwd_inner_ms or 0.0, "gradient all-reduce": b.bwd_allreduce_ms or 0.0,
-                 "optimizer step": b.step_ms}
-        fig = go.Figure([go.Bar(y=["median step"], x=[v], name=k, orientation="h") for k, v in parts.items()])
-        fig.update_layout(barmode="stack")
-        fig = styled(fig, "Where a step's time goes (median of the timers)", "milliseconds", "median step",
-                     height=220)
-        fig.update_yaxes(showticklabels=False)
-        out.append(("breakdown", fig))
+    step = chart_data.breakdown(d)
+    if step is not None:
+        out.append((step.name, _stacked(step, "median step")))
     steps = model.frames["steps"]
     tp = steps.filter(pl.col("origin") == "ds_throughput").select("global_step", "samples_per_sec")
     loss = steps.filter(pl.col("loss").is_not_null() & pl.col("global_step").is_not_null()).select("global_step",

@@ -28,7 +28,8 @@ from rich.text import Text
 
 from diagnose.compare import Comparison, Side, clock_note
 from diagnose.reports import markdown
-from diagnose.reports.charts import downsample, styled
+from diagnose.reports.chart_data import downsample
+from diagnose.reports.charts import styled
 from diagnose.parsers.credentials import is_secret_name
 from diagnose.reports.redact import MASK
 from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, env_cited, finding_dict,

@@ -24,6 +24,8 @@ class Rendered:
     name: str
     document: dict[str, Any]
     figures: Figures
+    # the charts as data (reports/chart_data.py) for the renderers that draw without plotly (Markdown's Mermaid)
+    charts: Callable[[], list[Any]] = lambda: []
 
 
 @dataclass(frozen=True)
@@ -110,7 +112,7 @@ def _json_runs(runs: list[Rendered]) -> str:
 def _md_report(r: Rendered) -> str:
     from diagnose.reports import markdown, mermaid
 
-    return markdown.render(r.document, () if r.document.get("images") else mermaid.blocks(r.figures()))
+    return markdown.render(r.document, () if r.document.get("images") else mermaid.blocks(r.charts()))
 
 
 def _html_report(r: Rendered) -> str:

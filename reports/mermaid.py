@@ -1,4 +1,5 @@
-"""Charts that render on GitHub: the report's plotly figures redrawn as Mermaid `xychart-beta` blocks (issue 24).
+"""Charts that render on GitHub: the report's charts (reports/chart_data.py) as Mermaid `xychart-beta` blocks (issue
+24), written from the charts' data, never from plotly figures (issue 35).
 
 GitHub renders a fenced `mermaid` block inline, so a report pasted into an issue keeps its charts without image
 hosting (../shared/reference/github.md). Each block takes its title and axis labels from the HTML chart it stands
@@ -11,9 +12,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import Any
 
-import plotly.graph_objects as go
+from diagnose.reports.chart_data import Line, Parts
 
 MAX_POINTS = 60  # a step-time line of 60 points reads as well as 600 and keeps the comment small
 CHARTS = ("step-time", "breakdown", "goodput")  # the figures (reports/charts.py names) drawn in Markdown
@@ -26,23 +26,15 @@ class Block:
     text: str  # the xychart-beta source, without the fence
 
 
-def blocks(figures: list[tuple[str, go.Figure]]) -> list[Block]:
+def blocks(charts: list[Line | Parts]) -> list[Block]:
     out = []
-    for name, fig in figures:
-        if name not in CHARTS:
+    for chart in charts:
+        if chart.name not in CHARTS:
             continue
-        text = _line(fig) if name == "step-time" else _bars(fig)
+        text = _line(chart) if isinstance(chart, Line) else _bars(chart)
         if text is not None:
-            out.append(Block(name, _title(fig), text))
+            out.append(Block(chart.name, chart.title, text))
     return out
-
-
-def _title(fig: go.Figure) -> str:
-    return str(fig.layout.title.text or "")
-
-
-def _axis(axis: Any) -> str:
-    return str(axis.title.text or "") if axis is not None and axis.title is not None else ""
 
 
 def _label(text: object) -> str:
@@ -65,11 +57,8 @@ def _num(v: float) -> str:
     return "0" if text in ("", "-0") else text
 
 
-def _line(fig: go.Figure) -> str | None:
-    trace = next((t for t in fig.data if isinstance(t, go.Scatter) and "lines" in (t.mode or "lines")), None)
-    if trace is None or trace.x is None or trace.y is None:
-        return None
-    pts = [(float(x), float(y)) for x, y in zip(trace.x, trace.y)
+def _line(chart: Line) -> str | None:
+    pts = [(float(x), float(y)) for x, y in zip(chart.x, chart.y)
            if isinstance(x, (int, float)) and isinstance(y, (int, float)) and math.isfinite(x) and math.isfinite(y)]
     if len(pts) < 2:
         return None
@@ -78,9 +67,9 @@ def _line(fig: go.Figure) -> str | None:
     top = max(ys)
     return "\n".join([
         "xychart-beta",
-        f"    title {_label(_title(fig))}",
-        f"    x-axis {_label(_axis(fig.layout.xaxis))} {_num(lo)} --> {_num(hi)}",
-        f"    y-axis {_label(_axis(fig.layout.yaxis))} 0 --> {_num(top * 1.1)}",
+        f"    title {_label(chart.title)}",
+        f"    x-axis {_label(chart.x_title)} {_num(lo)} --> {_num(hi)}",
+        f"    y-axis {_label(chart.y_title)} 0 --> {_num(top * 1.1)}",
         "    line [" + ", ".join(_num(y) for y in ys) + "]",
     ])
 
@@ -102,18 +91,16 @@ def _buckets(pts: list[tuple[float, float]], lo: float, hi: float) -> list[float
     return [first] * (MAX_POINTS - len(out)) + out
 
 
-def _bars(fig: go.Figure) -> str | None:
-    """A horizontal stacked bar chart of one bar per part -> the parts as categories, drawn horizontally too."""
-    parts = [(t.name, float(t.x[0])) for t in fig.data
-             if isinstance(t, go.Bar) and t.x is not None and len(t.x) == 1 and t.name
-             and isinstance(t.x[0], (int, float)) and math.isfinite(t.x[0])]
+def _bars(chart: Parts) -> str | None:
+    """A horizontal stacked bar of parts -> the parts as categories, drawn horizontally too."""
+    parts = [(k, float(v)) for k, v in chart.parts if isinstance(v, (int, float)) and math.isfinite(v)]
     if not parts:
         return None
     top = max(v for _, v in parts)
     return "\n".join([
         "xychart-beta horizontal",
-        f"    title {_label(_title(fig))}",
+        f"    title {_label(chart.title)}",
         "    x-axis [" + ", ".join(_label(k) for k, _ in parts) + "]",
-        f"    y-axis {_label(_axis(fig.layout.xaxis))} 0 --> {_num(top * 1.1 if top > 0 else 1)}",
+        f"    y-axis {_label(chart.value_title)} 0 --> {_num(top * 1.1 if top > 0 else 1)}",
         "    bar [" + ", ".join(_num(v) for _, v in parts) + "]",
     ])

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import plotly.graph_objects as go
 import pytest
 
 import diagnose
 from conftest import SAMPLES, analysed
-from diagnose.reports import charts, mermaid
+from diagnose.reports import chart_data, charts, mermaid
+from diagnose.reports.chart_data import Line, Parts
 
 BLOCK = re.compile(r"```mermaid\n(xychart-beta.*?)\n```", re.S)
 
@@ -34,9 +34,8 @@ def test_the_markdown_report_draws_the_html_charts_as_mermaid() -> None:
 def test_a_long_series_is_bucketed_to_the_bound_and_keeps_its_level_shift() -> None:
     xs = list(range(1, 100_001))
     ys = [1.0 if x <= 50_000 else 2.0 for x in xs]
-    fig = go.Figure(go.Scatter(x=xs, y=ys, mode="lines"))
-    fig.update_layout(title="Time per training step", xaxis_title="step", yaxis_title="seconds per step")
-    (block,) = mermaid.blocks([("step-time", fig)])
+    line = Line("step-time", "Time per training step", "step", "seconds per step", tuple(map(float, xs)), tuple(ys))
+    (block,) = mermaid.blocks([line])
     values = [float(v) for v in re.search(r"line \[(.*)\]", block.text).group(1).split(", ")]  # type: ignore[union-attr]
     assert len(values) == mermaid.MAX_POINTS
     assert values[: mermaid.MAX_POINTS // 2 - 1] == [1.0] * (mermaid.MAX_POINTS // 2 - 1) and values[-1] == 2.0
@@ -44,9 +43,8 @@ def test_a_long_series_is_bucketed_to_the_bound_and_keeps_its_level_shift() -> N
 
 
 def test_labels_from_logs_cannot_break_the_block() -> None:
-    fig = go.Figure([go.Bar(y=["median step"], x=[3.0], name='fwd"] \n```\n@evil', orientation="h")])
-    fig.update_layout(title="Where a step's time goes", xaxis_title="milliseconds")
-    (block,) = mermaid.blocks([("breakdown", fig)])
+    parts = Parts("breakdown", "Where a step's time goes", "milliseconds", (('fwd"] \n```\n@evil', 3.0),))
+    (block,) = mermaid.blocks([parts])
     assert "```" not in block.text and "\n@evil" not in block.text and block.text.count('"') % 2 == 0
 
 
@@ -73,7 +71,7 @@ def test_no_sample_chart_writes_an_exponent() -> None:
     blocks = []
     for run in sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts}):
         model = parse([str(run)])
-        blocks += mermaid.blocks(charts.figures(model, diagnose(model)))
+        blocks += mermaid.blocks(chart_data.drawn_in_markdown(model, diagnose(model)))
     assert len(blocks) >= 40
     numbers = re.compile(r"(?<![\w.])-?\d[\d.]*[eE][-+]?\d+")
     assert not [b.text for b in blocks if numbers.search(b.text)]
@@ -127,3 +125,14 @@ def test_every_sample_chart_renders_with_the_real_mermaid() -> None:
     assert results[-1], "mermaid accepted an exponent: the control no longer tells a refused block"
     failed = [(name, error, text.splitlines()[:3]) for (name, text), error in zip(texts, results) if error]
     assert failed == []
+
+
+def test_markdown_builds_no_plotly_figure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: the Markdown's charts come from the charts' data, not from plotly figures (a 36-run Markdown report
+    took as long as the HTML)."""
+    a = diagnose.analyse(SAMPLES / "ds_zero0")
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("the Markdown built plotly figures")
+    monkeypatch.setattr(charts, "figures", refuse)
+    assert len(BLOCK.findall(a.render("md"))) == 3
