@@ -191,7 +191,10 @@ def _threads(names: list[str], options: Options, on_runs: Callable[[list[Run]], 
         # What the thread did not give (an attachment that did not come, the cut of its byte or time budget) is
         # named in each of its runs' reports, beside the sources they read.
         cut = tuple(Skipped(where, why) for t in read for where, why in t.skipped)
-        done = [_one(r.name, _with_skipped(run_model.build(list(r.inputs) + context), cut), options) for r in found]
+        # a run of one post was read whole already, to tell the posts apart: it is not read again
+        done = [_one(r.name, _with_skipped(r.model if r.model is not None and not context
+                                           else run_model.build(list(r.inputs) + context), cut), options)
+                for r in found]
     return Analysis(tuple(done), tuple(x for t in read for x in t.skipped), tuple(t.thread for t in read))
 
 

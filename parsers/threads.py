@@ -14,7 +14,7 @@ from pathlib import Path
 
 from diagnose.parsers import github
 from diagnose.parsers.errors import InputError
-from diagnose.parsers.run_model import build
+from diagnose.parsers.run_model import RunModel, build
 from diagnose.parsers.sources import Input
 
 
@@ -23,6 +23,9 @@ class ThreadRun:
     name: str  # `#5014 comment 3 (alice)`, plus the posts that joined it
     url: str  # the first post's URL: `diagnose report URL` reads this run's first post alone
     inputs: tuple[Input, ...]
+    # the run read already, where telling posts apart read it whole (a run of one post): each input is read once
+    # (issue 35: a thread with a 200 MB attachment read it twice)
+    model: RunModel | None = None
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,10 @@ def read(ref: github.ThreadRef, tmpdir: Path) -> ThreadRuns:
     groups: list[list[github.Post]] = []
     pending: dict[str, list[github.Post]] = {}  # an author's posts without steps, before their first run
     latest: dict[str, list[github.Post]] = {}  # an author's latest run
+    models: dict[github.Post, RunModel] = {}
     for post in order:
-        if _prints_steps(by_post[post]):
+        if (model := _with_steps(by_post[post])) is not None:
+            models[post] = model
             group = pending.pop(post.author, []) + [post]
             groups.append(group)
             latest[post.author] = group
@@ -64,21 +69,25 @@ def read(ref: github.ThreadRef, tmpdir: Path) -> ThreadRuns:
         for post in posts:
             skipped.append((f"#{thread.ref.number} {post.label} ({author})",
                             "no training output, and its author posted no run: not read into another's run"))
-    return ThreadRuns(thread, tuple(_run(thread, g, by_post) for g in groups), tuple(skipped))
+    return ThreadRuns(thread, tuple(_run(thread, g, by_post, models) for g in groups), tuple(skipped))
 
 
-def _prints_steps(inputs: list[Input]) -> bool:
+def _with_steps(inputs: list[Input]) -> RunModel | None:
+    """The post read, where it prints training steps; None where it prints none."""
     try:
-        return build(inputs).frames["steps"].height > 0
+        model = build(inputs)
     except InputError:
-        return False
+        return None
+    return model if model.frames["steps"].height > 0 else None
 
 
-def _run(thread: github.Thread, posts: list[github.Post], by_post: dict[github.Post, list[Input]]) -> ThreadRun:
+def _run(thread: github.Thread, posts: list[github.Post], by_post: dict[github.Post, list[Input]],
+         models: dict[github.Post, RunModel] | None = None) -> ThreadRun:
     first = posts[0]
     name = f"#{thread.ref.number} {first.label} ({first.author})" + (
         " with " + ", ".join(p.label for p in posts[1:]) if len(posts) > 1 else "")
-    return ThreadRun(name, post_url(thread, first), tuple(i for p in posts for i in by_post[p]))
+    model = (models or {}).get(first) if len(posts) == 1 else None
+    return ThreadRun(name, post_url(thread, first), tuple(i for p in posts for i in by_post[p]), model)
 
 
 def post_url(thread: github.Thread, post: github.Post) -> str:

@@ -608,3 +608,27 @@ def test_the_server_reads_a_thread_with_the_uploaders_token_not_its_own(gh: Stan
     with server(tmp_path / "b", "--github-token-for-uploads") as base:
         assert "--github-token-for-uploads" in httpx.get(base, timeout=10).text
         assert upload(base) == {"Bearer ghp_server" + "s" * 30}
+
+
+def test_a_run_of_one_post_is_read_once(gh: StandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 35: telling the posts apart reads each post whole; a run of one post is not read again for the report
+    (a thread with a 200 MB attachment read it twice)."""
+    import diagnose
+    from diagnose.parsers import run_model, threads
+
+    for k, v in gh.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    monkeypatch.delenv("GH_TOKEN", raising=False)
+    reads: list[str] = []
+    real = run_model.build
+
+    def counting(inputs, *a, **kw):  # type: ignore[no-untyped-def]
+        reads.extend(i.name for i in inputs)
+        return real(inputs, *a, **kw)
+    monkeypatch.setattr(run_model, "build", counting)
+    monkeypatch.setattr(threads, "build", counting)
+    a = diagnose.analyse(thread_url(gh))
+    assert [r.name for r in a.runs][0] == f"#{NUMBER} body (alice)"
+    body_log = f"#{NUMBER} body (alice) block 2"
+    assert reads.count(body_log) == 1, reads
