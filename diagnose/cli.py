@@ -70,6 +70,9 @@ SeqLen = Annotated[Optional[int], typer.Option("--seq-len", help="Sequence lengt
                                                "say (for tokens/s, MFU and the planner's activations).")]
 Refresh = Annotated[bool, typer.Option("--refresh", help="Refetch W&B runs instead of using the local cache.")]
 RedactHosts = Annotated[bool, typer.Option("--redact-hosts", help="Also mask hostnames and IP addresses.")]
+# The format registry's names (reports/formats.py), not a list written out here.
+FormatName = Annotated[Optional[str], typer.Option("--format", "-f", help=" | ".join(FORMATS) + ". Default: from -o's "
+                                                   f"suffix ({suffix_list()}), else text to the terminal.")]
 
 
 def _fail(message: str, code: int = EXIT_INPUT) -> typer.Exit:
@@ -211,8 +214,7 @@ def report(
     sources: SourcesArg,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the report here (format from the "
                                                    "suffix: .html, .md, .json, .txt).")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", "-f", help="text | json | md | html. Default: from "
-                                                  "-o's suffix, else text to the terminal.")] = None,
+    format: FormatName = None,
     fail_on: Annotated[Optional[str], typer.Option("--fail-on", help="Exit 1 when a finding at or above this "
                                                    "severity exists: critical | warning.")] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing report file.")] = False,
@@ -475,8 +477,7 @@ def compare(
                                                                  "candidate (repeatable).", show_default=False)] = None,
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Write the comparison here (format from "
                                                    "the suffix: .html, .md, .json, .txt; '-' for stdout).")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", "-f", help="text | json | md | html. Default: from "
-                                                  "-o's suffix, else text to the terminal.")] = None,
+    format: FormatName = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")] = False,
     no_redact: Annotated[bool, typer.Option("--no-redact", help="Keep secrets (tokens, keys) in the output.")] = False,
     redact_hosts: RedactHosts = False,
