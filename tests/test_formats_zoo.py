@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # seconds to minutes: `pytest -m "not slow"` between edits
+
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "tools" / "formats_zoo.py"
 LAYOUTS = ROOT.parent / "shared" / "reference" / "formats"

@@ -13,7 +13,11 @@ import resource
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import ROOT
+
+pytestmark = pytest.mark.slow  # seconds to minutes: `pytest -m "not slow"` between edits
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 _spec = importlib.util.spec_from_file_location("fuzz", ROOT / "benchmarks" / "fuzz.py")

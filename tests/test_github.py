@@ -253,6 +253,7 @@ def _outside_code(md: str) -> str:
 ACTIONS = {"GITHUB_ACTIONS": "true"}  # what the runner sets for a workflow's steps
 
 
+@pytest.mark.slow
 def test_posting_edits_its_own_comment_the_second_time(gh: StandIn) -> None:
     no_token = cli(gh, "comment", thread_url(gh), "--post")
     assert no_token.returncode == 2 and "posting needs a token" in no_token.stderr

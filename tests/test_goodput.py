@@ -300,6 +300,7 @@ def test_a_step_line_printed_while_engines_are_built_is_startup(tmp_path: Path) 
     assert parts["startup"] == pytest.approx(40 + STEP, rel=0.01)  # to the first step line after the banner
 
 
+@pytest.mark.slow
 def test_every_timestamped_account_of_the_corpus_adds_up() -> None:
     """The labelled real logs and the samples: wherever there are line timestamps, the parts sum to the span."""
     import sys
@@ -350,6 +351,7 @@ def test_what_a_fix_saves_is_the_traffic_it_removes() -> None:
     assert "so it saves" in f["cost"]["arithmetic"]
 
 
+@pytest.mark.slow
 def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
     """Issue 31, must 4: a stall finding's share and seconds come from the numbers its cost is priced by (once
     'adding 39% to the run's time' from the printed spikes beside '0 s in all' from the account): on every sample

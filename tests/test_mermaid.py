@@ -64,6 +64,7 @@ def test_chart_numbers_are_plain_decimals(value: float, shown: str) -> None:
     assert _num(value) == shown
 
 
+@pytest.mark.slow
 def test_no_sample_chart_writes_an_exponent() -> None:
     from diagnose.engine import diagnose
     from diagnose.parsers import parse
@@ -111,6 +112,7 @@ def _render_in_chromium(blocks: list[str]) -> list[str]:
             browser.close()
 
 
+@pytest.mark.slow
 def test_every_sample_chart_renders_with_the_real_mermaid() -> None:
     """Issue 31, must 6: every Mermaid block of every sample's Markdown report goes through mermaid 11's own parser
     and renderer (the library GitHub draws them with), and a block it refuses fails the test; the control is the

@@ -199,6 +199,7 @@ def test_initialisation_memory_is_not_the_training_peak_nor_the_gpu(tmp_path: Pa
 
 # ---- the same run printed differently -----------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_verdicts_stay_put_when_the_samples_are_reprinted() -> None:
     import importlib.util
     import sys
@@ -288,6 +289,7 @@ def test_gpu_only_advice_is_not_raised_for_a_cpu_run() -> None:
     assert not any("nsys" in s for s in d.next_steps)
 
 
+@pytest.mark.slow
 def test_every_origin_a_reader_emits_has_a_tier() -> None:
     """A claim's origin decides its precedence (parsers/facts.py). One that is not registered would be a reader that
     forgot to say how far it is trusted: it gets the least trusted tier, and this test names it. Run over every

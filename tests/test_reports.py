@@ -206,6 +206,7 @@ def test_rules_command_prints_the_fixed_shape() -> None:
     assert run_cli("rules", "nope").returncode == 2
 
 
+@pytest.mark.slow
 def test_images_writes_png_charts(tmp_path: Path) -> None:
     pytest.importorskip("kaleido")
     if shutil.which("chromium") is None:

@@ -189,6 +189,7 @@ def test_a_hostile_file_name_is_only_a_label_and_gz_uploads_are_read(tmp_path: P
     assert not (ROOT / "x").exists() and not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow
 def test_eight_concurrent_uploads_each_get_their_own_report(tmp_path: Path) -> None:
     runs = ["ds_zero0", "ds_zero2_bf16", "ds_zero3_ckpt", "ds_zero3_offload", "ds_zero1_straggler",
             "ds_zero2_debug_env", "hf_trainer_fp32_gradckpt", "ds_zero2_ga4_overlap_off"]
@@ -202,6 +203,7 @@ def test_eight_concurrent_uploads_each_get_their_own_report(tmp_path: Path) -> N
         assert len({r.json()["report_url"] for r in answers.values()}) == 8
 
 
+@pytest.mark.slow
 def test_a_full_queue_is_refused_and_health_answers_while_busy(tmp_path: Path) -> None:
     log = tmp_path / "long.log"
     log.write_bytes((SAMPLES / "ds_zero0" / "train.log").read_bytes() * 400)  # ~18 MB: seconds of analysis
@@ -220,6 +222,7 @@ def test_a_full_queue_is_refused_and_health_answers_while_busy(tmp_path: Path) -
     assert health.status_code == 200 and health_s < 2.0
 
 
+@pytest.mark.slow
 def test_the_default_queue_takes_a_burst_of_twenty(tmp_path: Path) -> None:
     """Issue 35: with the defaults (2 workers), 20 uploads at once all wait their turn; none is answered 503."""
     log = SAMPLES / "ds_zero0" / "train.log"
@@ -228,6 +231,7 @@ def test_the_default_queue_takes_a_burst_of_twenty(tmp_path: Path) -> None:
     assert [r.status_code for r in answers] == [200] * 20
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_page_sends_again_when_the_server_is_busy(tmp_path: Path) -> None:
     """A 503 with Retry-After: the page says it will send again, waits, and shows the report once a worker is free."""

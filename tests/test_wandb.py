@@ -183,6 +183,7 @@ def test_api_errors(offline_run: Path, tmp_path: Path, mode: str, message: str) 
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_rate_limit_is_retried_then_reported(offline_run: Path, tmp_path: Path) -> None:
     once, _ = _run_error(offline_run, tmp_path, "ratelimit-once")
     assert once.returncode == 0, once.stderr  # one 429, then the answer: retried with backoff
@@ -192,6 +193,7 @@ def test_rate_limit_is_retried_then_reported(offline_run: Path, tmp_path: Path) 
     assert seconds < 30
 
 
+@pytest.mark.slow
 def test_server_errors_are_named(offline_run: Path, tmp_path: Path) -> None:
     """wandb-core retries 5xx answers until its deadline and then reports a timeout; a probe names the status."""
     proc, seconds = _run_error(offline_run, tmp_path, "servererror")
