@@ -108,11 +108,6 @@ def _next_stamp(ev: pl.DataFrame, where: tuple[int, int]) -> object:
     return later["ts"][0] if later.height else None
 
 
-def _finished(steps: pl.DataFrame) -> bool:
-    """The trainer printed its end-of-training summary (HF Trainer's `{'train_runtime': ...}`)."""
-    return "train_runtime_s" in steps.columns and steps["train_runtime_s"].drop_nulls().len() > 0
-
-
 def _summary_line(steps: pl.DataFrame) -> tuple[int, int] | None:
     """Where the trainer printed its end-of-training summary (HF Trainer's `{'train_runtime': ...}`)."""
     if "train_runtime_s" not in steps.columns:
@@ -355,7 +350,7 @@ def _stopped(ev: pl.DataFrame, steps: pl.DataFrame, world: int | None, final: bo
         return Ending("crashed", f"crashed{on}: exit code {code} on rank {table.rank}", where=table.where,
                       rank=table.rank, after_step=after_step)
 
-    if _finished(steps):
+    if summary_at is not None:
         return Ending("finished", f"finished{on}: the trainer printed its end-of-training summary",
                       after_step=after_step)
     ok = ev.filter((pl.col("kind") == "launcher_exit") & pl.col("code").is_null())
