@@ -87,15 +87,11 @@ def _stderr(line: str) -> None:
     sys.stderr.write(inert.text(redact.text(line).replace("\n", " ")) + "\n")
 
 
-def _parse_sources(*args: object, **kwargs: object) -> RunModel:
-    from diagnose.parsers import parse
-
-    return parse(*args, **kwargs)  # type: ignore[arg-type]  # load's own arguments, passed through
-
-
 def load(sources: list[str], refresh: bool = False) -> RunModel:
     """Parse, showing progress on an interactive terminal: a bar of bytes for large logs, and for W&B runs a line
     per download stage, the history's with a bar of rows."""
+    from diagnose.parsers import parse as _parse_sources
+
     total = sum(Path(s).stat().st_size for s in sources if Path(s).is_file())
     if not err.is_terminal:
         return _parse_sources(sources, refresh=refresh)
