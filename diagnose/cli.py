@@ -57,7 +57,7 @@ def _flag_metavar() -> None:
 
 
 _flag_metavar()
-err = Console(stderr=True, highlight=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # a path in a message is never broken across lines
 out = Console(highlight=False, soft_wrap=True)
 
 SourcesArg = Annotated[list[str], typer.Argument(help="Logs, configs, launch scripts, directories, URLs, W&B runs, "
