@@ -564,7 +564,13 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     if settings is not None:
         out.setdefault("facts", []).append(settings)
     used = [part.select(key) for parts in out.values() for part in parts]
-    out["_lines"] = [pl.concat(used).unique() if used else lines.select(key).clear()]
+    # One column unique is a sort of integers, a fifth of a frame's hash-based unique on a long log's chunk.
+    if not used:
+        out["_lines"] = [lines.select(key).clear()]
+    elif source_id is not None:
+        out["_lines"] = [pl.concat(used)["line"].unique().to_frame()]
+    else:
+        out["_lines"] = [pl.concat(used).unique()]
     # Lines no anchored kind claimed that may state a quantity in words (parsers/prose.py), read once the source is.
     anchorless = anchored.filter(pl.col("anchor").is_null())
     said = prose.candidates(anchorless if source_id is None else
