@@ -17,7 +17,7 @@ from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import InputError, Refused
 from diagnose.parsers.extract import max_ranks, ranks_fact_rows
 from diagnose.parsers.facts import FactInputs, RunFacts, assemble
-from diagnose.parsers.ingest import LogResult, ingest_batch, ingest_log
+from diagnose.parsers.ingest import ingest_batch, ingest_log
 from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.names import FrameName
 from diagnose.parsers.schema import FRAMES, conform
@@ -105,7 +105,9 @@ class _Acc:
 @dataclass(frozen=True)
 class _SmallLog:
     inp: Input
-    data: bytes
+    data: bytes  # what the line kinds read: a launch script's with its comments blanked
+    script: launch_script.LaunchScript | None = None  # a file that looks like a launch script
+    text: str = ""  # a script's own text (its configs and the commands pasted into it are read from this)
 
 
 def build(inputs: list[Input], progress: Callable[[int], None] | None = None, refresh: bool = False,
@@ -256,16 +258,17 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
         text = read_text(path) if raw is None else raw.decode("utf-8", "replace")
         sniffed = _sniff_small(inp, text)
         if sniffed is None and raw is not None and batch and _batchable(raw):
-            acc.batch.append(_SmallLog(inp, raw))
-            acc.batch_bytes += len(raw)
-            acc.batch_lines += raw.count(b"\n") + 1
-            if acc.batch_bytes >= BATCH_BYTES or acc.batch_lines >= lines_module.MAX_CHUNK_ROWS // 2:
-                _flush(acc, progress)
+            _add_to_batch(acc, _SmallLog(inp, raw), progress)
             return
-        source_id = _next_id(acc, progress)
         if sniffed is not None and sniffed[0] == "launch_script":
             script = launch_script.parse_script(text)
-        elif sniffed is not None:
+            # Its lines read with the small logs' batch (a chunk of its own costs the line kinds' fixed cost).
+            blanked = _blank_comments(text).encode()
+            if batch and raw is not None and _batchable(raw) and len(blanked) <= SMALL_LOG_BYTES:
+                _add_to_batch(acc, _SmallLog(inp, blanked, script, text), progress)
+                return
+        source_id = _next_id(acc, progress)
+        if script is None and sniffed is not None:
             _record_config(sniffed, source_id, acc)
             acc.sources.append(SourceInfo(inp.name, sniffed[0], bytes=size))
             if sniffed[0] in CONFIG_KINDS and _given(inp):
@@ -286,7 +289,7 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
             truncated = gzip_truncated(fh)
     # No file is judged by its kind alone: a launch script's settings are launcher facts and the log lines pasted
     # into it (an issue body: prose, the script, then its output) are log lines, read like any log's.
-    is_script = script is not None and (_has_shebang(path) or _script_majority(script, result))
+    is_script = script is not None and (_has_shebang(path) or _script_majority(script, result.rows))
     if script is not None and is_script:
         acc.scripts.append((source_id, script))
         if _given(inp):
@@ -365,10 +368,11 @@ def _has_shebang(path: Path) -> bool:
     return head.startswith(b"#!") or b"\n#SBATCH" in b"\n" + head
 
 
-def _script_majority(script: launch_script.LaunchScript, result: LogResult) -> bool:
+def _script_majority(script: launch_script.LaunchScript, rows: dict[str, int]) -> bool:
     """A file that looks like a script is one when its shell lines outnumber the lines a log kind read (environment
-    variables aside, which both see): a log that opens with `export NCCL_DEBUG=info` / `srun ...` is a log."""
-    log_rows = sum(n for name, n in result.rows.items() if name != "env")
+    variables aside, which both see): a log that opens with `export NCCL_DEBUG=info` / `srun ...` is a log. `rows`:
+    rows read per frame."""
+    log_rows = sum(n for name, n in rows.items() if name != "env")
     return len(script.commands) + len(script.env) + len(script.sbatch) > log_rows
 
 
@@ -452,6 +456,14 @@ BATCH_BYTES = 16 * 1024 * 1024
 # minutes, each a chunk of its own).
 
 
+def _add_to_batch(acc: _Acc, small: _SmallLog, progress: Callable[[int], None] | None) -> None:
+    acc.batch.append(small)
+    acc.batch_bytes += len(small.data)
+    acc.batch_lines += small.data.count(b"\n") + 1
+    if acc.batch_bytes >= BATCH_BYTES or acc.batch_lines >= lines_module.MAX_CHUNK_ROWS // 2:
+        _flush(acc, progress)
+
+
 def _batchable(raw: bytes) -> bool:
     """A small plain log that reads the same alone or in a batch: valid UTF-8 (damage is counted per file), no
     NUL-padded tail (noted per file)."""
@@ -488,17 +500,25 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
     acc.faults.extend(f for f in result.faults if f not in acc.faults)
     for i, small in enumerate(batch):
         named_ranks = result.ranks is not None and (result.ranks["source"] == first + i).any()
-        unread = result.used[i] == 0 and not any(result.rows[i].values()) and not named_ranks
+        is_script = small.script is not None and (
+            (small.inp.path is not None and _has_shebang(small.inp.path))
+            or _script_majority(small.script, result.rows[i]))
+        unread = not is_script and result.used[i] == 0 and not any(result.rows[i].values()) and not named_ranks
         if unread and not small.data.strip():
             acc.skipped.append(Skipped(small.inp.name, "empty: no text to read"))
             continue
         final[first + i] = len(acc.sources)
-        acc.sources.append(SourceInfo(small.inp.name, "log", lines=result.lines[i], recognised=result.used[i],
-                                      bytes=len(small.data),
+        if small.script is not None and is_script:
+            acc.scripts.append((final[first + i], small.script))
+            if _given(small.inp):
+                acc.configs.setdefault(small.inp.name, small.text)
+        acc.sources.append(SourceInfo(small.inp.name, "launch_script" if is_script else "log", lines=result.lines[i],
+                                      recognised=result.used[i], bytes=len(small.text.encode() or small.data),
                                       note=f"nothing recognised in {result.lines[i]} lines" if unread else ""))
         acc.blocks.append((final[first + i], result.blocks[i]))
         _comms_from_table(result.blocks[i], final[first + i], acc)
-        _embedded(plain_text(small.data.decode("utf-8")), final[first + i], acc)
+        _embedded(plain_text(small.text or small.data.decode("utf-8")), final[first + i], acc,
+                  commands=not is_script)
     renumber = pl.col("source").replace_strict(final, return_dtype=pl.UInt32)
     _take_learned(result.learned, acc, final)
     if result.ranks is not None and result.ranks.height:

@@ -118,6 +118,9 @@ def test_small_logs_read_as_one_batch_give_what_each_read_alone_gives(tmp_path: 
     (parts / "zz-noise.log").write_bytes(b"nothing to see here\nat all\n")
     (parts / "zz-latin1.log").write_bytes(b"caf\xe9 " + files[3].read_bytes())
     (parts / "zz-nul.log").write_bytes(files[4].read_bytes() + b"\x00" * 64)
+    # a launch script, and a log that opens like one (its log lines outnumber the shell lines: a log)
+    (parts / "zz-launch.sh").write_bytes((SAMPLES / "ds_zero3_ckpt" / "launch.sh").read_bytes())
+    (parts / "zz-exported.log").write_bytes(b"export NCCL_DEBUG=INFO\n" + files[5].read_bytes())
     inputs = list(resolve([str(parts), str(SAMPLES / "ds_zero3_ckpt" / "ds_config.json")], tmp_path))
     batched = run_model.build(inputs)
     monkeypatch.setattr(run_model, "SMALL_LOG_BYTES", 0)
@@ -132,6 +135,9 @@ def test_small_logs_read_as_one_batch_give_what_each_read_alone_gives(tmp_path: 
     assert batched.facts == alone.facts
     assert engine.diagnose(batched).findings == engine.diagnose(alone).findings
     assert batched.facts.zero_stage == 3  # the config dump block, read within its own piece
+    kinds = {s.name.rsplit("/", 1)[-1]: s.kind for s in batched.sources}
+    assert kinds["zz-launch.sh"] == "launch_script" and kinds["zz-exported.log"] == "log"
+    assert batched.configs == alone.configs and any(k.endswith("zz-launch.sh") for k in batched.configs)
 
 
 def test_inputs_unchanged_in_order_when_small_logs_wait_for_their_batch(tmp_path: Path) -> None:
