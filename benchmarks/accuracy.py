@@ -17,11 +17,13 @@ held back from the project until 2026-12-02, each with its own floor in tests/te
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT.parent / "shared" / "corpus" / "real"
@@ -88,21 +90,30 @@ def cases(which: str) -> list[tuple[str, list[str], dict]]:
     return out
 
 
-def evaluate(name: str, sources: list[str], label: dict) -> CaseResult:
+@functools.cache
+def read(sources: tuple[str, ...]) -> tuple[Any, Any]:
+    """A case's run model and diagnosis, read once a process (the tests ask for each case several times: its
+    facts, the ratchets, the account, the changes); an unreadable case raises its InputError each time."""
     from diagnose.engine import diagnose
-    from diagnose.parsers import InputError, parse
+    from diagnose.parsers import parse
+
+    model = parse(list(sources))
+    return model, diagnose(model)
+
+
+def evaluate(name: str, sources: list[str], label: dict) -> CaseResult:
+    from diagnose.parsers import InputError
 
     want = label.get("facts") or {}
     expected = [COVERED.get(e, e) for e in label.get("expected", [])]
     res = CaseResult(name, expected, bool(label.get("healthy")), facts_want=dict(want),
                      not_ids=list(label.get("not") or []))
     try:
-        model = parse(sources)
+        model, d = read(tuple(sources))
     except InputError as e:
         res.refused = str(e)
         return res
     res.facts_got = {k: getattr(model.facts, k, None) for k in want}
-    d = diagnose(model)
     res.top = [f.id for f in d.findings[:TOP]]
     res.alarms = [f.id for f in d.findings if f.explains_slowdown and f.severity in ("critical", "warning")]
     res.goodput = _account_line(d.goodput)

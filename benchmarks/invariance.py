@@ -308,14 +308,26 @@ def compare(base: Verdict, got: Verdict, transform: str, kept_lines: range | Non
     return "; ".join(why)
 
 
+_BASES: dict[tuple[str, tuple[str, ...]], tuple[Verdict, int]] = {}  # each case's own verdict, read once a process
+
+
+def _base(name: str, sources: list[str], label: dict, tmp: Path) -> tuple[Verdict, int]:
+    """The case as it is: its verdict and its longest log's line count (the test runs the transformations in
+    groups, one process reading each case's original once for all of them)."""
+    key = (name, tuple(sources))
+    if key not in _BASES:
+        base_dir = _stage(sources, tmp / "base" / "case")
+        n_lines = max((len(p.read_bytes().split(b"\n")) for p in _logs(base_dir)), default=0)
+        _BASES[key] = (verdict(base_dir, label), n_lines)
+    return _BASES[key]
+
+
 def run_case(name: str, sources: list[str], label: dict, only: set[str]) -> list[Outcome]:
     out = []
     with tempfile.TemporaryDirectory(prefix="invariance-") as tmp:
-        base_dir = _stage(sources, Path(tmp) / "base" / "case")
-        base = verdict(base_dir, label)
+        base, n_lines = _base(name, sources, label, Path(tmp))
         if base.refused:
             return [Outcome(name, "base", "base", False, f"refused: {base.refused}")]
-        n_lines = max((len(p.read_bytes().split(b"\n")) for p in _logs(base_dir)), default=0)
         for key, variants in TRANSFORMS.items():
             if key not in only:
                 continue

@@ -301,6 +301,7 @@ def test_a_step_line_printed_while_engines_are_built_is_startup(tmp_path: Path) 
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("corpus")  # with the other tests that read every case (accuracy.read)
 def test_every_timestamped_account_of_the_corpus_adds_up() -> None:
     """The labelled real logs and the samples: wherever there are line timestamps, the parts sum to the span."""
     import sys
@@ -308,13 +309,10 @@ def test_every_timestamped_account_of_the_corpus_adds_up() -> None:
     sys.path.insert(0, str(SAMPLES.parent / "benchmarks"))
     import accuracy
 
-    from diagnose.engine import diagnose as run_rules
-    from diagnose.parsers import parse
-
     checked = 0
     for which in ("real", "samples"):
         for name, files, _ in accuracy.cases(which):
-            acc = run_rules(parse(files)).goodput
+            acc = accuracy.read(tuple(files))[1].goodput
             if acc is not None and acc.span_s:
                 assert check_sum(acc) <= 0.02, name
                 checked += 1
@@ -352,12 +350,17 @@ def test_what_a_fix_saves_is_the_traffic_it_removes() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("corpus")  # with the other tests that read every case (accuracy.read)
 def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
     """Issue 31, must 4: a stall finding's share and seconds come from the numbers its cost is priced by (once
     'adding 39% to the run's time' from the printed spikes beside '0 s in all' from the account): on every sample
     and every real case, the summary prints the cost's own seconds and share."""
-    from diagnose.engine import diagnose
-    from diagnose.parsers import InputError, parse
+    import sys
+
+    sys.path.insert(0, str(SAMPLES.parent / "benchmarks"))
+    import accuracy
+
+    from diagnose.parsers import InputError
 
     runs = sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts})
     real = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
@@ -365,7 +368,7 @@ def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
     seen = 0
     for run in runs:
         try:
-            d = diagnose(parse([str(p) for p in sorted(run.iterdir()) if p.name != "truth.json"]))
+            d = accuracy.read(tuple(str(p) for p in sorted(run.iterdir()) if p.name != "truth.json"))[1]
         except InputError:
             continue
         for f in (x for x in d.findings if x.id == "periodic-stalls"):

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow  # seconds to minutes: `pytest -m "not slow"` between edits
+# seconds to minutes: `pytest -m "not slow"` between edits; on one test worker, which reads each case once
+# (accuracy.read) for all the tests that ask for it
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("corpus")]
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("accuracy", ROOT / "benchmarks" / "accuracy.py")
@@ -77,11 +79,7 @@ def _cases() -> list[tuple[str, list[str], dict]]:
 
 @pytest.mark.parametrize("case", _cases(), ids=[c[0] for c in _cases()])
 def test_no_report_holds_a_no_op_or_conflicting_change(case: tuple[str, list[str], dict]) -> None:
-    from diagnose.engine import diagnose
-    from diagnose.parsers import parse
-
-    model = parse(case[1])
-    d = diagnose(model)
+    model, d = accuracy.read(tuple(case[1]))
     merged = {(c.target, c.key): c.after for c in d.recommendation.changes}
     assert len(merged) == len(d.recommendation.changes)  # one value per key
     for f in d.findings:
