@@ -5,7 +5,6 @@ to the value the run already has is not made."""
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,9 @@ from diagnose.findings import Change, Finding, Fix
 from diagnose.parsers import parse
 from diagnose.parsers.facts import RunFacts
 from diagnose.recommend import _needs_headroom, global_batch, settle
+
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist, loadgroup).
+pytestmark = pytest.mark.xdist_group("test_change_invariants")
 
 RUNS = sorted(str(p.parent.relative_to(SAMPLES)) for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts
               and p.parent.name != "files")

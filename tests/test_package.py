@@ -14,6 +14,9 @@ import pytest
 
 from conftest import ROOT, SAMPLES
 
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist, loadgroup).
+pytestmark = pytest.mark.xdist_group("test_package")
+
 pytest.importorskip("hatchling")
 
 DISTRIBUTION = "diagnose-training"

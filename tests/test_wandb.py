@@ -18,6 +18,9 @@ from conftest import ROOT, run_cli
 from diagnose.parsers import parse, wandb_history, wandb_offline, wandb_schema
 from wandb_standin import StandIn
 
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist, loadgroup).
+pytestmark = pytest.mark.xdist_group("test_wandb")
+
 STEPS = 240
 WRITER = r"""
 import os, sys, time, wandb
