@@ -364,11 +364,20 @@ def _write_images(directory: Path, model: RunModel, diagnosis: object, prefix: s
     directory.mkdir(parents=True, exist_ok=True)
     figs = charts.figures(model, diagnosis)  # type: ignore[arg-type]  # the report command's own Diagnosis
     paths = [directory / f"{prefix}{name}.png" for name, _ in figs]
-    try:
-        pio.write_images([f for _, f in figs], paths, width=1000,
-                         height=[int(f.layout.height or 320) for _, f in figs], scale=1)
-    except Exception as e:  # kaleido found no browser, or it failed to start  # noqa: BLE001
-        raise _fail(f"--images: could not render PNGs ({str(e).splitlines()[0][:160]}); is chromium installed?")
+    # kaleido returns a chart it failed to render (a render that timed out on a loaded machine) instead of raising:
+    # the charts without a file are rendered once more, and a chart still missing is an error, not a silent gap.
+    todo = list(range(len(figs)))
+    for _ in range(2):
+        try:
+            pio.write_images([figs[i][1] for i in todo], [paths[i] for i in todo], width=1000,
+                             height=[int(figs[i][1].layout.height or 320) for i in todo], scale=1)
+        except Exception as e:  # kaleido found no browser, or it failed to start  # noqa: BLE001
+            raise _fail(f"--images: could not render PNGs ({str(e).splitlines()[0][:160]}); is chromium installed?")
+        todo = [i for i in todo if not paths[i].is_file()]
+        if not todo:
+            break
+    if todo:
+        raise _fail(f"--images: could not render {', '.join(paths[i].name for i in todo)} (kaleido gave no image)")
     err.print(f"wrote {len(figs)} chart image(s) to {directory}")
     return [(name, str(fig.layout.title.text or name), path) for (name, fig), path in zip(figs, paths)]
 

@@ -225,6 +225,34 @@ def test_images_writes_png_charts(tmp_path: Path) -> None:
     assert all((tmp_path / "img2" / p).is_file() for p in pngs)
 
 
+def test_a_chart_kaleido_did_not_write_is_rendered_again_then_named(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaleido hands back a chart it failed to render (a timeout on a loaded machine) instead of raising: the
+    command renders the missing ones once more, and names any still missing with exit 2."""
+    pytest.importorskip("kaleido")
+    import plotly.io as pio
+    from typer.testing import CliRunner
+
+    from diagnose.cli import app
+
+    calls: list[list[str]] = []
+
+    def flaky(figs: list[object], paths: list[Path], **_: object) -> None:
+        calls.append([Path(p).name for p in paths])
+        for p in paths[1:] if len(calls) == 1 else paths:  # the first call drops its first chart
+            Path(p).write_bytes(b"\x89PNG")
+
+    monkeypatch.setattr(pio, "write_images", flaky)
+    args = ["report", str(SEED), "--format", "json", "-o", str(tmp_path / "r.json")]
+    res = CliRunner().invoke(app, [*args, "--images", str(tmp_path / "img")])
+    assert res.exit_code == 0, res.output
+    assert len(calls) == 2 and calls[1] == calls[0][:1] and "step-time.png" in calls[0]
+    monkeypatch.setattr(pio, "write_images", lambda figs, paths, **_: None)  # never an image
+    res = CliRunner().invoke(app, [*args, "--force", "--images", str(tmp_path / "img2")])
+    assert res.exit_code == 2
+    assert "could not render" in res.output and "step-time.png" in res.output and "Traceback" not in res.output
+
+
 def test_the_html_report_is_small_enough_to_attach(tmp_path: Path) -> None:
     """plotly.js's basic bundle inlined (scatter and bar are all the charts use): the seed-like report <= 2 MB,
     still self-contained."""
