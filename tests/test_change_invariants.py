@@ -15,7 +15,7 @@ from diagnose.parsers import parse
 from diagnose.parsers.facts import RunFacts
 from diagnose.recommend import _needs_headroom, global_batch, settle
 
-# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist, loadgroup).
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist's loadgroup).
 pytestmark = pytest.mark.xdist_group("test_change_invariants")
 
 RUNS = sorted(str(p.parent.relative_to(SAMPLES)) for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts

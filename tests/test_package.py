@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT, SAMPLES
 
-# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist, loadgroup).
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist's loadgroup).
 pytestmark = pytest.mark.xdist_group("test_package")
 
 pytest.importorskip("hatchling")

@@ -15,7 +15,7 @@ import pytest
 
 from conftest import SAMPLES, run_cli
 
-# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist, loadgroup).
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist's loadgroup).
 pytestmark = pytest.mark.xdist_group("test_secrets")
 
 # (secret value, how it is written into an input). The values are fakes in each vendor's shape.

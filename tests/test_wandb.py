@@ -18,7 +18,7 @@ from conftest import ROOT, run_cli
 from diagnose.parsers import parse, wandb_history, wandb_offline, wandb_schema
 from wandb_standin import StandIn
 
-# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist, loadgroup).
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist's loadgroup).
 pytestmark = pytest.mark.xdist_group("test_wandb")
 
 STEPS = 240
