@@ -20,6 +20,7 @@ def test_analyse_findings_and_write() -> None:
     assert len(a.runs) == 1 and "CUDA_LAUNCH_BLOCKING" in a.verdict
 
 
+@pytest.mark.slow
 def test_the_cli_is_a_thin_shell_over_the_pipeline(tmp_path: Path) -> None:
     import diagnose
 
@@ -34,6 +35,7 @@ def test_the_cli_is_a_thin_shell_over_the_pipeline(tmp_path: Path) -> None:
         a.write(tmp_path / "report.pdf")
 
 
+@pytest.mark.slow
 def test_options_apply_to_every_run_of_a_directory(tmp_path: Path) -> None:
     """--seq-len used to be dropped when a folder held several runs."""
     import shutil

@@ -11,7 +11,7 @@ from conftest import SAMPLES, run_cli
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NO_CHROMIUM = "Debian's chromium is not installed (tests/install_chromium.py installs it as root)"
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM), pytest.mark.slow]  # seconds a page
 
 
 @pytest.mark.parametrize("run", ["synthetic/seed_zero3_launch_blocking", "ds_zero1_ga2_torchrun", "two runs",

@@ -31,6 +31,7 @@ def diagnosed() -> dict[str, tuple]:
     return out
 
 
+@pytest.mark.slow
 def test_the_samples_cover_runs_with_batch_changes(diagnosed: dict[str, tuple]) -> None:
     asked = [run for run, (_, d) in diagnosed.items() for f in d.findings if f.fix
              for c in f.fix.changes + tuple(x.change for x in d.recommendation.dropped if x.finding == f.id)
@@ -39,6 +40,7 @@ def test_the_samples_cover_runs_with_batch_changes(diagnosed: dict[str, tuple]) 
 
 
 @pytest.mark.parametrize("run", list(dict.fromkeys(RUNS)))
+@pytest.mark.slow
 def test_each_samples_recommendation_keeps_the_invariants(diagnosed: dict[str, tuple], run: str) -> None:
     model, d = diagnosed[run]
     facts = model.facts

@@ -96,6 +96,7 @@ def test_corpus_pair_zero0_against_zero3() -> None:
     assert doc["verdict"].startswith("The candidate is") and "slower" in doc["verdict"]
 
 
+@pytest.mark.slow
 def test_compare_reports_in_every_format(tmp_path: Path) -> None:
     base, cand = str(SAMPLES / "ds_zero0"), str(SAMPLES / "ds_zero3_offload")
     md = run_cli("compare", base, cand, "-o", str(tmp_path / "c.md"))
@@ -122,6 +123,7 @@ def test_compare_reports_in_every_format(tmp_path: Path) -> None:
         doc["candidate"]["metrics"]["steps"]["p50_s"] / doc["baseline"]["metrics"]["steps"]["p50_s"])
 
 
+@pytest.mark.slow
 def test_compare_needs_two_sides_and_known_formats(tmp_path: Path) -> None:
     one = run_cli("compare", str(SAMPLES / "ds_zero0"))
     assert one.returncode == 2 and "BASELINE and a CANDIDATE" in one.stderr and "Traceback" not in one.stderr
@@ -140,6 +142,7 @@ def test_the_same_run_twice_changes_nothing() -> None:
     assert doc["explained_by"] == []
 
 
+@pytest.mark.slow
 def test_secrets_in_either_side_are_redacted(tmp_path: Path) -> None:
     token = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
     for side in ("a", "b"):
@@ -155,6 +158,7 @@ def test_secrets_in_either_side_are_redacted(tmp_path: Path) -> None:
         assert token not in proc.stdout and "HF_TOKEN" in proc.stdout
 
 
+@pytest.mark.slow
 def test_compare_never_prints_a_changed_credential(tmp_path: Path) -> None:
     """A token, key or password flag that differs between the runs is named as changed, its values never shown, in
     every format: values that look like no known secret shape (`hunter2hunter2`) included."""

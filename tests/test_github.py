@@ -178,6 +178,7 @@ def test_a_post_of_65536_newlines_is_read_like_any_other(gh: StandIn) -> None:
 @pytest.mark.parametrize("junk", ["`" * 65_536, "<details>" * 10_000, "[" * 65_536, "~~~\n" * 20_000,
                                   "https://" * 8_000, "| " * 30_000, "password=" * 7_000],
                          ids=["backticks", "details", "brackets", "fences", "links", "table", "pairs"])
+@pytest.mark.slow
 def test_a_pathological_post_is_read_like_any_other(gh: StandIn, junk: str) -> None:
     """Bodies built against the post's patterns (fences, details, links, tables, the redactor's pairs), then a
     paste: the paste is read (benchmarks/bombs.py times such threads)."""
@@ -200,6 +201,7 @@ def test_a_pull_request_conversation_and_a_gzip_attachment(gh: StandIn) -> None:
     assert doc["metrics"]["steps"]["n"] > 10
 
 
+@pytest.mark.slow
 def test_a_discussion_through_graphql(gh: StandIn) -> None:
     gh.state.discussions[3] = {
         "id": "D_kw3", "databaseId": 303, "title": "Slow ZeRO-1", "url": thread_url(gh, "discussions", 3),
@@ -224,6 +226,7 @@ def test_a_discussion_through_graphql(gh: StandIn) -> None:
     assert len(ours) == 1 and "#discussioncomment-" in ours[0]["url"]
 
 
+@pytest.mark.slow
 def test_the_reply_is_a_dry_run_by_default_and_inert(gh: StandIn) -> None:
     r = cli(gh, "comment", thread_url(gh))
     assert r.returncode == 0, r.stderr
@@ -277,6 +280,7 @@ def test_posting_edits_its_own_comment_the_second_time(gh: StandIn) -> None:
     assert all("github-actions" not in x["name"] and "maya" not in x["name"] for x in json.loads(again.stdout)["runs"])
 
 
+@pytest.mark.slow
 def test_the_bot_never_edits_a_comment_it_did_not_write(gh: StandIn) -> None:
     """A maintainer quoting the marker, another account's comment carrying it, the marker in the issue body: each
     left as it is; the bot posts a reply of its own."""
@@ -313,6 +317,7 @@ def _event(tmp_path: Path, gh: StandIn, text: str, kind: str = "User") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_action_entry_command_answers_a_keyword_comment(gh: StandIn, tmp_path: Path) -> None:
     command, env = _action_command()
     assert "--event" in command and "--post" in command
@@ -363,6 +368,7 @@ def test_action_yml_is_a_composite_action_with_its_inputs() -> None:
     shlex.split(_action_command()[0])  # one shell command line
 
 
+@pytest.mark.slow
 def test_the_upload_page_takes_a_thread_url_in_its_url_field(gh: StandIn, tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     import httpx
@@ -580,6 +586,7 @@ def urlparse_path(url: str) -> str:
     return urlparse(url).path
 
 
+@pytest.mark.slow
 def test_the_server_reads_a_thread_with_the_uploaders_token_not_its_own(gh: StandIn, tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 32, must 6: the server's GITHUB_TOKEN is not lent to whoever can upload; the uploader's own token is

@@ -242,6 +242,7 @@ def test_every_format_shows_the_account(injected: tuple[dict, dict[str, float]],
     assert "Where the time went" in text and "restarts" in text and "checkpoint at step 41" in text
 
 
+@pytest.mark.slow
 def test_recorded_samples_add_up(tmp_path: Path) -> None:
     """Every recorded sample with line timestamps: the parts add up to the span within 2%."""
     checked = 0
@@ -319,6 +320,7 @@ def test_every_timestamped_account_of_the_corpus_adds_up() -> None:
     assert checked >= 21  # the samples have 21 with line timestamps; the real corpus adds 15 when beside the checkout
 
 
+@pytest.mark.slow
 def test_the_headline_names_only_its_own_causes_cost() -> None:
     """Issue 31, must 4: a cost beside the headline cause's title is that cause's own (the seed's launch-blocking
     cause once carried the communication finding's 0.76 GPU-hours; allocator_flush the input finding's)."""

@@ -174,6 +174,7 @@ def test_an_output_never_replaces_an_input_nor_creates_folders(tmp_path: Path) -
     assert not (tmp_path / "no").exists()
 
 
+@pytest.mark.slow
 def test_parse_out_follows_the_output_rules(tmp_path: Path) -> None:
     a_file = tmp_path / "frames"
     a_file.write_text("x")
@@ -213,6 +214,7 @@ def test_numbers_past_64_bits_are_set_aside_not_fatal(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["faults"] == []
 
 
+@pytest.mark.slow
 def test_control_characters_from_inputs_are_shown_not_obeyed(tmp_path: Path) -> None:
     """A file name and an env value carrying an OSC window title, a screen clear and a right-to-left override."""
     name = tmp_path / "run\x1b]0;pwned\x07\u202e.log"

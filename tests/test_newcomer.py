@@ -28,6 +28,7 @@ def test_an_output_name_whose_suffix_names_no_format_is_refused(tmp_path: Path, 
     assert ok.returncode == 0 and (tmp_path / name).read_text().startswith("## diagnose")
 
 
+@pytest.mark.slow
 def test_every_option_of_every_command_says_what_it_does_and_flags_look_like_flags() -> None:
     root = typer.main.get_command(app)
     commands = root.commands  # type: ignore[attr-defined]
@@ -64,6 +65,7 @@ def test_report_to_a_file_also_prints_the_verdict(tmp_path: Path) -> None:
     assert proc.returncode == 0 and proc.stdout.startswith("Most likely cause: CUDA_LAUNCH_BLOCKING=1")
 
 
+@pytest.mark.slow
 def test_seq_len_gives_tokens_and_mfu_where_the_logs_lack_it() -> None:
     log = str(SEED / "slurm-1234.out")  # the sequence length is in train.sh, not in the log
     plain = json.loads(run_cli("report", log, "-f", "json", "-o", "-").stdout)
@@ -86,6 +88,7 @@ def test_the_headline_is_a_short_plain_sentence(run: Path) -> None:
     assert not any(re.search(rf"(?<![\w-]){re.escape(i)}(?![\w-])", verdict) for i in ids), verdict
 
 
+@pytest.mark.slow
 def test_unknowns_are_words_cpu_runs_are_cpu_runs_and_paths_are_relative(tmp_path: Path) -> None:
     cpu = run_cli("report", str((SAMPLES / "ds_zero0").resolve()), "-f", "md", "-o", "-").stdout
     assert "| processes | 2 processes on the CPU (gloo) |" in cpu

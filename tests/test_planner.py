@@ -59,6 +59,7 @@ def _sample_dirs() -> list[Path]:
         sorted(p for p in (root / "synthetic").iterdir() if p.is_dir())
 
 
+@pytest.mark.slow
 def test_plan_with_the_runs_shape_agrees_with_the_reports_planner_on_every_sample() -> None:
     """`diagnose plan`, given the flags that describe a sample's run, prints the report's plan of that run (issue 31,
     must 5): one planner, told what ran (stage, precision, micro-batch, accumulation, sequence length, peak)."""

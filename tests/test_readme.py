@@ -4,9 +4,12 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
+@pytest.mark.slow
 def test_readme_excerpts_match_what_the_code_prints() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "docs" / "excerpts.py"), "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300, check=False)

@@ -305,6 +305,7 @@ def test_one_unreadable_input_is_skipped_not_fatal(tmp_path: Path) -> None:
         str(empty): "empty", str(binary): "binary file, not a log, config or launch script"}
 
 
+@pytest.mark.slow
 def test_a_folder_of_two_runs_is_reported_as_two_runs(tmp_path: Path) -> None:
     import json
     import shutil

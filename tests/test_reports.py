@@ -151,6 +151,7 @@ def test_markdown_fits_a_github_comment() -> None:
     assert len(text) < markdown.GITHUB_LIMIT and "shortened to fit a GitHub comment" in text
 
 
+@pytest.mark.slow
 def test_a_markdown_report_of_many_runs_says_it_is_too_long_for_a_comment(tmp_path: Path) -> None:
     """Each run's section fits a comment; twelve together do not, and the text says so first, with how to split."""
     for i in range(12):
@@ -184,6 +185,7 @@ def test_the_command_line_writes_each_format(tmp_path: Path, fmt: str) -> None:
     assert out.stat().st_size > 200 and f"wrote {out}" in proc.stderr
 
 
+@pytest.mark.slow
 def test_exit_codes_and_overwrite(tmp_path: Path) -> None:
     out = tmp_path / "r.md"
     assert run_cli("report", str(SEED), "-o", str(out)).returncode == 0

@@ -301,6 +301,7 @@ def test_over_sixty_shapes_are_planted() -> None:
 
 
 @pytest.mark.parametrize("name", sorted(PLANTED))
+@pytest.mark.slow
 def test_no_planted_secret_in_any_output(outputs: dict[str, str], name: str) -> None:
     value = PLANTED[name]
     leaks = [where for where, text in outputs.items() if value in text]

@@ -89,6 +89,7 @@ def _applies(tmp_path: Path, patch: str) -> None:
     assert '"stage": 1' in (work / "ds_config.json").read_text()
 
 
+@pytest.mark.slow
 def test_upload_gives_the_report_and_its_three_formats(tmp_path: Path) -> None:
     with server(tmp_path) as base:
         r = _upload(base, SEED_FILES)
@@ -118,6 +119,7 @@ def test_upload_gives_the_report_and_its_three_formats(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("diagnose-serve-*")), "uploads and reports are deleted at shutdown"
 
 
+@pytest.mark.slow
 def test_bad_uploads_get_one_sentence_and_the_right_status(tmp_path: Path) -> None:
     big = tmp_path / "big.log"
     big.write_bytes(b"x" * (2 * 1024 * 1024))
@@ -259,6 +261,7 @@ def test_the_page_sends_again_when_the_server_is_busy(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+@pytest.mark.slow
 def test_the_page_uploads_and_shows_the_report_in_chromium(tmp_path: Path) -> None:
     playwright = pytest.importorskip("playwright.sync_api")
     with server(tmp_path) as base, playwright.sync_playwright() as p:
@@ -291,6 +294,7 @@ def test_the_page_uploads_and_shows_the_report_in_chromium(tmp_path: Path) -> No
     assert errors == []
 
 
+@pytest.mark.slow
 def test_the_token_is_checked_exactly_on_uploads_and_stored_reports(tmp_path: Path) -> None:
     token = "s3cret-token-for-tests"
     with server_process(tmp_path, "--token", token) as (base, proc):
@@ -359,6 +363,7 @@ def test_a_trickling_body_times_out_and_a_broken_multipart_is_400(tmp_path: Path
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+@pytest.mark.slow
 def test_the_page_with_a_token_and_an_oversize_upload_in_chromium(tmp_path: Path) -> None:
     """With --token the page sends it and shows the stored report fetched with it; an upload over the limit is
     refused by the page before a byte is sent (the access log shows no POST)."""

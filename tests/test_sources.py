@@ -129,6 +129,7 @@ def test_inputs_are_never_modified(tmp_path: Path) -> None:
     assert (p.stat().st_mtime_ns, p.read_bytes()) == before
 
 
+@pytest.mark.slow
 def test_a_report_saved_into_its_run_folder_is_not_read_back(tmp_path: Path) -> None:
     """`diagnose report logs/ -o logs/report.md`, run twice: the second run reads the logs, not the first report
     (its quoted evidence lines would count twice), in every format; `--force` may replace it. Named on the command

@@ -134,6 +134,7 @@ def _standin_from(offline_run: Path) -> StandIn:
 KEY = "x" * 40
 
 
+@pytest.mark.slow
 def test_api_fetch_matches_offline_run_and_caches(offline_run: Path, tmp_path: Path) -> None:
     offline = parse([str(offline_run)])
     with _standin_from(offline_run) as standin:
@@ -332,6 +333,7 @@ def test_progress_shows_on_a_terminal(offline_run: Path, tmp_path: Path) -> None
     ("silent", "accepted the connection but did not answer within 5 s"),
     ("notfound", "is not a W&B API (HTTP 404 on /graphql)"),
 ])
+@pytest.mark.slow
 def test_hosts_that_are_not_answering_w_and_b_apis(offline_run: Path, tmp_path: Path, mode: str, message: str) -> None:
     proc, seconds = _run_error(offline_run, tmp_path, mode)
     assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
