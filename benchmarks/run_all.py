@@ -358,8 +358,7 @@ def render(figures: list[Figure], notes: dict[str, list[str]], runs: int, took: 
             if f.floor_name == "-":
                 out.append(f"| {f.name} | {f.what} | {_value(f, f.figure)} | - | - | - | |")
                 continue
-            floor_unit = f.unit if f.unit != "x" else "x"
-            floor = Figure(f.section, "", "", "", unit=floor_unit)
+            floor = Figure(f.section, "", "", "", unit=f.unit)
             bar = ""
             if f.bar:
                 b = BARS[f.bar]

@@ -106,6 +106,7 @@ class _Acc:
 class _SmallLog:
     inp: Input
     data: bytes  # what the line kinds read: a launch script's with its comments blanked
+    size: int  # the file's bytes
     script: launch_script.LaunchScript | None = None  # a file that looks like a launch script
     text: str = ""  # a script's own text (its configs and the commands pasted into it are read from this)
 
@@ -258,14 +259,13 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
         text = read_text(path) if raw is None else raw.decode("utf-8", "replace")
         sniffed = _sniff_small(inp, text)
         if sniffed is None and raw is not None and batch and _batchable(raw):
-            _add_to_batch(acc, _SmallLog(inp, raw), progress)
+            _add_to_batch(acc, _SmallLog(inp, raw, len(raw)), progress)
             return
         if sniffed is not None and sniffed[0] == "launch_script":
             script = launch_script.parse_script(text)
             # Its lines read with the small logs' batch (a chunk of its own costs the line kinds' fixed cost).
-            blanked = _blank_comments(text).encode()
-            if batch and raw is not None and _batchable(raw) and len(blanked) <= SMALL_LOG_BYTES:
-                _add_to_batch(acc, _SmallLog(inp, blanked, script, text), progress)
+            if batch and raw is not None and _batchable(raw):
+                _add_to_batch(acc, _SmallLog(inp, _blank_comments(text).encode(), len(raw), script, text), progress)
                 return
         source_id = _next_id(acc, progress)
         if script is None and sniffed is not None:
@@ -289,7 +289,7 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
             truncated = gzip_truncated(fh)
     # No file is judged by its kind alone: a launch script's settings are launcher facts and the log lines pasted
     # into it (an issue body: prose, the script, then its output) are log lines, read like any log's.
-    is_script = script is not None and (_has_shebang(path) or _script_majority(script, result.rows))
+    is_script = _is_script(script, path, result.rows)
     if script is not None and is_script:
         acc.scripts.append((source_id, script))
         if _given(inp):
@@ -368,10 +368,14 @@ def _has_shebang(path: Path) -> bool:
     return head.startswith(b"#!") or b"\n#SBATCH" in b"\n" + head
 
 
-def _script_majority(script: launch_script.LaunchScript, rows: dict[str, int]) -> bool:
-    """A file that looks like a script is one when its shell lines outnumber the lines a log kind read (environment
-    variables aside, which both see): a log that opens with `export NCCL_DEBUG=info` / `srun ...` is a log. `rows`:
-    rows read per frame."""
+def _is_script(script: launch_script.LaunchScript | None, path: Path | None, rows: dict[str, int]) -> bool:
+    """A file that looks like a script (`script`) is one with a shebang or `#SBATCH` at the top, or when its shell
+    lines outnumber the lines a log kind read (`rows`: per frame; environment variables aside, which both see): a
+    log that opens with `export NCCL_DEBUG=info` / `srun ...` is a log."""
+    if script is None:
+        return False
+    if path is not None and _has_shebang(path):
+        return True
     log_rows = sum(n for name, n in rows.items() if name != "env")
     return len(script.commands) + len(script.env) + len(script.sbatch) > log_rows
 
@@ -500,9 +504,7 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
     acc.faults.extend(f for f in result.faults if f not in acc.faults)
     for i, small in enumerate(batch):
         named_ranks = result.ranks is not None and (result.ranks["source"] == first + i).any()
-        is_script = small.script is not None and (
-            (small.inp.path is not None and _has_shebang(small.inp.path))
-            or _script_majority(small.script, result.rows[i]))
+        is_script = _is_script(small.script, small.inp.path, result.rows[i])
         unread = not is_script and result.used[i] == 0 and not any(result.rows[i].values()) and not named_ranks
         if unread and not small.data.strip():
             acc.skipped.append(Skipped(small.inp.name, "empty: no text to read"))
@@ -513,7 +515,7 @@ def _flush(acc: _Acc, progress: Callable[[int], None] | None) -> None:
             if _given(small.inp):
                 acc.configs.setdefault(small.inp.name, small.text)
         acc.sources.append(SourceInfo(small.inp.name, "launch_script" if is_script else "log", lines=result.lines[i],
-                                      recognised=result.used[i], bytes=len(small.text.encode() or small.data),
+                                      recognised=result.used[i], bytes=small.size,
                                       note=f"nothing recognised in {result.lines[i]} lines" if unread else ""))
         acc.blocks.append((final[first + i], result.blocks[i]))
         _comms_from_table(result.blocks[i], final[first + i], acc)

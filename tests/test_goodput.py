@@ -352,17 +352,12 @@ def test_what_a_fix_saves_is_the_traffic_it_removes() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("corpus")  # with the other tests that read every case (accuracy.read)
 def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
     """Issue 31, must 4: a stall finding's share and seconds come from the numbers its cost is priced by (once
     'adding 39% to the run's time' from the printed spikes beside '0 s in all' from the account): on every sample
     and every real case, the summary prints the cost's own seconds and share."""
-    import sys
-
-    sys.path.insert(0, str(SAMPLES.parent / "benchmarks"))
-    import accuracy
-
-    from diagnose.parsers import InputError
+    from diagnose.engine import diagnose
+    from diagnose.parsers import InputError, parse
 
     runs = sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts})
     real = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
@@ -370,7 +365,7 @@ def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
     seen = 0
     for run in runs:
         try:
-            d = accuracy.read(tuple(str(p) for p in sorted(run.iterdir()) if p.name != "truth.json"))[1]
+            d = diagnose(parse([str(p) for p in sorted(run.iterdir()) if p.name != "truth.json"]))
         except InputError:
             continue
         for f in (x for x in d.findings if x.id == "periodic-stalls"):

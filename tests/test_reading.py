@@ -313,7 +313,6 @@ def test_gpu_only_advice_is_not_raised_for_a_cpu_run() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("corpus")
 def test_every_origin_a_reader_emits_has_a_tier() -> None:
     """A claim's origin decides its precedence (parsers/facts.py). One that is not registered would be a reader that
     forgot to say how far it is trusted: it gets the least trusted tier, and this test names it. Run over every
