@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import functools
+import io
 import os
 import subprocess
 import sys
@@ -22,12 +23,52 @@ def analysed(path: Path):  # type: ignore[no-untyped-def]  # -> diagnose.pipelin
     return diagnose.analyse(Path(path))
 
 
-def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "diagnose", *args], input=stdin, capture_output=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, **env} if env else None)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
-                                       proc.stderr.decode("utf-8", "replace"))
+def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120, env: dict[str, str] | None = None,
+            process: bool = False) -> subprocess.CompletedProcess[str]:
+    """`diagnose ARGS` run in this process: the entry point with argv, streams, working directory and environment of
+    its own, its exit status from SystemExit (issue 34: a CLI process costs ~0.6 s of start-up and imports, most of a
+    small report). `process=True` runs a real child, for what only a process shows: start-up, signals, pipes and file
+    descriptors, imports; each output format keeps one such smoke test (test_reports.py)."""
+    if process or args[:1] == ("serve",):  # a server runs until stopped: a child can be stopped at the timeout
+        proc = subprocess.run([sys.executable, "-m", "diagnose", *args], input=stdin, capture_output=True,
+                              timeout=timeout, cwd=ROOT, env={**os.environ, **env} if env else None)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
+                                           proc.stderr.decode("utf-8", "replace"))
+    return _in_process(list(args), stdin, env)
+
+
+def _in_process(args: list[str], stdin: bytes | None, env: dict[str, str] | None
+                ) -> subprocess.CompletedProcess[str]:
+    from diagnose.entry import main
+
+    out, err = io.BytesIO(), io.BytesIO()
+    # The streams a child gets: UTF-8, strict on stdout and backslashreplace on stderr (Python's defaults), no
+    # terminal, and stdin at its end unless given.
+    streams = (io.TextIOWrapper(io.BytesIO(stdin or b""), encoding="utf-8"),
+               io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+               io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True))
+    saved = (sys.stdin, sys.stdout, sys.stderr, sys.argv, os.getcwd(), dict(os.environ))
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.argv = ["diagnose", *args]
+    os.chdir(ROOT)
+    os.environ.update(env or {})
+    code: int | str | None = 0
+    try:
+        main()
+    except SystemExit as e:
+        code = e.code
+    finally:
+        for stream in streams[1:]:
+            stream.flush()
+        sys.stdin, sys.stdout, sys.stderr, sys.argv = saved[:4]
+        os.chdir(saved[4])
+        os.environ.clear()
+        os.environ.update(saved[5])
+    text_err = err.getvalue().decode("utf-8", "replace")
+    if isinstance(code, str):  # sys.exit("message"): Python prints it and exits 1
+        text_err, code = text_err + code + "\n", 1
+    return subprocess.CompletedProcess(["diagnose", *args], code or 0, out.getvalue().decode("utf-8", "replace"),
+                                       text_err)
 
 
 @pytest.fixture(scope="session")

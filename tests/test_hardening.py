@@ -147,7 +147,7 @@ def test_fifos_are_streams_or_skipped(tmp_path: Path) -> None:
     run.mkdir()
     (run / "train.log").write_bytes(LOG.read_bytes())
     os.mkfifo(run / "pipe.log")  # in a directory: listed as skipped, never opened (it would block)
-    proc = run_cli("parse", str(run), "--format", "json", timeout=60)
+    proc = run_cli("parse", str(run), "--format", "json", timeout=60, process=True)  # a FIFO may block: a timeout
     assert proc.returncode == 0, proc.stderr
     assert [s["name"].endswith("pipe.log") for s in json.loads(proc.stdout)["skipped"]] == [True]
     # named explicitly, with a writer: read as a stream
@@ -237,7 +237,8 @@ def test_an_output_is_never_written_over_a_fifo_or_a_device(tmp_path: Path) -> N
     fifo = tmp_path / "out.md"
     os.mkfifo(fifo)
     for target in (fifo, Path("/dev/null")):
-        r = run_cli("report", str(SAMPLES / "ds_zero0"), "-o", str(target), "-f", "md", "--force")
+        r = run_cli("report", str(SAMPLES / "ds_zero0"), "-o", str(target), "-f", "md", "--force",
+                    process=True)  # opening a FIFO to write blocks: a child can be stopped at the timeout
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
         assert "regular file only" in r.stderr
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and stat.S_ISCHR(os.stat("/dev/null").st_mode)

@@ -179,8 +179,9 @@ def test_every_sample_renders_every_format(run: str) -> None:
 
 @pytest.mark.parametrize("fmt", ["json", "md", "html", "txt"])
 def test_the_command_line_writes_each_format(tmp_path: Path, fmt: str) -> None:
+    """The smoke test of each format as a user's process runs it; the other CLI tests run in the test's process."""
     out = tmp_path / f"r.{fmt}"
-    proc = run_cli("report", str(SAMPLES / "fault_raise"), "-o", str(out))
+    proc = run_cli("report", str(SAMPLES / "fault_raise"), "-o", str(out), process=True)
     assert proc.returncode == 0, proc.stderr
     assert out.stat().st_size > 200 and f"wrote {out}" in proc.stderr
 
