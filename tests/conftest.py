@@ -9,6 +9,12 @@ from pathlib import Path
 
 import pytest
 
+# With several xdist workers, one a core, the cores are full: each worker's polars runs its operations on one
+# thread. Most frames in the tests are small, and a thread pool's dispatch is then most of each operation's cost
+# (`pytest -m "not slow"` on 2 cores: 92 -> 83 s). Set before anything imports polars; children inherit it.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")) > 1:
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = ROOT / "sample_logs"
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -24,21 +30,24 @@ def analysed(path: Path):  # type: ignore[no-untyped-def]  # -> diagnose.pipelin
 
 
 def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120, env: dict[str, str] | None = None,
-            process: bool = False) -> subprocess.CompletedProcess[str]:
+            process: bool = False, environ: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`diagnose ARGS` run in this process: the entry point with argv, streams, working directory and environment of
     its own, its exit status from SystemExit (issue 34: a CLI process costs ~0.6 s of start-up and imports, most of a
     small report). `process=True` runs a real child, for what only a process shows: start-up, signals, pipes and file
-    descriptors, imports; each output format keeps one such smoke test (test_reports.py)."""
+    descriptors, imports; each output format keeps one such smoke test (test_reports.py). `env` is added to this
+    process's environment; `environ` replaces it."""
+    if environ is not None:
+        env = None
     if process or args[:1] == ("serve",):  # a server runs until stopped: a child can be stopped at the timeout
         proc = subprocess.run([sys.executable, "-m", "diagnose", *args], input=stdin, capture_output=True,
-                              timeout=timeout, cwd=ROOT, env={**os.environ, **env} if env else None)
+                              timeout=timeout, cwd=ROOT, env=environ if environ is not None else
+                              {**os.environ, **env} if env else None)
         return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout.decode("utf-8", "replace"),
                                            proc.stderr.decode("utf-8", "replace"))
-    return _in_process(list(args), stdin, env)
+    return _in_process(list(args), stdin, environ if environ is not None else {**os.environ, **(env or {})})
 
 
-def _in_process(args: list[str], stdin: bytes | None, env: dict[str, str] | None
-                ) -> subprocess.CompletedProcess[str]:
+def _in_process(args: list[str], stdin: bytes | None, environ: dict[str, str]) -> subprocess.CompletedProcess[str]:
     from diagnose.entry import main
 
     out, err = io.BytesIO(), io.BytesIO()
@@ -51,7 +60,8 @@ def _in_process(args: list[str], stdin: bytes | None, env: dict[str, str] | None
     sys.stdin, sys.stdout, sys.stderr = streams
     sys.argv = ["diagnose", *args]
     os.chdir(ROOT)
-    os.environ.update(env or {})
+    os.environ.clear()
+    os.environ.update(environ)
     code: int | str | None = 0
     try:
         main()

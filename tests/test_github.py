@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import ROOT, SAMPLES
+from conftest import ROOT, SAMPLES, run_cli
 from github_standin import StandIn
 
 SLOW, BASE = SAMPLES / "ds_zero1_straggler", SAMPLES / "ds_zero0"
@@ -62,8 +62,7 @@ def cli(gh: StandIn, *args: str, token: str | None = None, env: dict[str, str] |
     e = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")} | gh.env() | (env or {})
     if token:
         e["GITHUB_TOKEN"] = token
-    return subprocess.run([sys.executable, "-m", "diagnose", *args], capture_output=True, text=True, env=e,
-                          timeout=180, cwd=ROOT)
+    return run_cli(*args, environ=e, timeout=180)
 
 
 def thread_url(gh: StandIn, kind: str = "issues", n: int = NUMBER) -> str:
