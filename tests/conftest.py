@@ -81,6 +81,22 @@ def _in_process(args: list[str], stdin: bytes | None, environ: dict[str, str]) -
                                        text_err)
 
 
+def diagnosed(sources: tuple[str, ...]):  # type: ignore[no-untyped-def]  # -> (RunModel, Diagnosis)
+    """A run's model and diagnosis, read once a process whichever test asks: benchmarks/accuracy.py's cache, which the
+    corpus tests share (a test reading many runs through it goes in their xdist group, "corpus"). An unreadable run
+    raises its InputError each time."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    import accuracy
+
+    return accuracy.read(sources)
+
+
+def case_files(case: Path) -> tuple[str, ...]:
+    """A real corpus case's inputs: every file but its label."""
+    return tuple(str(f) for f in sorted(case.iterdir()) if f.name != "truth.json")
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     if not CORPUS.is_dir():

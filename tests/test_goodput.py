@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import diagnose
-from conftest import SAMPLES, analysed
+from conftest import SAMPLES, analysed, case_files, diagnosed
 from diagnose.goodput import check_sum
 
 T0 = datetime(2026, 11, 20, 9, 0, 0)
@@ -352,20 +352,20 @@ def test_what_a_fix_saves_is_the_traffic_it_removes() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("corpus")  # reads every case through the corpus tests' cache (conftest.diagnosed)
 def test_a_stall_findings_share_and_seconds_are_its_costs() -> None:
     """Issue 31, must 4: a stall finding's share and seconds come from the numbers its cost is priced by (once
     'adding 39% to the run's time' from the printed spikes beside '0 s in all' from the account): on every sample
     and every real case, the summary prints the cost's own seconds and share."""
-    from diagnose.engine import diagnose
-    from diagnose.parsers import InputError, parse
+    from diagnose.parsers import InputError
 
-    runs = sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts})
+    runs = [(str(p),) for p in sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts})]
     real = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
-    runs += sorted(p for p in real.iterdir() if p.is_dir()) if real.is_dir() else []
+    runs += [case_files(p) for p in sorted(real.iterdir()) if p.is_dir()] if real.is_dir() else []
     seen = 0
     for run in runs:
         try:
-            d = diagnose(parse([str(p) for p in sorted(run.iterdir()) if p.name != "truth.json"]))
+            d = diagnosed(run)[1]
         except InputError:
             continue
         for f in (x for x in d.findings if x.id == "periodic-stalls"):

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from conftest import CORPUS, SAMPLES
+from conftest import CORPUS, SAMPLES, case_files, diagnosed
 from diagnose.engine import diagnose
 from diagnose.parsers import parse
 from diagnose.parsers.extract import extract_chunk
@@ -313,6 +313,7 @@ def test_gpu_only_advice_is_not_raised_for_a_cpu_run() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("corpus")  # reads every case through the corpus tests' cache (conftest.diagnosed)
 def test_every_origin_a_reader_emits_has_a_tier() -> None:
     """A claim's origin decides its precedence (parsers/facts.py). One that is not registered would be a reader that
     forgot to say how far it is trusted: it gets the least trusted tier, and this test names it. Run over every
@@ -320,21 +321,21 @@ def test_every_origin_a_reader_emits_has_a_tier() -> None:
     from diagnose.parsers.facts import ORIGIN_TIERS, TIERS, tier_of
 
     assert tier_of("a-reader-that-forgot") == TIERS[-1]
-    dirs = [p for p in SAMPLES.rglob("*") if p.is_dir() and any(f.is_file() for f in p.iterdir())
+    runs = [(str(p),) for p in sorted(SAMPLES.rglob("*")) if p.is_dir() and any(f.is_file() for f in p.iterdir())
             and "wandb" not in p.parts]
     if (CORPUS / "real").is_dir():
-        dirs += [p for p in (CORPUS / "real").iterdir() if p.is_dir()]
+        runs += [case_files(p) for p in sorted((CORPUS / "real").iterdir()) if p.is_dir()]
     seen: dict[str, str] = {}
-    for d in dirs:
+    for sources in runs:
         try:
-            m = parse([str(d)])
+            m = diagnosed(sources)[0]
         except Exception:  # noqa: BLE001 - unreadable cases are the refusal tests' business
             continue
         for claims in m.facts.claims.values():
             for ev in claims:
-                seen.setdefault(ev.origin, str(d))
+                seen.setdefault(ev.origin, sources[0])
         for ev in m.facts.evidence.values():
-            seen.setdefault(ev.origin, str(d))
+            seen.setdefault(ev.origin, sources[0])
     assert len(seen) > 20
     assert {o: where for o, where in seen.items() if o not in ORIGIN_TIERS} == {}
 
