@@ -29,7 +29,7 @@ from rich.text import Text
 from diagnose.compare import Comparison, Side, clock_note
 from diagnose.reports import markdown
 from diagnose.reports.chart_data import downsample
-from diagnose.reports.charts import styled
+from diagnose.reports.charts import new_figure, styled
 from diagnose.parsers.credentials import is_secret_name
 from diagnose.reports.redact import MASK
 from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, env_cited, finding_dict,
@@ -185,7 +185,7 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
               ((cmp.baseline, "baseline", "#3366cc"), (cmp.candidate, "candidate", "#dc3912"))
               if side.metrics.step_series is not None and side.metrics.step_series.height]
     if series:
-        fig = go.Figure()
+        fig = new_figure()
         for side, label, color in series:
             assert side.metrics.step_series is not None  # the list above holds only sides with one
             s = downsample(side.metrics.step_series, "step", "step_time_s")
@@ -194,7 +194,7 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
         out.append(("step-time", styled(fig, "Time per training step, both runs", "step", "seconds per step")))
         tb = [(side, label, color, side.facts.train_batch_size) for side, label, color in series]
         if all(batch for *_, batch in tb):
-            fig = go.Figure()
+            fig = new_figure()
             for side, label, color, batch in tb:
                 assert side.metrics.step_series is not None  # as above
                 s = downsample(side.metrics.step_series, "step", "step_time_s")
@@ -206,7 +206,7 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
              ("optimizer step", "step_ms"))
     brs = [(label, side.metrics.breakdown) for side, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))]
     if any(b is not None for _, b in brs):
-        fig = go.Figure([go.Bar(y=[label for label, b in brs if b is not None],
+        fig = new_figure([go.Bar(y=[label for label, b in brs if b is not None],
                                 x=[getattr(b, attr) or 0.0 for _, b in brs if b is not None], name=name,
                                 orientation="h") for name, attr in parts])
         fig.update_layout(barmode="stack")

@@ -178,6 +178,23 @@ def test_every_sample_renders_every_format(run: str) -> None:
     assert html.count("Plotly.newPlot") == html.count('class="chart') and "<script src=" not in html
 
 
+def test_charts_carry_the_house_template_as_if_plotly_had_validated_it() -> None:
+    """charts.new_figure sets plotly_white without validating it again for each figure: each chart's JSON is what
+    plotly gives with `template="plotly_white"`, and the registered template is left as it was."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    from diagnose.reports import charts
+
+    registered = pio.templates[charts.TEMPLATE].to_plotly_json()
+    figs = analysed(SAMPLES / "ds_zero1_straggler").runs[0].rendered().figures()
+    assert len(figs) >= 3
+    for name, fig in figs:
+        validated = go.Figure(fig.to_dict()["data"], layout={**fig.to_dict()["layout"], "template": charts.TEMPLATE})
+        assert json.loads(fig.to_json()) == json.loads(validated.to_json()), name
+    assert pio.templates[charts.TEMPLATE].to_plotly_json() == registered
+
+
 @pytest.mark.parametrize("fmt", ["json", "md", "html", "txt"])
 def test_the_command_line_writes_each_format(tmp_path: Path, fmt: str) -> None:
     """The smoke test of each format as a user's process runs it; the other CLI tests run in the test's process."""
