@@ -1,6 +1,8 @@
 """W&B runs as sources, with the real wandb client: offline runs it writes during the test, read back by our
 `.wandb` reader; and the same run served by a loopback stand-in of the W&B API that the real client fetches over
-HTTP (with the cache and every error path). Every subprocess has a timeout."""
+HTTP (with the cache and every error path). Every subprocess has a timeout. The command line runs as a child here,
+not in the test's process as elsewhere (conftest.run_cli): the real client starts wandb-core, whose deadlines and
+teardown belong to a process of their own."""
 from __future__ import annotations
 
 import json
