@@ -9,14 +9,14 @@ import itertools
 import pytest
 
 from conftest import SAMPLES
-from diagnose.engine import diagnose
+from conftest import diagnosed as read_once
 from diagnose.findings import Change, Finding, Fix
-from diagnose.parsers import parse
 from diagnose.parsers.facts import RunFacts
 from diagnose.recommend import _needs_headroom, global_batch, settle
 
-# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist's loadgroup).
-pytestmark = pytest.mark.xdist_group("test_change_invariants")
+# One test worker runs this module, so that its module-scoped fixture is built once (pytest-xdist's loadgroup), on
+# the worker whose cache holds every sample's reading already (conftest.diagnosed).
+pytestmark = pytest.mark.xdist_group("corpus")
 
 RUNS = sorted(str(p.parent.relative_to(SAMPLES)) for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts
               and p.parent.name != "files")
@@ -26,8 +26,7 @@ RUNS = sorted(str(p.parent.relative_to(SAMPLES)) for p in SAMPLES.rglob("*.log")
 def diagnosed() -> dict[str, tuple]:
     out = {}
     for run in dict.fromkeys(RUNS):
-        model = parse([str(SAMPLES / run)])
-        out[run] = (model, diagnose(model))
+        out[run] = read_once((str(SAMPLES / run),))
     return out
 
 

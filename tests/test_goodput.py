@@ -321,17 +321,15 @@ def test_every_timestamped_account_of_the_corpus_adds_up() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("corpus")  # every sample, through the corpus tests' cache (conftest.diagnosed)
 def test_the_headline_names_only_its_own_causes_cost() -> None:
     """Issue 31, must 4: a cost beside the headline cause's title is that cause's own (the seed's launch-blocking
     cause once carried the communication finding's 0.76 GPU-hours; allocator_flush the input finding's)."""
     from diagnose import costs
-    from diagnose.engine import diagnose
-    from diagnose.parsers import parse
 
     seen = 0
     for run in sorted({p.parent for p in SAMPLES.rglob("*.log") if "wandb" not in p.parts}):
-        model = parse([str(run)])
-        d = diagnose(model)
+        d = diagnosed((str(run),))[1]
         top = next((f for f in d.findings if f.explains_slowdown and f.severity != "info"), None)
         if top is None or " lost to " not in d.verdict:
             continue

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from conftest import diagnosed, run_cli
 from diagnose.planner import plan
 
 
@@ -60,6 +60,7 @@ def _sample_dirs() -> list[Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("corpus")  # every sample, through the corpus tests' cache (conftest.diagnosed)
 def test_plan_with_the_runs_shape_agrees_with_the_reports_planner_on_every_sample() -> None:
     """`diagnose plan`, given the flags that describe a sample's run, prints the report's plan of that run (issue 31,
     must 5): one planner, told what ran (stage, precision, micro-batch, accumulation, sequence length, peak)."""
@@ -68,12 +69,11 @@ def test_plan_with_the_runs_shape_agrees_with_the_reports_planner_on_every_sampl
     from diagnose import engine
     from diagnose.cli import app
     from diagnose.metrics import compute
-    from diagnose.parsers import parse
     from diagnose.planner import MEASURED_FRACTION, as_dict
 
     compared = 0
     for run in dict.fromkeys(_sample_dirs()):
-        model = parse([str(run)])
+        model = diagnosed((str(run),))[0]
         metrics = compute(model)
         inputs = engine.plan_inputs(model, None, metrics)
         if inputs is None or inputs["measured_fraction"] != MEASURED_FRACTION:
