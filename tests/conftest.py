@@ -29,6 +29,13 @@ def analysed(path: Path):  # type: ignore[no-untyped-def]  # -> diagnose.pipelin
     return diagnose.analyse(Path(path))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `longest` first, in their order: pytest-xdist hands tests out in collection order, and one of
+    them begun last would keep a worker busy after the others finish (the invariance groups sit late in the
+    alphabet)."""
+    items.sort(key=lambda item: item.get_closest_marker("longest") is None)
+
+
 def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120, env: dict[str, str] | None = None,
             process: bool = False, environ: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`diagnose ARGS` run in this process: the entry point with argv, streams, working directory and environment of

@@ -32,6 +32,7 @@ def _digest(paths: list[Path]) -> list[str]:
     return [hashlib.sha256(p.read_bytes()).hexdigest() for p in paths]
 
 
+@pytest.mark.longest
 def test_fuzzed_inputs_end_in_a_report_or_a_clean_input_error(tmp_path: Path) -> None:
     before = _digest(fuzz.BASES)
     outcomes = {"report": 0, "input_error": 0}

@@ -223,6 +223,7 @@ INVARIANCE_GROUPS = ("a,d,g", "b,c,e,f", "h,i,j")
 
 
 @pytest.mark.slow
+@pytest.mark.longest
 @pytest.mark.parametrize("group", INVARIANCE_GROUPS)
 def test_verdicts_stay_put_when_the_samples_are_reprinted(group: str) -> None:
     inv = _invariance()
