@@ -69,7 +69,7 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
     line = chart_data.step_time(d)
     if line is not None and m.step_series is not None:
         fig = new_figure(go.Scatter(x=list(line.x), y=list(line.y), mode="lines", name="step time",
-                                   line=dict(color="#3366cc")))
+                                    line=dict(color="#3366cc")))
         if m.steps and m.steps.spikes:
             spk = m.step_series.filter(pl.col("step").is_in(list(m.steps.spikes)))
             fig.add_trace(go.Scatter(x=spk["step"].to_list(), y=spk["step_time_s"].to_list(), mode="markers",
@@ -86,7 +86,7 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
     if m.rank_step_p50:
         ranks = sorted(m.rank_step_p50)
         fig = new_figure(go.Bar(x=[str(r) for r in ranks], y=[m.rank_step_p50[r] * 1000 for r in ranks],
-                               marker_color="#3366cc", name="median timed step"))
+                                marker_color="#3366cc", name="median timed step"))
         out.append(("ranks", styled(fig, "Median timed step per rank (a slow rank stands out)", "rank",
                                     "milliseconds")))
     step = chart_data.breakdown(d)
@@ -99,17 +99,17 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
     if tp.height:
         t = downsample(tp, "global_step", "samples_per_sec")
         fig = new_figure(go.Scatter(x=t["global_step"].to_list(), y=t["samples_per_sec"].to_list(), name="samples/s",
-                                   mode="lines"))
+                                    mode="lines"))
         out.append(("throughput", styled(fig, "Training throughput", "step", "samples per second")))
     if loss.height:
         lo = downsample(loss.unique("global_step", keep="first"), "global_step", "loss")
         fig = new_figure(go.Scatter(x=lo["global_step"].to_list(), y=lo["loss"].to_list(), name="loss", mode="lines",
-                                   line=dict(color="#6639ba")))
+                                    line=dict(color="#6639ba")))
         out.append(("loss", styled(fig, "Training loss", "step", "loss")))
     if m.comm_ops:
         ops = sorted(m.comm_ops.items(), key=lambda kv: -kv[1])
         fig = new_figure(go.Bar(x=[safe(k) for k, _ in ops], y=[v for _, v in ops], marker_color="#ff9900",
-                               name="total latency"))
+                                name="total latency"))
         title = "Time in each collective (comms logger)"
         if m.comm_running_totals:  # see diagnose.metrics.COMMS_RUNNING_TOTALS_SINCE
             title += ": this DeepSpeed logs running totals, so compare ops, not values"
@@ -118,12 +118,12 @@ def figures(model: RunModel, d: Diagnosis) -> list[tuple[str, go.Figure]]:
     if mem.height:
         mm = mem.with_row_index("i")
         fig = new_figure([go.Scatter(x=mm["i"].to_list(), y=mm[c].to_list(), name=n, mode="lines")
-                         for c, n in (("ma_gb", "allocated"), ("ca_gb", "reserved"), ("max_ma_gb", "max allocated"))])
+                          for c, n in (("ma_gb", "allocated"), ("ca_gb", "reserved"), ("max_ma_gb", "max allocated"))])
         out.append(("memory", styled(fig, "GPU memory at each memory report", "report (in order)", "GB")))
     elif steps.filter(pl.col("mem_alloc_gb").is_not_null()).height:
         mm = steps.filter(pl.col("mem_alloc_gb").is_not_null())
         fig = new_figure([go.Scatter(x=mm["global_step"].to_list(), y=mm[c].to_list(), name=n) for c, n in
-                         (("mem_alloc_gb", "allocated"), ("max_mem_alloc_gb", "max allocated"))])
+                          (("mem_alloc_gb", "allocated"), ("max_mem_alloc_gb", "max allocated"))])
         out.append(("memory", styled(fig, "GPU memory over steps", "step", "GB")))
     system = model.frames["system"]
     for metric, title, unit in (("gpu", "GPU utilization per GPU (W&B)", "utilization, %"),

@@ -207,8 +207,8 @@ def figures(cmp: Comparison) -> list[tuple[str, go.Figure]]:
     brs = [(label, side.metrics.breakdown) for side, label in ((cmp.baseline, "baseline"), (cmp.candidate, "candidate"))]
     if any(b is not None for _, b in brs):
         fig = new_figure([go.Bar(y=[label for label, b in brs if b is not None],
-                                x=[getattr(b, attr) or 0.0 for _, b in brs if b is not None], name=name,
-                                orientation="h") for name, attr in parts])
+                                 x=[getattr(b, attr) or 0.0 for _, b in brs if b is not None], name=name,
+                                 orientation="h") for name, attr in parts])
         fig.update_layout(barmode="stack")
         out.append(("breakdown", styled(fig, "Where a step's time goes, side by side (median of the timers)",
                                         "milliseconds", "run", height=260)))
