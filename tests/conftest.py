@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import io
 import os
 import subprocess
@@ -42,7 +43,7 @@ def run_cli(*args: str, stdin: bytes | None = None, timeout: float = 120, env: d
     its own, its exit status from SystemExit (issue 34: a CLI process costs ~0.6 s of start-up and imports, most of a
     small report). `process=True` runs a real child, for what only a process shows: start-up, signals, pipes and file
     descriptors, imports; each output format keeps one such smoke test (test_reports.py). `env` is added to this
-    process's environment; `environ` replaces it."""
+    process's environment; `environ` replaces it; `timeout` bounds a child only."""
     if environ is not None:
         env = None
     if process or args[:1] == ("serve",):  # a server runs until stopped: a child can be stopped at the timeout
@@ -88,15 +89,19 @@ def _in_process(args: list[str], stdin: bytes | None, environ: dict[str, str]) -
                                        text_err)
 
 
+def bench(name: str):  # type: ignore[no-untyped-def]  # -> the module benchmarks/NAME.py
+    """A benchmark module (`accuracy`, `invariance`, `fuzz`), imported once a process under its own name, so that
+    every test shares its caches and its dataclasses find their module."""
+    if str(ROOT / "benchmarks") not in sys.path:
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+    return importlib.import_module(name)
+
+
 def diagnosed(sources: tuple[str, ...]):  # type: ignore[no-untyped-def]  # -> (RunModel, Diagnosis)
     """A run's model and diagnosis, read once a process whichever test asks: benchmarks/accuracy.py's cache, which the
     corpus tests share (a test reading many runs through it goes in their xdist group, "corpus"). An unreadable run
     raises its InputError each time."""
-    if str(ROOT / "benchmarks") not in sys.path:
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-    import accuracy
-
-    return accuracy.read(sources)
+    return bench("accuracy").read(sources)
 
 
 def case_files(case: Path) -> tuple[str, ...]:

@@ -7,23 +7,17 @@ In-process, so a few hundred cases take seconds, not minutes of startups.
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import os
 import resource
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import bench
 
 pytestmark = pytest.mark.slow  # seconds to minutes: `pytest -m "not slow"` between edits
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-_spec = importlib.util.spec_from_file_location("fuzz", ROOT / "benchmarks" / "fuzz.py")
-fuzz = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
-sys.modules["fuzz"] = fuzz
-_spec.loader.exec_module(fuzz)  # type: ignore[union-attr]
+fuzz = bench("fuzz")
 
 SEEDS = int(os.environ.get("DIAGNOSE_FUZZ_SEEDS", "280"))
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import diagnose
-from conftest import SAMPLES, analysed, case_files, diagnosed
+from conftest import SAMPLES, analysed, bench, case_files, diagnosed
 from diagnose.goodput import check_sum
 
 T0 = datetime(2026, 11, 20, 9, 0, 0)
@@ -305,15 +305,10 @@ def test_a_step_line_printed_while_engines_are_built_is_startup(tmp_path: Path) 
 @pytest.mark.xdist_group("corpus")  # with the other tests that read every case (accuracy.read)
 def test_every_timestamped_account_of_the_corpus_adds_up() -> None:
     """The labelled real logs and the samples: wherever there are line timestamps, the parts sum to the span."""
-    import sys
-
-    sys.path.insert(0, str(SAMPLES.parent / "benchmarks"))
-    import accuracy
-
     checked = 0
     for which in ("real", "samples"):
-        for name, files, _ in accuracy.cases(which):
-            acc = accuracy.read(tuple(files))[1].goodput
+        for name, files, _ in bench("accuracy").cases(which):
+            acc = diagnosed(tuple(files))[1].goodput
             if acc is not None and acc.span_s:
                 assert check_sum(acc) <= 0.02, name
                 checked += 1

@@ -4,7 +4,6 @@ values set aside. Real text comes from ../shared/corpus/real (skipped when absen
 needs them."""
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -14,7 +13,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from conftest import CORPUS, SAMPLES, case_files, diagnosed
+from conftest import CORPUS, SAMPLES, bench, case_files, diagnosed
 from diagnose.engine import diagnose
 from diagnose.parsers import parse
 from diagnose.parsers.extract import extract_chunk
@@ -200,19 +199,9 @@ def test_initialisation_memory_is_not_the_training_peak_nor_the_gpu(tmp_path: Pa
 
 # ---- the same run printed differently -----------------------------------------------------------------------
 
-@functools.cache
 def _invariance():  # type: ignore[no-untyped-def]  # -> the benchmarks/invariance.py module
     """Loaded once a process: its cache of each case's own verdict serves every group of transformations."""
-    import importlib.util
-    import sys
-
-    root = Path(__file__).resolve().parents[1]
-    sys.path.insert(0, str(root / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("invariance", root / "benchmarks" / "invariance.py")
-    inv = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules["invariance"] = inv
-    spec.loader.exec_module(inv)  # type: ignore[union-attr]
-    return inv
+    return bench("invariance")
 
 
 # The transformations in groups that test workers run side by side (each reads every sample's original once a

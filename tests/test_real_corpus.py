@@ -2,21 +2,15 @@
 and every run fact its truth.json names is read right. Skipped where the corpus is absent."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+
+from conftest import bench
 
 # seconds to minutes: `pytest -m "not slow"` between edits; on one test worker, which reads each case once
 # (accuracy.read) for all the tests that ask for it
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("corpus")]
 
-ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("accuracy", ROOT / "benchmarks" / "accuracy.py")
-accuracy = importlib.util.module_from_spec(_spec)
-sys.modules["accuracy"] = accuracy  # dataclasses look their module up there
-_spec.loader.exec_module(accuracy)  # type: ignore[union-attr]
+accuracy = bench("accuracy")
 
 REAL_CASES = accuracy.cases("real")
 
