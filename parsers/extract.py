@@ -14,6 +14,7 @@ from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 from diagnose.parsers.schema import schema
 from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
+from diagnose.parsers.thinning import THINNED_ANCHORS, Sampling, sample_lines
 
 _META = set("\\.+*?()|[]{}^$#&-~")
 
@@ -74,13 +75,28 @@ def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.
     return values.scatter(idx, compute(idx))
 
 
-def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -> pl.DataFrame:
-    """Add source (unless the lines carry theirs: source_id None), rank, node and ts (from outer prefixes) to a
-    frame holding `text`. `node` False: the host is not looked for (the template reader needs rank and time)."""
-    text = frame["text"]
-    # `[Rank N] `: a literal find and casts of short slices, half the cost of a capture group on a long line.
+def ds_rank(text: pl.Series) -> pl.Series:
+    """The rank DeepSpeed's `[Rank N] ` names (null where none): a literal find and casts of short slices, half the
+    cost of a capture group on a long line."""
     digits = text.str.slice(text.str.find(_RANK_DS, literal=True) + len(_RANK_DS), 12)
-    rank = digits.str.head(digits.str.find("] ", literal=True)).cast(pl.UInt32, strict=False).cast(pl.Int32)
+    return digits.str.head(digits.str.find("] ", literal=True)).cast(pl.UInt32, strict=False).cast(pl.Int32)
+
+
+def host_of(text: pl.Series) -> pl.Series:
+    """The host a launcher's prefix names (pdsh's `node-2: `), null where none."""
+    host = text.str.extract(_HOST, 0).str.strip_suffix(": ")
+    # A container timestamp or accelerate's `stdout: ` may precede the host: keep the last word.
+    return _fill(host, host.str.contains(" ", literal=True).fill_null(False),
+                 lambda idx: host.gather(idx).str.extract(r"[^ ]+$", 0))
+
+
+def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True,
+                literal_rank: pl.Series | None = None) -> pl.DataFrame:
+    """Add source (unless the lines carry theirs: source_id None), rank, node and ts (from outer prefixes) to a
+    frame holding `text`. `node` False: the host is not looked for (the template reader needs rank and time).
+    `literal_rank`: ds_rank of the frame's lines, where the caller has it already."""
+    text = frame["text"]
+    rank = ds_rank(text) if literal_rank is None else literal_rank
 
     def outer_rank(idx: pl.Series) -> pl.Series:
         groups = text.gather(idx).str.extract_groups(_RANK_OUTER).struct
@@ -96,10 +112,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True) -
                                  lambda idx: text.gather(idx).str.contains_any(["[rank", "]<std"])),
                  lambda idx: rank.gather(idx))
     if node:
-        host = text.str.extract(_HOST, 0).str.strip_suffix(": ")
-        # A container timestamp or accelerate's `stdout: ` may precede the host: keep the last word.
-        host = _fill(host, host.str.contains(" ", literal=True).fill_null(False),
-                     lambda idx: host.gather(idx).str.extract(r"[^ ]+$", 0))
+        host = host_of(text)
     else:
         host = pl.repeat(None, text.len(), dtype=pl.String, eager=True)
     # DeepSpeed's stamp is followed by `] [` or ` >> `: a literal test (a few ns a line) keeps the pattern, which
@@ -500,9 +513,13 @@ def check_kinds(kinds: tuple[LineKind, ...]) -> None:
 check_kinds(KINDS)
 
 
-def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[pl.DataFrame]]:
+def extract_chunk(lines: pl.DataFrame, source_id: int | None,
+                  sampling: Sampling | None = None) -> dict[str, list[pl.DataFrame]]:
     """Classify and extract every line kind in one chunk. Returns frame name -> parts, and `_lines`: the distinct
-    lines that produced a row. source_id None: a batch of small files whose lines carry their own `source`."""
+    lines that produced a row. source_id None: a batch of small files whose lines carry their own `source`.
+    `sampling`: the thinner's strides and primary streams, for a log past its budget: the lines it would drop are
+    skipped here, counted as read (thinning.sample_lines), and `_sampled` numbers the lines of the thinned frames
+    for thinning.prepare."""
     out: dict[str, list[pl.DataFrame]] = {}
     faults: list[str] = []
     key = ["line"] if source_id is not None else ["source", "line"]
@@ -522,8 +539,25 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
                     extra = _side_rows(rows)
                     if extra is not None:
                         out.setdefault(SIDE_FRAME, []).append(extra)
-    if tagged.height:
+    sampled, skipped = None, None
+    if tagged.height and source_id is not None and sampling is not None and sampling.skips:
+        text = tagged["text"]
+        rank = ds_rank(text)
+        # Lines printed without a rank are sampled by their host where the thinner knows the host of their kind's
+        # primary stream; a line that names a rank some other way (`[rank3]:`, `3: `) is read, not sampled.
+        hostless = _where(rank.is_null() & tagged["anchor"].is_in(list(THINNED_ANCHORS)),
+                          lambda idx: ~text.gather(idx).str.contains(_RANK_OUTER_HINT))
+        host = _fill(pl.repeat(None, text.len(), dtype=pl.String, eager=True), hostless,
+                     lambda idx: host_of(text.gather(idx)))
+        keep, sampled = sample_lines(tagged.with_columns(rank.alias("rank"), host.alias("node"),
+                                                         hostless.alias("hostless")), source_id, sampling)
+        if not keep.all():
+            skipped = tagged.filter(~keep).select(key)
+            tagged, rank = tagged.filter(keep), rank.filter(keep)
+        tagged = with_prefix(tagged, source_id, literal_rank=rank)
+    elif tagged.height:
         tagged = with_prefix(tagged, source_id)
+    if tagged.height:
         parts = tagged.partition_by("anchor", as_dict=True, include_key=False)
         by_anchor = {k[0]: v for k, v in parts.items()}
         for kind in KINDS:
@@ -563,7 +597,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
     settings = _settings(lines, source_id, pl.concat(read) if read else None)
     if settings is not None:
         out.setdefault("facts", []).append(settings)
-    used = [part.select(key) for parts in out.values() for part in parts]
+    used = [part.select(key) for parts in out.values() for part in parts] + ([skipped] if skipped is not None else [])
     # One column unique is a sort of integers, a fifth of a frame's hash-based unique on a long log's chunk.
     if not used:
         out["_lines"] = [lines.select(key).clear()]
@@ -604,6 +638,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None) -> dict[str, list[
         marked.append(top.select(pl.col("source").cast(pl.UInt32), pl.col("line").cast(pl.UInt32), "rank"))
     out["_ranks"] = [max_ranks(marked)]
     out["_faults"] = [pl.DataFrame({"fault": faults}, schema={"fault": pl.String})]
+    if sampled is not None:
+        out["_sampled"] = [sampled]
     return out
 
 

@@ -20,7 +20,7 @@ from diagnose.parsers.lines import Chunk, ChunkStats, Dense, iter_chunks, lines_
 from diagnose.parsers.schema import FRAMES, conform
 from diagnose.parsers.stamps import settle
 from diagnose.parsers.templates import PASTE_MAX_LINES, TEMPLATES_SCHEMA, Learned, learn
-from diagnose.parsers.thinning import THINNED_FRAMES, Summary, Thinner, prepare
+from diagnose.parsers.thinning import THINNED_FRAMES, Sampling, Summary, Thinner, prepare
 
 
 @dataclass
@@ -59,12 +59,12 @@ class _Parsed:
     templates: pl.DataFrame | None = None
 
 
-def _work(chunk: Chunk, source_id: int, strides: dict[str, int] | None = None) -> list[_Parsed]:
+def _work(chunk: Chunk, source_id: int, sampling: Sampling | None = None) -> list[_Parsed]:
     try:
-        return [_work_piece(chunk.read(), source_id, strides, continues=chunk.continues, cut=chunk.cut)]
+        return [_work_piece(chunk.read(), source_id, sampling, continues=chunk.continues, cut=chunk.cut)]
     except Dense as e:  # more rows than a block may hold (a file of blank lines): pieces of at most that many bytes
         pieces = _pieces(chunk.read(), e.limit)
-        return [_work_piece(piece, source_id, strides, continues=chunk.continues and i == 0,
+        return [_work_piece(piece, source_id, sampling, continues=chunk.continues and i == 0,
                             cut=chunk.cut and i == len(pieces) - 1, dense=True) for i, piece in enumerate(pieces)]
 
 
@@ -79,15 +79,16 @@ def _pieces(data: bytes, size: int) -> list[bytes]:
     return out
 
 
-def _work_piece(data: bytes, source_id: int, strides: dict[str, int] | None, continues: bool, cut: bool,
+def _work_piece(data: bytes, source_id: int, sampling: Sampling | None, continues: bool, cut: bool,
                 dense: bool = False) -> _Parsed:
     stats = ChunkStats()
     lines = lines_frame(data, stats, continues, cut)
     del data  # the block's bytes are not held while its lines are extracted
     if dense:
         lines = lines.filter(pl.col("text") != "")
-    extracted = extract_chunk(lines, source_id)
+    extracted = extract_chunk(lines, source_id, sampling)
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
+    sampled = extracted.pop("_sampled", [None])[0]
     faults = tuple(extracted.pop("_faults")[0]["fault"].to_list())
     ranks = extracted.pop("_ranks")[0]
     templates = extracted.pop("_templates")[0]
@@ -95,7 +96,8 @@ def _work_piece(data: bytes, source_id: int, strides: dict[str, int] | None, con
     summaries: dict[str, list[Summary]] = {}
     for name in THINNED_FRAMES:  # numbered within the chunk here, in parallel; the merge adds earlier chunks' counts
         if name in parts:
-            prepared = [prepare(name, p, (strides or {}).get(name, 1)) for p in parts[name]]
+            stride = sampling.strides.get(name, 1) if sampling is not None else 1
+            prepared = [prepare(name, p, stride, sampled) for p in parts[name]]
             parts[name] = [p for p, _ in prepared]
             summaries[name] = [summary for _, summary in prepared]
     headers = _header_positions(lines)
@@ -164,8 +166,8 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | Non
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for chunk in iter_chunks(fh, result.stats):
-            strides = dict(thinner.stride) if thinner is not None else None  # rows it would drop go on the worker
-            in_flight.append((pool.submit(_work, chunk, source_id, strides), chunk.size))
+            sampling = thinner.sampling() if thinner is not None else None  # rows it would drop go on the worker
+            in_flight.append((pool.submit(_work, chunk, source_id, sampling), chunk.size))
             while len(in_flight) >= WORKERS:
                 drain_one()
         while in_flight:

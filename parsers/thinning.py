@@ -8,6 +8,12 @@ budget; past it, every second one of them is dropped, then every fourth, and so 
 stream's own occurrence count, so every rank keeps the same share of its steps. Logs under the budget (all the
 corpus and sample logs) are read exactly.
 
+Once a log is past the budget, the lines that the stride would drop are not read at all (sample_lines): a DeepSpeed
+step, throughput or timer line of a rank above the chunk's lowest, off the stride's phase, is counted and skipped
+before its prefix and fields are taken apart. A line is numbered by its place among its rank's lines of the same
+anchor, which is the row's place in its stream wherever each such line gives a row (a garbled line, which gives
+none, moves the sample by one line). Timers keep `seq` from the same count.
+
 This is how W&B keeps long histories cheap too (`run.history()` samples 500 rows; reference/wandb.md).
 """
 from __future__ import annotations
@@ -15,6 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import polars as pl
+
+from diagnose.parsers.kinds import KINDS
 
 # Rows of the non-primary streams kept per frame before thinning starts: 400k rows are ~45 MB of steps and ~25 MB
 # of timers, enough for per-rank medians over thousands of steps on hundreds of ranks.
@@ -89,6 +97,11 @@ class Thinner:
             self.parts[name] = [p.filter(_kept(self.stride.get(name, 1), self.primary_stride[name]))
                                 for p in self.parts[name]]
             self._recount(name)
+
+    def sampling(self) -> Sampling:
+        """What the workers may skip now (sample_lines)."""
+        hosts = {origin: (p.source, p.node) for (_, origin), p in self._primary.items() if p.rank is None}
+        return Sampling(dict(self.stride), hosts)
 
     def drop_source(self, source_id: int) -> None:
         """A file read as a log and then found to be a launch script (or unreadable after all): its rows go."""
@@ -181,14 +194,35 @@ class Summary:
     kinds: list[tuple[str, int | None, int, str | None]]  # per line kind: (origin, lowest rank, first source, host)
 
 
-def prepare(name: str, part: pl.DataFrame, stride: int = 1) -> tuple[pl.DataFrame, Summary]:
+def _stream(name: str) -> pl.Expr:
+    return pl.struct(list(STREAM_KEYS[name])).hash().alias("_stream")
+
+
+def prepare(name: str, part: pl.DataFrame, stride: int = 1,
+            sampled: pl.DataFrame | None = None) -> tuple[pl.DataFrame, Summary]:
     """The part's own numbering within each stream (`_stream`: a hash of the stream's key; `_occ`, and `_phase`
     which the sampling keys on) and its summary, done where the part was parsed (on a worker) so that the merge in
     order only adds each stream's earlier rows. With the stride already known, rows that cannot be kept are dropped
-    here: those of a rank above the part's lowest for their kind (never the primary) off the stride's phase."""
-    part = part.with_columns(pl.struct(list(STREAM_KEYS[name])).hash().alias("_stream")).with_columns(
+    here: those of a rank above the part's lowest for their kind (never the primary) off the stride's phase.
+    `sampled` (sample_lines): the chunk's lines that were numbered before they were read, some of them skipped;
+    their rows keep that number, and the timers' counts are of the lines, skipped ones included."""
+    part = part.with_columns(_stream(name)).with_columns(
         pl.int_range(pl.len(), dtype=pl.UInt64).over("_stream").alias("_occ"))
-    counts = dict(part.group_by("_stream").agg(pl.len()).iter_rows())
+    if sampled is not None and sampled.height:
+        numbered = sampled.filter(pl.col("frame") == name)
+        part = part.join(numbered.select("line", pl.col("occ").alias("_pre")), on="line", how="left")
+        prenumbered = pl.col("_pre").is_not_null()
+        counts = dict(part.filter(~prenumbered).group_by("_stream").agg(pl.len()).iter_rows())
+        if name == "timers":  # seq counts what each rank printed: the skipped lines too
+            lines = numbered.group_by("rank", "microstep").agg(pl.len().alias("n")).select(
+                pl.lit(part["source"][0], pl.UInt32).alias("source"), "rank", "microstep", "n")
+            for stream, n in lines.select(_stream(name), "n").iter_rows():
+                counts[stream] = counts.get(stream, 0) + n
+        else:  # a step row's _occ is not read past the chunk (only timers' seq is): the rows read suffice
+            counts.update(dict(part.filter(prenumbered).group_by("_stream").agg(pl.len()).iter_rows()))
+        part = part.with_columns(pl.coalesce("_pre", "_occ").alias("_occ")).drop("_pre")
+    else:
+        counts = dict(part.group_by("_stream").agg(pl.len()).iter_rows())
     kinds = part.group_by("origin", maintain_order=True).agg(
         pl.col("rank").min().alias("low"), pl.col("source").first(), pl.col("node").first().cast(pl.String))
     part = part.with_columns(pl.col("_occ").cast(pl.UInt32).alias("_phase"))
@@ -196,3 +230,79 @@ def prepare(name: str, part: pl.DataFrame, stride: int = 1) -> tuple[pl.DataFram
         maybe_primary = pl.col("rank").is_null() | (pl.col("rank") == pl.col("rank").min().over("origin"))
         part = part.filter(maybe_primary | (pl.col("_phase") % stride == 0))
     return part, Summary(counts, [(str(o), low, int(src), node) for o, low, src, node in kinds.iter_rows()])
+
+
+# The anchors whose lines give rows of a thinned frame only (kinds.py), by frame: a line carrying one of them (as the
+# anchor it was classified by) may be skipped by the stride. Each line kind's anchors, as data, decide it.
+def _thinned_anchors() -> dict[str, str]:
+    frames: dict[str, set[str]] = {}
+    for kind in KINDS:
+        for anchor in kind.anchors:
+            frames.setdefault(anchor, set()).add(kind.frame)
+    return {a: next(iter(f)) for a, f in frames.items() if len(f) == 1 and next(iter(f)) in THINNED_FRAMES}
+
+
+THINNED_ANCHORS = _thinned_anchors()
+SAMPLED_SCHEMA = {"line": pl.UInt32, "rank": pl.Int32, "frame": pl.String, "microstep": pl.Boolean, "occ": pl.UInt64}
+_MICROSTEP = "_microstep: "  # a timer line of the micro-step shape (extract.timers_wide reads the same names)
+
+
+def _anchor_kinds() -> dict[str, str]:
+    kinds: dict[str, set[str]] = {}
+    for kind in KINDS:
+        for anchor in kind.anchors:
+            kinds.setdefault(anchor, set()).add(kind.name)
+    return {a: next(iter(k)) for a, k in kinds.items() if a in THINNED_ANCHORS and len(k) == 1}
+
+
+_ANCHOR_KIND = _anchor_kinds()
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """What a worker needs to skip the lines the thinner would drop: the strides, and for each kind whose primary
+    stream carries no rank, the source and host that stream is (Thinner._is_primary)."""
+
+    strides: dict[str, int]
+    hosts: dict[str, tuple[int, str | None]] = field(default_factory=dict)
+
+    @property
+    def skips(self) -> bool:
+        return max(self.strides.values(), default=1) > 1
+
+
+def sample_lines(tagged: pl.DataFrame, source_id: int, sampling: Sampling) -> tuple[pl.Series, pl.DataFrame]:
+    """The anchored lines of one source's chunk (`line`, `text`, `anchor`, the `rank` a `[Rank N]` names, and for
+    lines with none that name no rank otherwise (`hostless`), their `node`) -> (which lines to read, and the
+    numbering of the lines of thinned frames: line, rank, frame, microstep, occ). A line of a frame with a stride
+    above one is skipped where it is off the stride's phase, counted among its rank's lines of the same anchor (or,
+    without a rank, its host's), and not of a primary stream: its rank is above the chunk's lowest for the anchor,
+    or, printed without a rank, its kind's primary stream is another source's or host's. These are the rows the
+    thinner would drop; they are never read."""
+    frame = pl.col("anchor").replace_strict(THINNED_ANCHORS, default=None, return_dtype=pl.String)
+    kind = pl.col("anchor").replace_strict(_ANCHOR_KIND, default=None, return_dtype=pl.String)
+    lines = tagged.select("line", "rank", "node", "anchor", frame.alias("frame"), kind.alias("_kind"),
+                          pl.col("text").str.contains(_MICROSTEP, literal=True).alias("microstep"),
+                          pl.col("hostless"))
+    hosts = {k: node for k, (source, node) in sampling.hosts.items() if source == source_id}
+    other_source = [k for k, (source, _) in sampling.hosts.items() if source != source_id]
+    # Lines without a rank are candidates only where their kind's primary host is known.
+    known = pl.col("_kind").is_in(list(sampling.hosts))
+    ranked = pl.col("rank").is_not_null()
+    lines = lines.with_columns((pl.col("frame").is_not_null() & (ranked | (pl.col("hostless") & known)))
+                               .fill_null(False).alias("_c"))
+    # Numbered within the stream each frame keys its rows by (STREAM_KEYS): a step line by its rank, host and kind,
+    # a timer line by its rank and shape.
+    steps, timers = pl.col("frame") == "steps", pl.col("frame") == "timers"
+    lines = lines.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).over(
+        "_c", "frame", "rank", pl.when(steps).then(pl.col("node")), "anchor",
+        pl.when(timers).then(pl.col("microstep"))).alias("occ"))
+    step = pl.col("frame").replace_strict(sampling.strides, default=1, return_dtype=pl.UInt64)
+    low = pl.col("rank") == pl.col("rank").min().over("_c", "anchor")
+    primary_host = pl.col("_kind").replace_strict(hosts, default=None, return_dtype=pl.String)
+    other_host = (pl.col("_kind").is_in(other_source) | (pl.col("node") != primary_host)
+                  | (pl.col("node").is_null() != primary_host.is_null()))
+    not_primary = pl.when(ranked).then(~low).otherwise(other_host)
+    skip = pl.col("_c") & not_primary.fill_null(False) & (pl.col("occ") % step != 0)
+    read = lines.select(~skip.fill_null(False)).to_series()
+    return read, lines.filter("_c").select(*SAMPLED_SCHEMA)

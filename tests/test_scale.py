@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 
 from conftest import SAMPLES
 from diagnose import engine
-from diagnose.parsers import lines, run_model, thinning
+from diagnose.parsers import extract, lines, run_model, thinning
 from diagnose.parsers.sources import Input, resolve
 from diagnose.reports import document, markdown
 
@@ -69,6 +69,37 @@ def test_other_ranks_are_sampled_past_the_budget_and_the_lowest_rank_kept_whole(
     text = markdown.render(doc)
     assert f"steps 1 in {thin.thinned['steps']}" in text and "lowest rank's rows all kept" in text
     assert "sampled rows" not in markdown.render(document.build(full, engine.diagnose(full)))
+
+
+def test_lines_the_thinner_would_drop_are_skipped_unread_and_the_frames_stay_as_reading_them_gives(
+        bench_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 256 * 1024)
+    skipped: dict[str, int] = {}
+    sample = thinning.sample_lines
+
+    def counted(tagged: pl.DataFrame, source: int, sampling: thinning.Sampling) -> tuple[pl.Series, pl.DataFrame]:
+        read, numbered = sample(tagged, source, sampling)
+        for anchor, n in tagged.filter(~read)["anchor"].value_counts().iter_rows():
+            skipped[anchor] = skipped.get(anchor, 0) + n
+        return read, numbered
+
+    full = _model([bench_log], tmp_path)
+    monkeypatch.setattr(thinning, "THIN_BUDGET_ROWS", 2_000)
+    monkeypatch.setattr(extract, "sample_lines", counted)
+    sampled = _model([bench_log], tmp_path)
+    # Every line read, the thinner dropping the same rows afterwards: the workers are told no stride.
+    monkeypatch.setattr(thinning.Thinner, "sampling", lambda self: thinning.Sampling({}))
+    whole = _model([bench_log], tmp_path)
+    assert sampled.thinned == whole.thinned and sampled.thinned["timers"] >= 4
+    # Many of the rows the thinner dropped came from lines never taken apart (the first chunks are read before any
+    # stride is set): ranked step and timer lines, and the throughput lines that carry no rank, sampled by host.
+    dropped = sum(full.frames[n].height - whole.frames[n].height for n in ("steps", "timers"))
+    assert set(skipped) == {", skipped=", "/micro_step=", "time (ms) |"} and sum(skipped.values()) > 0.4 * dropped
+    for name in ("steps", "timers", "events", "facts"):
+        assert_frame_equal(sampled.frames[name], whole.frames[name])
+    unranked = sampled.frames["steps"].filter(pl.col("origin") == "ds_throughput")
+    assert unranked["rank"].null_count() == unranked.height and unranked["node"].n_unique() == 4
+    assert [s.recognised for s in sampled.sources] == [s.recognised for s in whole.sources]
 
 
 def test_past_the_primary_budget_a_kind_printed_by_every_process_keeps_one_row_per_step(
