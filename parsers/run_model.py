@@ -5,6 +5,7 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -277,6 +278,11 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
             return
     else:
         source_id = _next_id(acc, progress)
+    # The launch command a log opens with (`+ srun ...` traces, `export NCCL_DEBUG=...`, `$ torchrun ...`): its
+    # settings are read too, and so is a config pasted whole (into a log, or a script's heredoc). They sit at the
+    # top, so the head is enough. Python's patterns over it take a third of a second on a long log's head: they run
+    # on a thread of their own while the chunks are read, not after.
+    opening = _OPENING.submit(_opening, path)
     if script is not None:
         # A script's comments say what it meant (`# a checkpoint saved every 10 steps`), not what ran: they are
         # blanked (line numbers kept) before its lines go through the line kinds.
@@ -319,19 +325,32 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
         acc.parts.setdefault("facts", []).append(ranks_fact_rows(max_ranks(result.ranks)))
     acc.blocks.append((source_id, result.blocks))
     _comms_from_table(result.blocks, source_id, acc)
-    # The launch command a log opens with (`+ srun ...` traces, `export NCCL_DEBUG=...`, `$ torchrun ...`): its
-    # settings are read too, and so is a config pasted whole (into a log, or a script's heredoc). They sit at the
-    # top, so the head is enough.
+    _take_embedded(opening.result(), source_id, acc, commands=not is_script)
+
+
+_OPENING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="opening")
+Embedded = tuple[str | None, list[tuple[int, str, Any]]]  # launch_script.embedded_script, configs.embedded_configs
+
+
+def _opening(path: Path) -> Embedded:
     with open_input(path) as fh:
-        opening = plain_text(fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace"))
-    _embedded(opening, source_id, acc, commands=not is_script)
+        return _carried(plain_text(fh.read(EMBEDDED_SCRIPT_BYTES).decode("utf-8", "replace")))
+
+
+def _carried(text: str) -> Embedded:
+    return launch_script.embedded_script(text), configs.embedded_configs(text)
 
 
 def _embedded(text: str, source_id: int, acc: _Acc, commands: bool = True) -> None:
     """What a text carries besides its lines: the launch commands in a log, and configs pasted whole into it."""
-    if commands and (embedded := launch_script.embedded_script(text)) is not None:
-        acc.embedded.append((source_id, launch_script.parse_script(embedded)))
-    for _, kind, data in configs.embedded_configs(text):
+    _take_embedded(_carried(text), source_id, acc, commands)
+
+
+def _take_embedded(found: Embedded, source_id: int, acc: _Acc, commands: bool) -> None:
+    script, pasted = found
+    if commands and script is not None:
+        acc.embedded.append((source_id, launch_script.parse_script(script)))
+    for _, kind, data in pasted:
         _record_config((kind, data), source_id, acc)
 
 
