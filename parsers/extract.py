@@ -36,6 +36,8 @@ ENV_NAMES = (r"(?:NCCL|CUDA|TORCH|PYTORCH|OMP|DS|ACCELERATE|WANDB|HF|TRANSFORMER
 ENV_RE = (r"(?:^|[\s;'\"(\[])(?:export\s+|os\.environ\[['\"]?)?(?P<key>" + ENV_NAMES
           + r")['\"]?\]?=(?P<value>\"[^\"]*\"|'[^']*'|[^\s;'\")\]]*)")
 ENV_HINT = ENV_NAMES + r"['\"]?\]?="  # the cheap pre-filter: a candidate name followed by `=`
+# What the environment, settings and block passes look for, as one pre-filter: most lines hold none of it.
+RARE_RE = "|".join(f"(?:{p})" for p in (ENV_HINT, SETTING_PREFILTER, HEADER_RE))
 # A line that suggests a setting is advice, not the run's environment (issue 33, must 3): PyTorch's "For debugging
 # consider passing CUDA_LAUNCH_BLOCKING=1" under a CUDA error, "Compile with TORCH_USE_CUDA_DSA", tokenizers' "set
 # the environment variable TOKENIZERS_PARALLELISM=(true | false)", NCCL's "... may be caused by ...".
@@ -575,7 +577,9 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
                 out.setdefault(kind.frame, []).append(rows)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
     # A shell comment (`#export NCCL_P2P_DISABLE=1` in a pasted script) sets nothing.
-    env_rows = lines.filter(pl.col("text").str.contains(ENV_HINT))  # apart: the other two tests on few lines
+    # One pass finds the lines that may set a variable or a setting or open a block; each test then runs on those.
+    rare = anchored.filter(pl.col("text").str.contains(RARE_RE))
+    env_rows = rare.filter(pl.col("text").str.contains(ENV_HINT)).select(lines.columns)  # the other tests apart
     env_rows = env_rows.filter(~pl.col("text").str.starts_with("wandb: ") & ~pl.col("text").str.contains(r"^\s*#")
                                & ~pl.col("text").str.contains(ADVICE_RE))
     if env_rows.height:
@@ -594,7 +598,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
     # On every line but those a facts kind read: an anchor whose kind did not match (`nnodes=` of a Hydra override)
     # leaves its line to this pass, while `Config mesh_device None world_size = 2` stays the job's alone.
     read = [p.select(key) for p in out.get("facts", [])]
-    settings = _settings(lines, source_id, pl.concat(read) if read else None)
+    settings = _settings(rare.select(lines.columns), source_id, pl.concat(read) if read else None)
     if settings is not None:
         out.setdefault("facts", []).append(settings)
     used = [part.select(key) for parts in out.values() for part in parts] + ([skipped] if skipped is not None else [])
@@ -638,6 +642,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         marked.append(top.select(pl.col("source").cast(pl.UInt32), pl.col("line").cast(pl.UInt32), "rank"))
     out["_ranks"] = [max_ranks(marked)]
     out["_faults"] = [pl.DataFrame({"fault": faults}, schema={"fault": pl.String})]
+    out["_headers"] = [rare.filter(pl.col("text").str.contains(HEADER_RE)).select("_row")]  # positions in `lines`
     if sampled is not None:
         out["_sampled"] = [sampled]
     return out

@@ -92,6 +92,7 @@ def _work_piece(data: bytes, source_id: int, sampling: Sampling | None, continue
     faults = tuple(extracted.pop("_faults")[0]["fault"].to_list())
     ranks = extracted.pop("_ranks")[0]
     templates = extracted.pop("_templates")[0]
+    headers = extracted.pop("_headers")[0]["_row"]
     parts = {name: [conform(name, p)] if name in FRAMES else p for name, p in extracted.items()}
     summaries: dict[str, list[Summary]] = {}
     for name in THINNED_FRAMES:  # numbered within the chunk here, in parallel; the merge adds earlier chunks' counts
@@ -100,7 +101,6 @@ def _work_piece(data: bytes, source_id: int, sampling: Sampling | None, continue
             prepared = [prepare(name, p, stride, sampled) for p in parts[name]]
             parts[name] = [p for p, _ in prepared]
             summaries[name] = [summary for _, summary in prepared]
-    headers = _header_positions(lines)
     # Without a header, only the first WINDOW lines can matter (to a block that began in the chunk before): the rest
     # is not held while the chunk waits to be merged (a copy: a slice would keep the whole buffer alive).
     kept = lines if headers.len() else pl.DataFrame(lines.head(WINDOW).to_dict(as_series=False), schema=lines.schema)
@@ -286,6 +286,7 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
     faults = tuple(dict.fromkeys(extracted.pop("_faults")[0]["fault"].to_list()))
     ranks = extracted.pop("_ranks")[0]
     templates = extracted.pop("_templates")
+    extracted.pop("_headers")
     learned, fresh = _learn(extracted, templates, {first_source + i: n <= PASTE_MAX_LINES for i, n in enumerate(counts)})
     used_by = {int(s): int(n) for s, n in used_lines["source"].value_counts().iter_rows()}
     for s, n in fresh.items():
