@@ -39,10 +39,19 @@ def bench_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def full_read(bench_log: Path, tmp_path_factory: pytest.TempPathFactory) -> run_model.RunModel:
+    """The benchmark log read whole, in a dozen chunks (counts carry across them), under the budget."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lines, "CHUNK_BYTES", 256 * 1024)
+        return _model([bench_log], tmp_path_factory.mktemp("full"))
+
+
+@pytest.mark.xdist_group("scale")  # with the other test that compares with full_read: it is read once
 def test_other_ranks_are_sampled_past_the_budget_and_the_lowest_rank_kept_whole(
-        bench_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(lines, "CHUNK_BYTES", 256 * 1024)  # a dozen chunks: counts carry across them
-    full = _model([bench_log], tmp_path)
+        bench_log: Path, full_read: run_model.RunModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 256 * 1024)
+    full = full_read
     assert full.thinned == {}
     monkeypatch.setattr(thinning, "THIN_BUDGET_ROWS", 2_000)
     thin = _model([bench_log], tmp_path)
@@ -71,8 +80,9 @@ def test_other_ranks_are_sampled_past_the_budget_and_the_lowest_rank_kept_whole(
     assert "sampled rows" not in markdown.render(document.build(full, engine.diagnose(full)))
 
 
+@pytest.mark.xdist_group("scale")
 def test_lines_the_thinner_would_drop_are_skipped_unread_and_the_frames_stay_as_reading_them_gives(
-        bench_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        bench_log: Path, full_read: run_model.RunModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(lines, "CHUNK_BYTES", 256 * 1024)
     skipped: dict[str, int] = {}
     sample = thinning.sample_lines
@@ -83,7 +93,7 @@ def test_lines_the_thinner_would_drop_are_skipped_unread_and_the_frames_stay_as_
             skipped[anchor] = skipped.get(anchor, 0) + n
         return read, numbered
 
-    full = _model([bench_log], tmp_path)
+    full = full_read
     monkeypatch.setattr(thinning, "THIN_BUDGET_ROWS", 2_000)
     monkeypatch.setattr(extract, "sample_lines", counted)
     sampled = _model([bench_log], tmp_path)
