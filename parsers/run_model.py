@@ -143,7 +143,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1} | {
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
     # Ties in the order of their text: a chunk's templates come from a hash grouping, in no fixed order.
-    unread = tuple(sorted(acc.unread, key=lambda u: (-u.lines, u.template, u.sample)))
+    unread = tuple(sorted(acc.unread, key=lambda u: (-u.lines, u.template, u.sample, u.source)))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults),
                     tuple(acc.streams), unread, dict(acc.configs))
 

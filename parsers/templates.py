@@ -292,10 +292,12 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
     out = Learned()
     if rows.height == 0 and templates.height == 0:
         return out
-    one = templates.unique("tid", keep="first")
+    one = templates.unique("tid", keep="first", maintain_order=True)  # the first line's, run after run
     names = dict(zip(one["tid"].to_list(), one["template"].to_list()))
     clocks = dict(zip(one["tid"].to_list(), one["clocks"].to_list()))
-    samples = dict(zip(one["tid"].to_list(), one["sample"].to_list()))
+    # Each source's own line as its sample: small files read as one batch share their templates' ids.
+    first = templates.unique(["source", "tid"], keep="first", maintain_order=True)
+    samples = {(s, t): line for s, t, line in first.select("source", "tid", "sample").iter_rows()}
     counts = rows.group_by("source", "tid").len().sort("len", "tid", descending=[True, False])
     # Sources whose every template was dropped while mining still list those as not understood.
     bare = (templates.filter(~pl.col("source").is_in(counts["source"].unique().implode()))
@@ -315,14 +317,14 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
             template = names.get(tid, "")
             got = _stream(int(source), template, groups[(tid,)].sort("line"), n, clocks.get(tid) or "")
             if got is None:
-                unread.append(Unread(int(source), display(template), n, samples.get(tid, "")))
+                unread.append(Unread(int(source), display(template), n, samples.get((source, tid), "")))
             else:
                 found.append(got)
         # Templates whose rows were dropped as no stream while mining (parsers/templates._prunable) are unread too.
         kept = set(per_source["tid"].to_list())
         for tid, n in pruned.get(int(source), []):
             if tid not in kept:
-                unread.append(Unread(int(source), display(names.get(tid, "")), n, samples.get(tid, "")))
+                unread.append(Unread(int(source), display(names.get(tid, "")), n, samples.get((source, tid), "")))
         # One step clock per source: the training stream with the most lines (a timed one before an untimed one).
         train = [f for f in found if f[0].step_clock]
         train.sort(key=lambda f: (f[0].note != "", -f[0].lines))
@@ -340,7 +342,8 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
             if not stream.step_clock:
                 out.streams.append(stream)
                 out.lines.append(steps.select("source", "line"))
-        out.unread.extend(sorted(unread, key=lambda u: -u.lines)[:UNREAD_SHOWN])
+        # Ties in the order of their text: which of them are shown must not depend on a grouping's order.
+        out.unread.extend(sorted(unread, key=lambda u: (-u.lines, u.template, u.sample))[:UNREAD_SHOWN])
     return out
 
 

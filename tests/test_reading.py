@@ -349,3 +349,20 @@ def test_every_kind_carries_samples() -> None:
     """Each line kind declares lines in the wild and what they give (issue 34), as lnav's formats do; the test above
     runs them all. The samples are lines of the project's recorded runs, or the library's own printed layout."""
     assert [k.name for k in KINDS if not k.samples] == []
+
+
+def test_unread_templates_show_each_files_own_line_and_ties_in_a_fixed_order(tmp_path: Path) -> None:
+    """Small files are read as one batch, so their templates share ids: each file's unread template keeps a line of
+    that file as its sample, and templates printed equally often are listed by their text, run after run."""
+    for name, speed in (("a.log", 37.5), ("b.log", 152.2)):
+        rows = [f"{i}\timages/sec: {speed + i / 10:.1f} +/- 0.3 (jitter = 2.3)" for i in (10, 20, 30)]
+        rows += [f"cache warm: {i} hits" for i in (7, 3, 5)] + [f"allocator note: {i} blocks" for i in (9, 1, 4)]
+        (tmp_path / name).write_text("\n".join(rows) + "\n")
+    models = [parse([str(tmp_path / "a.log"), str(tmp_path / "b.log")]) for _ in range(3)]
+    unread = [[(Path(m.source_name(u.source)).name, u.template, u.sample) for u in m.unread] for m in models]
+    assert unread[0] == unread[1] == unread[2]
+    samples = {(src, tpl.split(":")[0]): sample for src, tpl, sample in unread[0]}
+    assert samples[("a.log", "# images/sec")].startswith("10\timages/sec: 38.5")
+    assert samples[("b.log", "# images/sec")].startswith("10\timages/sec: 153.2")
+    per_file = [tpl for src, tpl, _ in unread[0] if src == "a.log"]
+    assert len(per_file) == 3 and per_file == sorted(per_file)  # three lines each: in the order of their text
