@@ -8,11 +8,12 @@ budget; past it, every second one of them is dropped, then every fourth, and so 
 stream's own occurrence count, so every rank keeps the same share of its steps. Logs under the budget (all the
 corpus and sample logs) are read exactly.
 
-Once a log is past the budget, the lines that the stride would drop are not read at all (sample_lines): a DeepSpeed
-step, throughput or timer line of a rank above the chunk's lowest, off the stride's phase, is counted and skipped
-before its prefix and fields are taken apart. A line is numbered by its place among its rank's lines of the same
-anchor, which is the row's place in its stream wherever each such line gives a row (a garbled line, which gives
-none, moves the sample by one line). Timers keep `seq` from the same count.
+Once a log is past the budget, the lines that the stride would drop are not read at all (sample_lines): a step,
+throughput or timer line of a non-primary stream (a rank above the chunk's lowest; without a rank, another host
+than its kind's primary), off the stride's phase, is counted and skipped before its prefix and fields are taken
+apart. A line is numbered by its place among the lines of its stream, which is the row's place wherever each such
+line gives a row (a garbled line, which gives none, moves the sample by one line). Timers keep `seq` from the same
+count.
 
 This is how W&B keeps long histories cheap too (`run.history()` samples 500 rows; reference/wandb.md).
 """
@@ -232,30 +233,22 @@ def prepare(name: str, part: pl.DataFrame, stride: int = 1,
     return part, Summary(counts, [(str(o), low, int(src), node) for o, low, src, node in kinds.iter_rows()])
 
 
-# The anchors whose lines give rows of a thinned frame only (kinds.py), by frame: a line carrying one of them (as the
-# anchor it was classified by) may be skipped by the stride. Each line kind's anchors, as data, decide it.
-def _thinned_anchors() -> dict[str, str]:
-    frames: dict[str, set[str]] = {}
+def _anchor_owners() -> tuple[dict[str, str], dict[str, str]]:
+    """(anchor -> frame, anchor -> kind) for the anchors whose lines give rows of one thinned frame only, and of
+    one kind where the second map has them: a line classified by one of them may be skipped by the stride. The
+    line kinds' anchors, as data (kinds.py), decide it."""
+    owners: dict[str, set[tuple[str, str]]] = {}
     for kind in KINDS:
         for anchor in kind.anchors:
-            frames.setdefault(anchor, set()).add(kind.frame)
-    return {a: next(iter(f)) for a, f in frames.items() if len(f) == 1 and next(iter(f)) in THINNED_FRAMES}
+            owners.setdefault(anchor, set()).add((kind.frame, kind.name))
+    frames = {a: {f for f, _ in o} for a, o in owners.items()}
+    thinned = {a: next(iter(f)) for a, f in frames.items() if len(f) == 1 and next(iter(f)) in THINNED_FRAMES}
+    return thinned, {a: next(iter(owners[a]))[1] for a in thinned if len(owners[a]) == 1}
 
 
-THINNED_ANCHORS = _thinned_anchors()
+THINNED_ANCHORS, _ANCHOR_KIND = _anchor_owners()
 SAMPLED_SCHEMA = {"line": pl.UInt32, "rank": pl.Int32, "frame": pl.String, "microstep": pl.Boolean, "occ": pl.UInt64}
 _MICROSTEP = "_microstep: "  # a timer line of the micro-step shape (extract.timers_wide reads the same names)
-
-
-def _anchor_kinds() -> dict[str, str]:
-    kinds: dict[str, set[str]] = {}
-    for kind in KINDS:
-        for anchor in kind.anchors:
-            kinds.setdefault(anchor, set()).add(kind.name)
-    return {a: next(iter(k)) for a, k in kinds.items() if a in THINNED_ANCHORS and len(k) == 1}
-
-
-_ANCHOR_KIND = _anchor_kinds()
 
 
 @dataclass(frozen=True)
