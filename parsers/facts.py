@@ -837,7 +837,7 @@ def _nccl(frame: pl.DataFrame, c: _Claims) -> NcclFacts:
     ib_found = True if ib_using.height else (False if no_ib.height else None)
     transports = (
         msgs.select(pl.col("msg").str.extract(r" via (P2P/\w+|SHM|NET/[A-Za-z]+|P2P)")).to_series().drop_nulls()
-        .value_counts(sort=True).sort("count", "msg", descending=[True, False]).rows()
+        .value_counts().sort("count", "msg", descending=[True, False]).rows()  # ties by name, run after run
     )
     env = dict(
         msgs.select(pl.col("msg").str.extract_groups(r"^(?P<k>[A-Z][A-Z0-9_]+) set by environment to (?P<v>\S+?)\.?$"))

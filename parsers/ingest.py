@@ -286,13 +286,13 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
     faults = tuple(dict.fromkeys(extracted.pop("_faults")[0]["fault"].to_list()))
     ranks = extracted.pop("_ranks")[0]
     templates = extracted.pop("_templates")
-    extracted.pop("_headers")
+    headers = extracted.pop("_headers")[0]["_row"]
     learned, fresh = _learn(extracted, templates, {first_source + i: n <= PASTE_MAX_LINES for i, n in enumerate(counts)})
     used_by = {int(s): int(n) for s, n in used_lines["source"].value_counts().iter_rows()}
     for s, n in fresh.items():
         used_by[s] = used_by.get(s, 0) + n
     blocks = [Blocks() for _ in texts]
-    for source in lines.filter(pl.col("text").str.contains(_HEADER_RE))["source"].unique().to_list():
+    for source in lines["source"].gather(headers).unique().to_list():
         own = lines.filter(pl.col("source") == source)
         found = blocks[source - first_source]
         _read_blocks(own, _header_positions(own), source, found, final=True)

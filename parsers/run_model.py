@@ -23,7 +23,7 @@ from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.names import FrameName
 from diagnose.parsers.schema import FRAMES, conform
 from diagnose.parsers.stamps import lend_years, settle
-from diagnose.parsers.templates import Learned, Stream, Unread
+from diagnose.parsers.templates import Learned, Stream, Unread, unread_order
 from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, is_program, open_input, read_text
 from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
 
@@ -142,8 +142,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1} | {
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
-    # Ties in the order of their text: a chunk's templates come from a hash grouping, in no fixed order.
-    unread = tuple(sorted(acc.unread, key=lambda u: (-u.lines, u.template, u.sample, u.source)))
+    unread = tuple(sorted(acc.unread, key=unread_order))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults),
                     tuple(acc.streams), unread, dict(acc.configs))
 

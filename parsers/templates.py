@@ -213,6 +213,12 @@ class Unread:
     sample: str
 
 
+def unread_order(u: Unread) -> tuple[int, str, str, int]:
+    """Most lines first; ties in the order of their text, then source: a chunk's templates come from a hash
+    grouping, and which of them are shown must not depend on its order."""
+    return -u.lines, u.template, u.sample, u.source
+
+
 @dataclass
 class Learned:
     steps: list[pl.DataFrame] = field(default_factory=list)
@@ -342,8 +348,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
             if not stream.step_clock:
                 out.streams.append(stream)
                 out.lines.append(steps.select("source", "line"))
-        # Ties in the order of their text: which of them are shown must not depend on a grouping's order.
-        out.unread.extend(sorted(unread, key=lambda u: (-u.lines, u.template, u.sample))[:UNREAD_SHOWN])
+        out.unread.extend(sorted(unread, key=unread_order)[:UNREAD_SHOWN])
     return out
 
 
