@@ -6,6 +6,9 @@ the CPU (DeepSpeed's CPU accelerator over gloo) when no GPU is present. Each sce
 with the environment it set), the DeepSpeed config and/or accelerate config it used, and `versions.txt`.
 
     python sample_logs/record/record.py --python /path/to/venv/bin/python [--only NAME ...]
+
+With `--gpu`, the one-GPU runs of sample_logs/gpu/ instead (torch, torchvision, transformers and accelerate; no
+DeepSpeed), each launched with torchrun over NCCL after `nvidia-smi`.
 """
 from __future__ import annotations
 
@@ -58,6 +61,8 @@ class Scenario:
     accelerate_yaml: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     procs: int = 2
+    script: str | None = None  # a torchrun scenario's own script (default: train_ds.py with its DeepSpeed config)
+    nvidia_smi: bool = False  # the launch script runs nvidia-smi before the job, as cluster job scripts often do
 
 
 ACCEL_DDP = """compute_environment: LOCAL_MACHINE
@@ -162,8 +167,40 @@ PAIRS: tuple[Scenario, ...] = (
 )
 
 
+# GPU runs (sample_logs/gpu/, `--gpu`): one GPU, one process under torchrun over NCCL, each pair a healthy run and
+# the same run with one fault we diagnose. GPT-2 small's shape (124M parameters, random weights, nothing
+# downloaded) under the HF Trainer, and a ResNet-18 in pytorch/examples' ImageNet loop (train_loop.py).
+GPT2_SMALL = ("--n_layer", "12", "--n_embd", "768", "--seq_len", "512", "--batch", "8", "--eval_steps", "100")
+HF_GPU = ("--max_steps", "300", *GPT2_SMALL)
+LOOP_ENV = {"NCCL_DEBUG": "INFO"}
+GPU_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario("gpu/hf_bf16", "HF Trainer, GPT-2 small shape, bf16, one GPU: a healthy run", "torchrun",
+             (*HF_GPU, "--bf16"), procs=1, script="train_hf.py", nvidia_smi=True),
+    Scenario("gpu/hf_launch_blocking", "the healthy HF run with CUDA_LAUNCH_BLOCKING=1 left in the launch script",
+             "torchrun", (*HF_GPU, "--bf16"), env={"CUDA_LAUNCH_BLOCKING": "1"}, procs=1, script="train_hf.py",
+             nvidia_smi=True),
+    Scenario("gpu/hf_fp32", "the healthy HF run without --bf16: fp32 on a GPU with bf16 tensor cores", "torchrun",
+             HF_GPU, procs=1, script="train_hf.py", nvidia_smi=True),
+    Scenario("gpu/hf_ckpt_every_25", "the healthy HF run saving a full checkpoint (weights and optimizer) every 25 "
+             "steps", "torchrun", (*HF_GPU, "--bf16", "--save_steps", "25", "--save_total_limit", "2"), procs=1,
+             script="train_hf.py", nvidia_smi=True),
+    Scenario("gpu/loop_healthy", "ImageNet-style loop, ResNet-18, bf16 autocast, 8 loader workers: a healthy run",
+             "torchrun", ("--steps", "500", "--workers", "8", "--amp"), env=LOOP_ENV, procs=1,
+             script="train_loop.py", nvidia_smi=True),
+    Scenario("gpu/loop_input_bound", "the same loop with 3 ms of CPU decoding a sample and 1 loader worker",
+             "torchrun", ("--steps", "60", "--workers", "1", "--decode-ms", "3", "--amp"), env=LOOP_ENV, procs=1,
+             script="train_loop.py", nvidia_smi=True),
+    Scenario("gpu/loop_oom", "the healthy loop whose 35th batch is 20000 images: CUDA out of memory", "torchrun",
+             ("--steps", "60", "--workers", "4", "--amp", "--oom-at", "35", "--oom-batch", "20000"), env=LOOP_ENV,
+             procs=1, script="train_loop.py", nvidia_smi=True),
+)
+
+
 def command(sc: Scenario, py: Path, run_dir: Path) -> list[str]:
     bindir = py.parent
+    if sc.script is not None:
+        out = ["--output_dir", str(run_dir / "out")] if sc.script == "train_hf.py" else []
+        return [str(bindir / "torchrun"), "--nproc_per_node", str(sc.procs), str(WORK / sc.script), *out, *sc.args]
     script = str(WORK / ("train_hf.py" if sc.launcher == "accelerate" else "train_ds.py"))
     if sc.launcher == "deepspeed":
         return [str(bindir / "deepspeed"), "--num_gpus", str(sc.procs), script, "--deepspeed_config",
@@ -179,6 +216,8 @@ def command(sc: Scenario, py: Path, run_dir: Path) -> list[str]:
 def launch_script(sc: Scenario, cmd: list[str]) -> str:
     lines = ["#!/usr/bin/env bash", f"# {sc.what}", "set -euo pipefail"]
     lines += [f"export {k}={v}" for k, v in sc.env.items()]
+    if sc.nvidia_smi:
+        lines.append("nvidia-smi")
     lines.append(" ".join(Path(c).name if i == 0 else c for i, c in enumerate(cmd)))
     return "\n".join(lines) + "\n"
 
@@ -206,6 +245,9 @@ def record(sc: Scenario, py: Path) -> None:
         env["DS_ACCELERATOR"] = "cpu"
     t0 = time.time()
     with open(out_dir / "train.log", "wb") as log:
+        if sc.nvidia_smi:
+            subprocess.call(["nvidia-smi"], stdout=log, stderr=subprocess.STDOUT)
+            log.flush()
         rc = subprocess.call(cmd, cwd=WORK, env=env, stdout=log, stderr=subprocess.STDOUT)
     print(f"{sc.name}: exit {rc} in {time.time() - t0:.0f}s", flush=True)
     states = sorted((run_dir / "out").glob("checkpoint-*/trainer_state.json"), key=lambda p: int(p.parent.name[11:]))
@@ -222,24 +264,36 @@ def _has_gpu(py: Path) -> bool:
     return out.stdout.strip() == "True"
 
 
-def versions(py: Path) -> str:
-    code = ("import platform, torch, deepspeed, accelerate, transformers, wandb;"
+def versions(py: Path, modules: str = "torch, deepspeed, accelerate, transformers, wandb") -> str:
+    code = (f"import platform, {modules};"
             "print('python', platform.python_version());"
-            "[print(m.__name__, m.__version__) for m in (torch, deepspeed, accelerate, transformers, wandb)]")
+            f"[print(m.__name__, m.__version__) for m in ({modules})]")
     out = subprocess.run([str(py), "-c", code], capture_output=True, text=True).stdout
     return "".join(line for line in out.splitlines(keepends=True) if not line.startswith("["))  # drop DS warnings
+
+
+def gpu_versions(py: Path) -> str:
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout
+    return versions(py, "torch, torchvision, accelerate, transformers") + "".join(f"gpu {g}\n" for g in
+                                                                              smi.splitlines())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--python", type=Path, default=Path(sys.executable))
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--gpu", action="store_true", help="record the GPU runs (sample_logs/gpu/) instead")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
-    for script in ("train_ds.py", "train_hf.py"):
+    for script in ("train_ds.py", "train_hf.py", "train_loop.py"):
         shutil.copy(HERE / script, WORK / script)
-    (SAMPLES / "versions.txt").write_text(versions(args.python))
-    for sc in (*SCENARIOS, *PAIRS):
+    if args.gpu:
+        (SAMPLES / "gpu").mkdir(exist_ok=True)
+        (SAMPLES / "gpu" / "versions.txt").write_text(gpu_versions(args.python))
+    else:
+        (SAMPLES / "versions.txt").write_text(versions(args.python))
+    for sc in GPU_SCENARIOS if args.gpu else (*SCENARIOS, *PAIRS):
         if args.only is None or sc.name in args.only:
             record(sc, args.python)
     return 0

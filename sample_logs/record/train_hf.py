@@ -30,24 +30,34 @@ def main() -> None:
     ap.add_argument("--gradient_checkpointing", action="store_true")
     ap.add_argument("--report_to", default="none")
     ap.add_argument("--save_steps", type=int, default=0)
+    ap.add_argument("--save_total_limit", type=int, default=None)
+    # The model's and the batch's size: the CPU samples keep the 2-layer defaults; the GPU samples use GPT-2 small's
+    # shape so that a step is GPU work worth timing.
+    ap.add_argument("--n_layer", type=int, default=2)
+    ap.add_argument("--n_embd", type=int, default=64)
+    ap.add_argument("--seq_len", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--eval_steps", type=int, default=20)
     args = ap.parse_args()
 
     torch.manual_seed(1234)
-    cfg = GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=64, vocab_size=1024)
+    cfg = GPT2Config(n_layer=args.n_layer, n_embd=args.n_embd, n_head=max(4, args.n_embd // 64),
+                     n_positions=args.seq_len, vocab_size=1024 if args.n_embd <= 64 else 50257)
     model = GPT2LMHeadModel(cfg)
     targs = TrainingArguments(
         output_dir=args.output_dir,
         run_name=args.run_name,
         max_steps=args.max_steps,
-        per_device_train_batch_size=4,
+        per_device_train_batch_size=args.batch,
         per_device_eval_batch_size=8,
         learning_rate=3e-4,
         warmup_steps=5,
         logging_steps=1,
         eval_strategy="steps",
-        eval_steps=20,
+        eval_steps=args.eval_steps,
         save_strategy="steps" if args.save_steps else "no",
         save_steps=args.save_steps or 500,
+        save_total_limit=args.save_total_limit,
         bf16=args.bf16,
         use_cpu=not torch.cuda.is_available(),
         report_to=args.report_to,
@@ -56,8 +66,9 @@ def main() -> None:
         dataloader_num_workers=0,
         disable_tqdm=False,
     )
-    trainer = Trainer(model=model, args=targs, train_dataset=RandomTokens(2048, 64, 1024, 0),
-                      eval_dataset=RandomTokens(64, 64, 1024, 1))
+    vocab = cfg.vocab_size
+    trainer = Trainer(model=model, args=targs, train_dataset=RandomTokens(2048, args.seq_len, vocab, 0),
+                      eval_dataset=RandomTokens(64, args.seq_len, vocab, 1))
     trainer.train()
     trainer.evaluate()
 
