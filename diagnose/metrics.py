@@ -6,6 +6,7 @@ train_runtime; the wall_clock_breakdown timers give the compute/communication sp
 """
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -36,6 +37,11 @@ PERIOD_NEIGHBOURS = 4  # distances to each spike's next 4 spikes: enough for two
 PERIOD_CANDIDATES = 12
 PERIOD_EQUAL = 0.9
 TREND_FACTOR = 1.3  # last quarter's median 30% above the first quarter's = progressive slowdown
+# A rise that noise gives less than 1 time in 20: the one-sided Mann-Kendall test (Mann 1945, Kendall 1975), the
+# standard test for a monotone trend in a series with no assumed shape or distribution. Ten step times printed every
+# 10 steps of a healthy run can rise quarter by quarter by chance (a ResNet-18 on an H200: 13-26 ms of host noise).
+TREND_SIGNIFICANCE = 0.05
+TREND_POINTS = 256  # a longer series is tested as the medians of this many equal blocks (the test is O(n^2))
 # DeepSpeed 0.18.3 stopped clearing a timer's events when they are summed (deepspeed/utils/timer.py
 # `_get_elapsed_msec`; 0.18.2 still clears them), and the comms logger reads `elapsed(reset=False)` after every call:
 # from then on each logged latency is the running total of that op's calls so far (read in the 0.18.0-0.19.8
@@ -61,6 +67,7 @@ class StepStats:
     first_quarter_p50_s: float | None
     last_quarter_p50_s: float | None
     quarter_p50_s: tuple[float, ...] = ()  # medians of the four quarters of the run
+    rise_p: float | None = None  # one-sided Mann-Kendall p-value of a rising step time (rising_p)
 
 
 @dataclass(frozen=True)
@@ -470,7 +477,29 @@ def _stats(series: pl.DataFrame, source: str) -> StepStats:
         quarters = tuple(number(body.slice(i * q, q)["step_time_s"].median()) for i in range(4))
     return StepStats(source, body.height, p50, number(t.quantile(0.9)), number(t.max()), number(t.mean()),
                      tuple(int(s) for s in spikes), period, quarters[0] if quarters else None,
-                     quarters[-1] if quarters else None, quarters)
+                     quarters[-1] if quarters else None, quarters, rising_p(t) if quarters else None)
+
+
+def rising_p(times: pl.Series) -> float:
+    """The one-sided Mann-Kendall p-value that the series rises: how often noise alone orders its values at least
+    this much in the rising direction (S, the sum of sign(x_j - x_i) over pairs i < j, against its variance under no
+    trend, corrected for tied values, which printed step times have many of). A long series is tested as the
+    medians of TREND_POINTS equal blocks."""
+    t = times.drop_nulls()
+    if t.len() > TREND_POINTS:
+        block = pl.int_range(pl.len()) * TREND_POINTS // pl.len()
+        t = pl.DataFrame({"t": t}).group_by(block.alias("b"), maintain_order=True).agg(pl.col("t").median())["t"]
+    x = t.to_list()
+    n = len(x)
+    if n < 3:
+        return 1.0
+    s = sum((b > a) - (b < a) for i, a in enumerate(x) for b in x[i + 1:])
+    ties = Counter(x).values()
+    var = (n * (n - 1) * (2 * n + 5) - sum(c * (c - 1) * (2 * c + 5) for c in ties)) / 18
+    if var <= 0 or s <= 0:
+        return 1.0
+    z = (s - 1) / math.sqrt(var)  # continuity correction
+    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def spike_period(spikes: list[int], times: list[float]) -> int | None:

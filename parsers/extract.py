@@ -429,6 +429,13 @@ def _hms_seconds(column: str) -> pl.Expr:
                 for i, scale in enumerate((3600.0, 60.0, 1.0))), pl.lit(0.0))
 
 
+def _clock_seconds(column: str) -> pl.Expr:
+    """`MM:SS` or `H:MM:SS` (tqdm's format_interval) -> seconds, read from the right."""
+    parts = pl.col(column).str.split(":").list.reverse()
+    return sum((parts.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False).fill_null(0.0) * scale
+                for i, scale in enumerate((1.0, 60.0, 3600.0))), pl.lit(0.0))
+
+
 _UNIT_S = {"ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
            "minutes": 60.0}
 
@@ -468,7 +475,8 @@ def _other_named(column: str) -> pl.Expr:
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.
 DERIVED: dict[str, list[pl.Expr]] = {
     "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
-             .otherwise(1.0 / pl.col("rate")).alias("step_time_s")],
+             .otherwise(1.0 / pl.col("rate")).alias("step_time_s"),
+             _clock_seconds("elapsed").alias("cum_time_s")],  # the bar's elapsed time: parsers/tqdm_clock.py
     "hf_train_runtime": [(1.0 / pl.col("steps_per_sec")).alias("step_time_s")],
     "hf_log": [pl.coalesce("step_time_s", 1.0 / pl.col("iter_per_s")).alias("step_time_s")],
     "megatron_iter": [(pl.col("step_time_ms") / 1000.0).alias("step_time_s")],
@@ -575,6 +583,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
                 if kind.frame == "events":
                     rows = _oom_sized(rows)
                 out.setdefault(kind.frame, []).append(rows)
+                if kind.name == "tqdm" and (extra := _side_rows(rows)) is not None:
+                    out.setdefault(SIDE_FRAME, []).append(extra)
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
     # A shell comment (`#export NCCL_P2P_DISABLE=1` in a pasted script) sets nothing.
     # One pass finds the lines that may set a variable or a setting or open a block; each test then runs on those.

@@ -703,6 +703,11 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
     nodes, line = flag("deepspeed.num_nodes", "torchrun.nnodes", "accelerate.num_machines", "srun.nodes", "srun.N")
     if nodes is None and "torchrun.standalone" in f:  # `torchrun --standalone`: one node, by definition
         nodes, line = 1, at or f["torchrun.standalone"].line
+    elif (sc.launcher == "torchrun" and not any(k in f for k in ("torchrun.nnodes", "torchrun.standalone"))
+          and "PET_NNODES" not in sc.env and sc.commands):
+        # torchrun without --nnodes (nor its PET_NNODES variable) runs on one node: its default is `--nnodes 1:1`
+        # (torch/distributed/run.py). A `--nnodes $SLURM_NNODES` whose value is not read is a flag, so no default.
+        nodes, line = 1, at or sc.commands[0][0]
     c.add("nodes", nodes, o, src, line)
     gpn, line = flag("deepspeed.num_gpus", "torchrun.nproc_per_node", "torchrun.nproc-per-node",
                      "srun.ntasks-per-node", "srun.gpus-per-node")

@@ -532,13 +532,19 @@ KINDS: tuple[LineKind, ...] = (
     # checkpoint from iteration 10 to ...` its end, which is no save of its own).
     LineKind("checkpoint_save", "events",
              ("Saving model checkpoint", "is about to be saved!", "[Torch] Saved ", "checkpoint saved ",
-              "saving checkpoint to ", "saving checkpoint at iteration", "Saving checkpoint at "),
+              "saving checkpoint to ", "saving checkpoint at iteration", "Saving checkpoint at ",
+              "Writing model shards: 100%"),
              r"(?P<detail>(?:Saving model checkpoint|\[Torch\] Checkpoint|\[Torch\] Saved|\w+ checkpoint saved|"
-             r"saving checkpoint to |saving checkpoint at iteration|Saving checkpoint at ).*)$",
+             r"saving checkpoint to |saving checkpoint at iteration|Saving checkpoint at |"
+             r"Writing model shards: 100%).*)$",
              {"detail": S}, required="detail", constants={"kind": "checkpoint_save"},
              samples=(("[2026-06-24 15:09:43.548480] saving checkpoint at iteration      10 to /scratch/ckpt",
                        {"kind": "checkpoint_save"}),
-                      ("Saving checkpoint at step 100...", {"kind": "checkpoint_save"}))),
+                      ("Saving checkpoint at step 100...", {"kind": "checkpoint_save"}),
+                      # transformers 5's save_pretrained draws this bar at every save, where INFO's `Saving model
+                      # checkpoint to` is not printed (the Trainer's default log level is WARNING)
+                      ("Writing model shards: 100%|██████████| 1/1 [00:00<00:00,  1.74it/s]",
+                       {"kind": "checkpoint_save"}))),
     # nanoGPT-style evaluation lines: `step 2000: train loss 2.91, val loss 2.95`.
     LineKind("eval_val_loss", "events", (", val loss ",), r"(?P<detail>\S.*, val loss " + NUM + r")",
              {"detail": S}, required="detail", constants={"kind": "eval"},

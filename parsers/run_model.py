@@ -26,6 +26,7 @@ from diagnose.parsers.stamps import lend_years, settle
 from diagnose.parsers.templates import Learned, Stream, Unread, unread_order
 from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, is_program, open_input, read_text
 from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
+from diagnose.parsers.tqdm_clock import tqdm_step_times
 
 CONFIG_MAX_BYTES = 4 * 1024 * 1024  # configs and launch scripts are small; anything bigger is read as a log
 # Frames whose rows a rule reads; `facts`, `env` and `nccl` feed RunFacts and stay for evidence.
@@ -137,8 +138,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults,
                                 frames["stated"]))
-    frames["steps"] = fill_step_times(_number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch")),
-                                      frames["progress"])
+    frames["steps"] = fill_step_times(tqdm_step_times(_number_hf_steps(frames["steps"], facts.hf.get(
+        "Num update steps per epoch")), frames["progress"]), frames["progress"])
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1} | {
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
@@ -612,7 +613,9 @@ def fill_step_times(steps: pl.DataFrame, progress: pl.DataFrame) -> pl.DataFrame
     """Step times where a trainer prints only a cumulative training time or a running average: the difference of
     consecutive cumulative times over the steps between them (per source and rank, in line order; a repeated step,
     such as an evaluation line, gives no difference), else the running average as printed."""
-    timed = progress.filter(pl.col("cum_time_s").is_not_null() | pl.col("avg_step_time_s").is_not_null())
+    # tqdm's elapsed column is read by parsers/tqdm_clock.py, with the bar's rates
+    timed = progress.filter((pl.col("origin") != "tqdm")
+                            & (pl.col("cum_time_s").is_not_null() | pl.col("avg_step_time_s").is_not_null()))
     if steps.height == 0 or timed.height == 0:
         return steps
     key = ["source", "rank"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from diagnose.hardware import has_tensor_cores
-from diagnose.metrics import SPIKE_FACTOR, TREND_FACTOR, spike_period
+from diagnose.metrics import SPIKE_FACTOR, TREND_FACTOR, TREND_SIGNIFICANCE, spike_period
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
 
 INPUT_GAP_FACTOR = 1.3  # wall step 30% longer than fwd+bwd+step: time outside the engine (causes.md C4)
@@ -335,7 +335,9 @@ def progressive_slowdown(ctx: Ctx) -> Finding | None:
     q = s.quarter_p50_s
     # A trend rises through the run; one jump between two flat halves is a step change (flushes, a slow node).
     rising = len(q) == 4 and all(b > a * 1.03 for a, b in zip(q, q[1:]))
-    if ratio < TREND_FACTOR or not rising:
+    # ... and a rise the step times hold as a whole, not four medians of a few noisy samples ordered by chance
+    significant = s.rise_p is not None and s.rise_p <= TREND_SIGNIFICANCE
+    if ratio < TREND_FACTOR or not rising or not significant:
         return None
     grown = ctx.metrics.generation_growth
     if grown is not None and grown >= ROLLOUT_GROWTH:
@@ -385,9 +387,17 @@ def _short_run_slowdown(ctx: Ctx) -> Finding | None:
         series, what = [t / 1000.0 for t in m.timed_totals], "timed step (fwd + bwd + optimizer)"
     # Called where the steps are too few for quarters (fewer than 8 after the warm-up), so the series is read
     # whole: one with a few more entries than SHORT_RUN_MAX (the warm-up included) is no less a sequence.
-    if len(series) < 3 or len(series) >= 2 * SHORT_RUN_MAX or not all(b > a for a, b in zip(series, series[1:])):
+    if len(series) < 3 or len(series) >= 2 * SHORT_RUN_MAX:
         return None
-    ratio = series[-1] / series[0] if series[0] else 0.0
+    monotone = all(b > a for a, b in zip(series, series[1:]))
+    # ... or a rise that holds: every step of the later half slower by half than the slowest of the first quarter
+    # (tqdm's averaged rate climbs step by step after a jump; the steps it averages jump once and stay).
+    head, tail = series[:max(1, len(series) // 4)], series[len(series) // 2:]
+    sustained = min(tail) >= SHORT_TREND_FACTOR * max(head)
+    if not (monotone or sustained):
+        return None
+    low, high = (series[0], series[-1]) if monotone else (max(head), min(tail))
+    ratio = high / low if low > 0 else 0.0
     if ratio < SHORT_TREND_FACTOR:
         return None
     seq = ", ".join(f"{v:.2f}" for v in series)
@@ -395,8 +405,9 @@ def _short_run_slowdown(ctx: Ctx) -> Finding | None:
         severity="warning",
         confidence="medium",
         explains_slowdown=True,
-        summary=f"Every {what} the log shows is longer than the one before: {seq} s, {ratio:.1f}x over "
-                f"{len(series)} samples.",
+        summary=(f"Every {what} the log shows is longer than the one before: {seq} s, {ratio:.1f}x over "
+                 f"{len(series)} samples." if monotone else
+                 f"The later {what}s the log shows are all at least {ratio:.1f}x the first ones: {seq} s."),
         evidence=(Evidence(f"{what}s in order: {seq} s", kind="metric"),),
         fix=Fix("Look for what accumulates per step (gradients or tensors kept across steps, growing "
                 "inputs, wandb.watch, fragmentation); watch GPU clocks and temperature.", (),

@@ -1,0 +1,135 @@
+"""Step times from tqdm bars: the rate a bar prints is an average, not a step's time.
+
+tqdm (4.x, `tqdm/std.py`) updates its rate only at a refresh (every `mininterval`, 0.1 s by default), as
+`ema(dn) / ema(dt)`: exponential moving averages, weight `smoothing` (0.3 by default) on the newest interval,
+bias-corrected like `ewm_mean(adjust=True)`. Every other line of the bar (a redraw after `tqdm.write`, the HF
+Trainer's log dicts) repeats the last rate with a newer count. Lightning's bars set `smoothing=0`: the rate is
+then the count over the elapsed time since the bar began. Read as step times, such rates smear a pause over the
+steps after it (a 1.7 s checkpoint save shows as 0.2 s, 0.15 s, 0.13 s, ... per step) and make a warm-up look
+twenty steps long.
+
+So each bar is read as what it prints: a refresh is a line whose rate differs from the line before; between two
+refreshes the count advanced by `dn` steps; and the interval's time `dt` follows from the rates by undoing the
+average, under the model the bar's own elapsed column (`[MM:SS<`) agrees with:
+- `cumulative` (smoothing 0): the time to each refresh is `n / rate`;
+- `ema` (smoothing 0.3): `ema(dt)_k = ema(dn)_k / rate_k`, with `ema(dn)` computed from the known counts, and
+  `dt_k = (U_k - (1 - a) U_(k-1)) / a` on the uncorrected averages `U`.
+Each step of the interval gets `dt / dn`. Where neither model agrees with the elapsed column within its
+one-second resolution (a bar cut at the head, another smoothing, a bar that was never a clock), the printed rates
+stay as they are.
+"""
+from __future__ import annotations
+
+import polars as pl
+
+# tqdm's default `smoothing` (tqdm/std.py, `tqdm.__init__`): the weight of the newest interval in its averages.
+SMOOTHING = 0.3
+# The elapsed column is printed in whole seconds; a model agrees with it when its time to each refresh is within a
+# second of the printed elapsed time, plus this share of it (the rates are printed to 3-4 significant digits).
+ELAPSED_SLACK_S = 1.0
+ELAPSED_SLACK_SHARE = 0.05
+MIN_REFRESHES = 4  # fewer refreshes than this say nothing about the average's model
+
+
+def _elapsed_s(rows: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
+    """Each tqdm row's elapsed seconds from the progress frame, which holds one row for each, in the same order: a
+    line holds several bars where a log keeps tqdm's carriage returns, so rows pair by their place in the line."""
+    nth = pl.int_range(pl.len()).over("source", "line").alias("_o")
+    elapsed = side.filter(pl.col("origin") == "tqdm").select("source", "line", pl.col("cum_time_s").alias("_el"),
+                                                            nth)
+    return rows.sort("_i").with_columns(nth).join(elapsed, on=["source", "line", "_o"], how="left").drop("_o")
+
+
+def _bars(rows: pl.DataFrame) -> pl.DataFrame:
+    """The tqdm rows of the longest bar of each source and rank (the training bar, not an evaluation's or a
+    checkpoint writer's), numbered into bars: a count that falls back starts a new one."""
+    rows = rows.with_columns(pl.col("rank").fill_null(-1).alias("_rk"))  # a key that joins: null never equals null
+    longest = pl.col("total_steps") == pl.col("total_steps").max().over("source", "_rk")
+    rows = rows.filter(longest).sort("source", "line", "_i")
+    restart = (pl.col("global_step") < pl.col("global_step").shift(1)).fill_null(True)
+    return rows.with_columns(restart.cum_sum().over("source", "_rk").alias("_bar"))
+
+
+def _refreshes(bar: pl.DataFrame) -> pl.DataFrame:
+    """A bar's refreshes: each line whose rate differs from the line before, with the steps since the last one."""
+    key = ["source", "_rk", "_bar"]
+    rate = 1.0 / pl.col("step_time_s")
+    changed = (pl.col("step_time_s") != pl.col("step_time_s").shift(1).over(key)).fill_null(True)
+    ref = bar.filter(changed & (pl.col("step_time_s") > 0)).with_columns(rate.alias("_rate"))
+    ref = ref.with_columns(pl.col("global_step").diff().over(key).alias("_dn"))
+    # The bar's first refresh counts from 0 where the bar is seen from its start (its first count no larger than
+    # twice the typical interval), else the count before it is unknown and it takes the next interval's size.
+    first = pl.col("global_step").first().over(key)
+    from_start = first <= 2 * pl.col("_dn").median().over(key).fill_null(first)
+    ref = ref.with_columns(from_start.alias("_start"), pl.col("_dn").shift(-1).over(key).alias("_next"))
+    dn = pl.when(pl.col("_dn").is_null()).then(pl.when(pl.col("_start")).then(pl.col("global_step"))
+                                                 .otherwise(pl.col("_next"))).otherwise(pl.col("_dn"))
+    return ref.with_columns(dn.alias("_dn"), pl.int_range(1, pl.len() + 1).over(key).alias("_k")) \
+        .drop("_next").filter(pl.col("_dn") > 0)
+
+
+def _times(ref: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each refresh interval's time under the two models (`_dt_cum`, `_dt_ema`) and whether each model agrees
+    with the elapsed column over the bar."""
+    key = ["source", "_rk", "_bar"]
+    a, b = SMOOTHING, 1.0 - SMOOTHING
+    # cumulative: the time to each refresh is the count over the rate
+    to_refresh = pl.col("global_step") / pl.col("_rate")
+    dt_cum = to_refresh.diff().over(key).fill_null(pl.col("_dn") / pl.col("_rate"))
+    # ema: tqdm's corrected average of the counts, the times' average from it, then the uncorrected averages'
+    # recurrence undone; a bar seen from its middle starts its averages at the first interval (their correction
+    # long since 1).
+    ema_dn = pl.when(pl.col("_start").first().over(key)).then(
+        pl.col("_dn").ewm_mean(alpha=a, adjust=True).over(key)).otherwise(
+        pl.col("_dn").ewm_mean(alpha=a, adjust=False).over(key))
+    correction = pl.when(pl.col("_start").first().over(key)).then(1.0 - b ** pl.col("_k")).otherwise(1.0)
+    u = ema_dn / pl.col("_rate") * correction
+    dt_ema = ((u - b * u.shift(1).over(key)) / a).fill_null(pl.col("_dn") / pl.col("_rate"))
+    ref = ref.with_columns(dt_cum.alias("_dt_cum"), dt_ema.alias("_dt_ema"))
+    # Agreement with the printed elapsed time: the time each model puts before each refresh, against `[MM:SS<`,
+    # up to a constant (the bar's clock starts before its first count, and a bar seen from its middle has no start):
+    # the model's lead on the elapsed column may move by its one-second resolution and a small share of the span.
+    span = pl.col("_el").max() - pl.col("_el").min()
+
+    def lead(m: str) -> pl.Expr:
+        return pl.col(f"_dt_{m}").cum_sum() - pl.col("_el")
+
+    agree = [(lead(m).max() - lead(m).min() <= ELAPSED_SLACK_S + ELAPSED_SLACK_SHARE * span + 1e-9)
+             .alias(f"_ok_{m}") for m in ("cum", "ema")]
+    positive = [(pl.col(f"_dt_{m}") > 0).all().alias(f"_pos_{m}") for m in ("cum", "ema")]
+    verdict = ref.filter(pl.col("_el").is_not_null()).group_by(key).agg(
+        *agree, *positive, pl.len().alias("_n"))
+    return ref, verdict
+
+
+def tqdm_step_times(steps: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
+    """The steps frame with each tqdm row's step time read as above; rows whose bar fits neither model keep the
+    printed rate. `side` is the progress frame, which holds each tqdm line's elapsed seconds (`cum_time_s`)."""
+    if steps.height == 0 or "origin" not in steps.columns:
+        return steps
+    is_tqdm = (pl.col("origin") == "tqdm") & pl.col("step_time_s").is_not_null() & pl.col("global_step").is_not_null()
+    rows = steps.with_row_index("_i").filter(is_tqdm)
+    if rows.height < MIN_REFRESHES:
+        return steps
+    bars = _bars(_elapsed_s(rows, side))
+    ref, verdict = _times(_refreshes(bars))
+    key = ["source", "_rk", "_bar"]
+    verdict = verdict.filter(pl.col("_n") >= MIN_REFRESHES).with_columns(
+        pl.when(pl.col("_ok_cum") & pl.col("_pos_cum")).then(pl.lit("cum"))
+        .when(pl.col("_ok_ema") & pl.col("_pos_ema")).then(pl.lit("ema")).alias("_model")
+    ).filter(pl.col("_model").is_not_null()).select(*key, "_model")
+    if verdict.height == 0:
+        return steps
+    ref = ref.join(verdict, on=key).select(
+        "_i", (pl.when(pl.col("_model") == "cum").then(pl.col("_dt_cum")).otherwise(pl.col("_dt_ema"))
+               / pl.col("_dn")).alias("_per_step"))
+    # Each line takes the interval it falls in: the next refresh's, in line order. Lines after a bar's last
+    # refresh repeat a rate no interval measured, and give no step time.
+    lines = bars.join(verdict, on=key).select("_i", *key, "line").join(ref, on="_i", how="left").sort(*key, "line",
+                                                                                                         "_i")
+    timed = lines.with_columns(pl.col("_per_step").backward_fill().over(key))
+    fixed = timed.select("_i", pl.col("_per_step"))
+    out = steps.with_row_index("_i").join(fixed, on="_i", how="left", maintain_order="left")
+    replaced = pl.col("_i").is_in(fixed["_i"].implode())
+    return out.with_columns(pl.when(replaced).then(pl.col("_per_step")).otherwise(pl.col("step_time_s"))
+                            .alias("step_time_s")).drop("_i", "_per_step")
