@@ -361,3 +361,11 @@ def test_an_error_the_run_went_on_past_did_not_end_it(tmp_path: Path) -> None:
     log.write_text(_healthy_steps() + "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     e = run_rules(parse([str(log)])).ending
     assert e is not None and e.how == "crashed" and "illegal memory access" in e.summary
+
+
+@pytest.mark.parametrize(("run", "steps"), [("hf_trainer_ddp_bf16", 40), ("gpu/hf_bf16", 300)])
+def test_a_finished_hf_run_ends_after_its_training_bars_last_step_not_the_closing_evaluations(run: str,
+                                                                                           steps: int) -> None:
+    # The Trainer's closing evaluate() draws its own bar (4/4 on the CPU sample, 8/8 on the H200) after the last step
+    e = _end(run).ending
+    assert e.how == "finished" and e.after_step == steps
