@@ -317,7 +317,16 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _flag_toggled(ch: FactChange) -> bool:
+    """A script flag passed on one side only, both launch commands read: the other side runs the script's default
+    (the HF Trainer's `--bf16` dropped is fp32)."""
+    return ch.key.startswith("arg.") and (ch.baseline is None) != (ch.candidate is None) and all(ch.evidence)
+
+
 def change_text(ch: FactChange) -> str:
+    if _flag_toggled(ch):
+        flag = "--" + ch.key.removeprefix("arg.")
+        return f"{flag} dropped" if ch.candidate is None else f"{flag} added"
     name = fact_table.label(ch.key) if ch.key in fact_table.BY_NAME else ch.key
     if is_secret_name(ch.key.rsplit(".", 1)[-1]):  # a changed password is named, its values never shown
         return f"{name} changed"
@@ -359,7 +368,7 @@ def explain(cmp: Comparison) -> tuple[Explanation, ...]:
     changed facts that drive them), then findings that appeared with a slower candidate (or went away with a faster
     one), then a straggler that appeared; what changed, when nothing singles a cause out."""
     changed = {ch.key: ch for ch in cmp.changes if ch.known_both or ch.key.startswith("env.")
-               or ch.key == "nccl_transport"}
+               or ch.key == "nccl_transport" or _flag_toggled(ch)}
     slower = _slower(cmp)
     out: list[Explanation] = _batch(cmp, changed)
     if slower is not None:

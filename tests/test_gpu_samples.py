@@ -74,6 +74,8 @@ def test_compare_puts_the_fp32_run_at_twice_the_step_time_and_names_the_dropped_
     doc = json.loads(res.output)
     assert 1.8 < doc["delta"]["step_time_ratio"] < 2.3, doc["delta"]
     assert {"precision", "arg.bf16"} <= {c["key"] for c in doc["changes"]}
+    # the flag passed on one side only, both launch commands read: the other side ran the Trainer's default (fp32)
+    assert "what changed: --bf16 dropped" in doc["verdict"]
 
 
 # tqdm's own averaging, driven by a clock of ours: the bar a trainer prints, from known step times.
