@@ -31,13 +31,21 @@ ELAPSED_SLACK_SHARE = 0.05
 MIN_REFRESHES = 4  # fewer refreshes than this say nothing about the average's model
 
 
+def _nth_in_line(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
+    """Each row's place among its line's rows (0, 1, ...), in `order`: one pass over the sorted rows, not a window
+    per line."""
+    frame = frame.sort("source", "line", *order, maintain_order=True)
+    idx = pl.int_range(pl.len(), dtype=pl.UInt32)
+    new = ((pl.col("line") != pl.col("line").shift(1)) | (pl.col("source") != pl.col("source").shift(1))).fill_null(True)
+    return frame.with_columns((idx - pl.when(new).then(idx).forward_fill()).alias("_o"))
+
+
 def _elapsed_s(rows: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
     """Each tqdm row's elapsed seconds from the progress frame, which holds one row for each, in the same order: a
     line holds several bars where a log keeps tqdm's carriage returns, so rows pair by their place in the line."""
-    nth = pl.int_range(pl.len()).over("source", "line").alias("_o")
-    elapsed = side.filter(pl.col("origin") == "tqdm").select("source", "line", pl.col("cum_time_s").alias("_el"),
-                                                            nth)
-    return rows.sort("_i").with_columns(nth).join(elapsed, on=["source", "line", "_o"], how="left").drop("_o")
+    elapsed = _nth_in_line(side.filter(pl.col("origin") == "tqdm").select("source", "line",
+                                                                         pl.col("cum_time_s").alias("_el")))
+    return _nth_in_line(rows, "_i").join(elapsed, on=["source", "line", "_o"], how="left").drop("_o")
 
 
 def _bars(rows: pl.DataFrame) -> pl.DataFrame:
