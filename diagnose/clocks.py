@@ -9,7 +9,8 @@ from typing import Literal
 from diagnose.parsers.names import ClockName
 
 # per step: one time for every optimizer step; per print: one for each printed interval (every K steps); smoothed:
-# a running average (tqdm's rate); per log: each logging call's wall time (W&B's `_runtime`)
+# a running average (tqdm's rate where its bar fits no average that can be undone: parsers/tqdm_clock.py); per log:
+# each logging call's wall time (W&B's `_runtime`)
 Granularity = Literal["per step", "per print", "smoothed", "per log"]
 
 
@@ -22,12 +23,12 @@ class Clock:
 
 
 # Most trusted first: wall-clock stamps of DeepSpeed's step lines, the trainer's own printed times, DeepSpeed's
-# throughput, tqdm's rate (a smoothed average), W&B's logging times.
+# throughput, tqdm's bar (its average undone per refresh where the elapsed column agrees), W&B's logging times.
 CLOCKS: tuple[Clock, ...] = (
     Clock("ds_step_ts", "DeepSpeed's step-line timestamps", "wall clock between DeepSpeed step lines", "per step"),
     Clock("printed", "the trainer's printed step times", "as the trainer printed it", "per print"),
     Clock("ds_throughput", "DeepSpeed's samples/s lines", "from DeepSpeed's samples/s", "per print"),
-    Clock("tqdm", "tqdm's rate", "from the progress bar", "smoothed"),
+    Clock("tqdm", "tqdm's progress bar", "from the progress bar", "smoothed"),
     Clock("wandb_history", "W&B's history", "from W&B's logging times", "per log"),
 )
 BY_NAME: dict[str, Clock] = {c.name: c for c in CLOCKS}

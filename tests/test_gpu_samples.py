@@ -163,3 +163,17 @@ def test_torchrun_without_nnodes_runs_on_one_node(tmp_path: Path, command: str, 
     script.write_text("#!/usr/bin/env bash\n" + command + "\n")
     assert parse_script(script.read_text()).launcher == "torchrun"
     assert parse([str(script)]).facts.nodes == nodes
+
+
+def test_two_hosts_bars_interleaved_behind_pdsh_prefixes_are_read_as_two_bars(monkeypatch: pytest.MonkeyPatch,
+                                                                              tmp_path: Path) -> None:
+    # each node's local rank 0 draws its own bar; pdsh prints them as they come, each line behind its host's name
+    bars = {host: [seg for seg in _bar(_saving_run(seed), monkeypatch).split("\r") if "it/s]" in seg or "s/it]" in seg]
+            for host, seed in (("node-a", 1), ("node-b", 2))}
+    lines = [f"{host}: {seg.strip()}" for pair in zip(*bars.values()) for host, seg in zip(bars, pair)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(lines) + "\n")
+    steps = parse([str(log)]).frames["steps"].filter((pl.col("origin") == "tqdm") & pl.col("step_time_s").is_not_null())
+    for host in bars:
+        mine = steps.filter(pl.col("node") == host)
+        assert mine.height > 50 and abs(mine["step_time_s"].median() / STEP_S - 1) < 0.1, host
