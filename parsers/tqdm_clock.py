@@ -29,6 +29,8 @@ SMOOTHING = 0.3
 ELAPSED_SLACK_S = 1.0
 ELAPSED_SLACK_SHARE = 0.05
 MIN_REFRESHES = 4  # fewer refreshes than this say nothing about the average's model
+STREAM = ["source", "_nd", "_rk"]  # one bar stream per source, host and rank
+BAR = [*STREAM, "_bar"]  # ... and within it, each bar from its count's start
 
 
 def _nth_in_line(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
@@ -54,17 +56,16 @@ def _bars(rows: pl.DataFrame) -> pl.DataFrame:
     # One bar per source, host and rank (pdsh and srun prefixes name the host where the rank is not printed); the
     # key joins: null never equals null.
     rows = rows.with_columns(pl.col("rank").fill_null(-1).alias("_rk"), pl.col("node").fill_null("").alias("_nd"))
-    longest = pl.col("total_steps") == pl.col("total_steps").max().over("source", "_nd", "_rk")
+    longest = pl.col("total_steps") == pl.col("total_steps").max().over(STREAM)
     rows = rows.filter(longest).sort("source", "line", "_i")
-    stream = ["source", "_nd", "_rk"]
-    restart = (pl.col("global_step") < pl.col("global_step").shift(1).over(stream)).fill_null(True)
+    restart = (pl.col("global_step") < pl.col("global_step").shift(1).over(STREAM)).fill_null(True)
     return rows.with_columns(restart.alias("_new")).with_columns(
-        pl.col("_new").cum_sum().over(stream).alias("_bar")).drop("_new")
+        pl.col("_new").cum_sum().over(STREAM).alias("_bar")).drop("_new")
 
 
 def _refreshes(bar: pl.DataFrame) -> pl.DataFrame:
     """A bar's refreshes: each line whose rate differs from the line before, with the steps since the last one."""
-    key = ["source", "_nd", "_rk", "_bar"]
+    key = BAR
     rate = 1.0 / pl.col("step_time_s")
     changed = (pl.col("step_time_s") != pl.col("step_time_s").shift(1).over(key)).fill_null(True)
     ref = bar.filter(changed & (pl.col("step_time_s") > 0)).with_columns(rate.alias("_rate"))
@@ -83,7 +84,7 @@ def _refreshes(bar: pl.DataFrame) -> pl.DataFrame:
 def _times(ref: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each refresh interval's time under the two models (`_dt_cum`, `_dt_ema`) and whether each model agrees
     with the elapsed column over the bar."""
-    key = ["source", "_nd", "_rk", "_bar"]
+    key = BAR
     a, b = SMOOTHING, 1.0 - SMOOTHING
     # cumulative: the time to each refresh is the count over the rate
     to_refresh = pl.col("global_step") / pl.col("_rate")
@@ -125,7 +126,7 @@ def tqdm_step_times(steps: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
         return steps
     bars = _bars(_elapsed_s(rows, side))
     ref, verdict = _times(_refreshes(bars))
-    key = ["source", "_nd", "_rk", "_bar"]
+    key = BAR
     verdict = verdict.filter(pl.col("_n") >= MIN_REFRESHES).with_columns(
         pl.when(pl.col("_ok_cum") & pl.col("_pos_cum")).then(pl.lit("cum"))
         .when(pl.col("_ok_ema") & pl.col("_pos_ema")).then(pl.lit("ema")).alias("_model")
