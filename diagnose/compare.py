@@ -159,8 +159,11 @@ def compare(baseline: Side, candidate: Side) -> Comparison:
     scaling = _scaling(baseline, candidate, deltas)
     ids_b = {f.id for f in baseline.diagnosis.findings}
     ids_c = {f.id for f in candidate.diagnosis.findings}
-    new = tuple(f for f in candidate.diagnosis.findings if f.id not in ids_b)
-    gone = tuple(f for f in baseline.diagnosis.findings if f.id not in ids_c)
+    # A finding that explains the slowdown on one side only is new there (or gone), whatever the other side noted:
+    # three evaluations' info-level stalls on the baseline, a save every 25 steps' stalls as the cause on the other.
+    causes_b, causes_c = _causes(baseline.diagnosis.findings), _causes(candidate.diagnosis.findings)
+    new = tuple(f for f in candidate.diagnosis.findings if f.id not in ids_b or (f.id in causes_c - causes_b))
+    gone = tuple(f for f in baseline.diagnosis.findings if f.id not in ids_c or (f.id in causes_b - causes_c))
     cmp = Comparison(baseline, candidate, changes, deltas, scaling, (), "", new, gone)
     cmp = replace(cmp, explained_by=explain(cmp))
     return replace(cmp, verdict=verdict(cmp))
@@ -315,6 +318,10 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
+
+
+def _causes(findings: tuple[Finding, ...]) -> set[str]:
+    return {f.id for f in findings if f.explains_slowdown and f.severity != "info"}
 
 
 def _flag_toggled(ch: FactChange) -> bool:

@@ -177,3 +177,15 @@ def test_two_hosts_bars_interleaved_behind_pdsh_prefixes_are_read_as_two_bars(mo
     for host in bars:
         mine = steps.filter(pl.col("node") == host)
         assert mine.height > 50 and abs(mine["step_time_s"].median() / STEP_S - 1) < 0.1, host
+
+
+def test_compare_names_the_saves_that_became_the_cause() -> None:
+    # the baseline notes its three evaluations' stalls at info; on the candidate the saves are the cause
+    from typer.testing import CliRunner
+
+    from diagnose.cli import app
+    res = CliRunner().invoke(app, ["compare", str(GPU / "hf_bf16"), str(GPU / "hf_ckpt_every_25"), "--format",
+                                   "json"])
+    doc = json.loads(res.output)
+    assert "(periodic-stalls) appeared" in doc["verdict"]
+    assert "periodic-stalls" in {f["id"] for f in doc["new_findings"]}
