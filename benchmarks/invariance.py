@@ -384,6 +384,10 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     outcomes = run(args.set, set(args.only.split(",")))
+    if not outcomes:
+        print(f"invariance: no labelled case found for --set {args.set} (is ../shared/corpus beside the checkout?)",
+              file=sys.stderr)
+        return 2
     s = summary(outcomes)
     if args.json:
         print(json.dumps(s, indent=2))
