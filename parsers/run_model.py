@@ -15,7 +15,7 @@ import polars as pl
 from diagnose.parsers import configs, flight_recorder, launch_script, wandb_offline
 from diagnose.parsers import lines as lines_module
 from diagnose.parsers.blocks import Blocks
-from diagnose.parsers.errors import InputError, Refused
+from diagnose.parsers.errors import InputError, Refused, fault
 from diagnose.parsers.extract import max_ranks, ranks_fact_rows
 from diagnose.parsers.facts import FactInputs, RunFacts, assemble
 from diagnose.parsers.ingest import ingest_batch, ingest_log
@@ -138,8 +138,12 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults,
                                 frames["stated"]))
-    frames["steps"] = fill_step_times(tqdm_step_times(_number_hf_steps(frames["steps"], facts.hf.get(
-        "Num update steps per epoch")), frames["progress"]), frames["progress"])
+    steps = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"))
+    try:
+        steps = tqdm_step_times(steps, frames["progress"])
+    except Exception as e:  # noqa: BLE001 - a bar it cannot undo keeps its printed rates; the report still comes
+        acc.faults.append(fault("tqdm clock", e))
+    frames["steps"] = fill_step_times(steps, frames["progress"])
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1} | {
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}

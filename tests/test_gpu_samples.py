@@ -189,3 +189,16 @@ def test_compare_names_the_saves_that_became_the_cause() -> None:
     doc = json.loads(res.output)
     assert "(periodic-stalls) appeared" in doc["verdict"]
     assert "periodic-stalls" in {f["id"] for f in doc["new_findings"]}
+
+
+def test_a_tqdm_clock_that_raises_is_named_and_the_bar_keeps_its_printed_rates(monkeypatch: pytest.MonkeyPatch) -> None:
+    import diagnose.parsers.run_model as run_model
+
+    def broken(steps: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
+        raise ValueError("a bar it cannot read")
+
+    monkeypatch.setattr(run_model, "tqdm_step_times", broken)
+    model = parse([str(GPU / "hf_ckpt_every_25")])
+    assert model.faults == ("tqdm clock: ValueError: a bar it cannot read",)
+    d = diagnose(model)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s > 0.07  # the averaged rates, as before the clock
