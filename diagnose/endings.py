@@ -15,6 +15,7 @@ import polars as pl
 
 from diagnose.parsers.run_model import RunModel
 from diagnose.parsers.scalars import between, whole
+from diagnose.parsers.tqdm_clock import shorter_bar
 
 How = Literal["finished", "crashed", "hung", "frozen", "killed", "unknown"]
 # Exceptions the launcher raises about its workers: the workers' own lines say what failed.
@@ -88,15 +89,10 @@ def _failure_table(ev: pl.DataFrame) -> _Table | None:
 def _last_step(steps: pl.DataFrame) -> tuple[int | None, object]:
     if steps.height == 0 or "global_step" not in steps.columns:
         return None, None
-    counted = steps.filter(pl.col("global_step").is_not_null())
-    if "total_steps" in counted.columns:
-        # A tqdm bar shorter than its source's longest is an evaluation's or a save's (the HF Trainer's closing
-        # `evaluate()` draws 8/8 after step 300), not the training's count.
-        tqdm = pl.col("origin") == "tqdm"
-        longest = counted.filter(tqdm).group_by("source").agg(pl.col("total_steps").max().alias("_longest"))
-        counted = counted.join(longest, on="source", how="left").filter(
-            ~tqdm | (pl.col("total_steps") == pl.col("_longest")) | pl.col("_longest").is_null()).drop("_longest")
-    last = counted.sort("source", "line").tail(1)
+    counted = pl.col("global_step").is_not_null()
+    if {"origin", "total_steps"} <= set(steps.columns):
+        counted &= ~shorter_bar()  # the training's count, not an evaluation's or a save writer's bar
+    last = steps.filter(counted).sort("source", "line").tail(1)
     if last.height == 0:
         return None, None
     return int(last["global_step"][0]), last["ts"][0]

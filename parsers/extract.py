@@ -423,17 +423,12 @@ def _timers_by_shape(rows: pl.DataFrame) -> list[pl.DataFrame]:
 
 
 def _hms_seconds(column: str) -> pl.Expr:
-    """`H:MM:SS[.ffffff]` -> seconds."""
-    parts = pl.col(column).str.split(":")
-    return sum((parts.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) * scale
-                for i, scale in enumerate((3600.0, 60.0, 1.0))), pl.lit(0.0))
-
-
-def _clock_seconds(column: str) -> pl.Expr:
-    """`MM:SS` or `H:MM:SS` (tqdm's format_interval) -> seconds, read from the right."""
+    """`H:MM:SS[.ffffff]` or `MM:SS` (tqdm's elapsed column) -> seconds, read from the right."""
     parts = pl.col(column).str.split(":").list.reverse()
-    return sum((parts.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False).fill_null(0.0) * scale
-                for i, scale in enumerate((1.0, 60.0, 3600.0))), pl.lit(0.0))
+    part = [parts.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) for i in range(3)]
+    seconds = sum((pl.when(parts.list.len() > i).then(part[i]).otherwise(0.0) * scale
+                   for i, scale in enumerate((1.0, 60.0, 3600.0))), pl.lit(0.0))
+    return pl.when(pl.col(column).is_not_null()).then(seconds)
 
 
 _UNIT_S = {"ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,
@@ -476,7 +471,7 @@ def _other_named(column: str) -> pl.Expr:
 DERIVED: dict[str, list[pl.Expr]] = {
     "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
              .otherwise(1.0 / pl.col("rate")).alias("step_time_s"),
-             _clock_seconds("elapsed").alias("cum_time_s")],  # the bar's elapsed time: parsers/tqdm_clock.py
+             _hms_seconds("elapsed").alias("cum_time_s")],  # the bar's elapsed time: parsers/tqdm_clock.py
     "hf_train_runtime": [(1.0 / pl.col("steps_per_sec")).alias("step_time_s")],
     "hf_log": [pl.coalesce("step_time_s", 1.0 / pl.col("iter_per_s")).alias("step_time_s")],
     "megatron_iter": [(pl.col("step_time_ms") / 1000.0).alias("step_time_s")],

@@ -33,12 +33,20 @@ STREAM = ["source", "_nd", "_rk"]  # one bar stream per source, host and rank
 BAR = [*STREAM, "_bar"]  # ... and within it, each bar from its count's start
 
 
+def shorter_bar(over: str | list[str] = "source") -> pl.Expr:
+    """A tqdm row of a bar shorter than the longest in `over`: an evaluation's or a save writer's (the HF Trainer's
+    closing `evaluate()` draws 8/8 after step 300), not the training's."""
+    tqdm = pl.col("origin") == "tqdm"
+    return (tqdm & (pl.col("total_steps") < pl.col("total_steps").filter(tqdm).max().over(over))).fill_null(False)
+
+
 def _nth_in_line(frame: pl.DataFrame, *order: str) -> pl.DataFrame:
     """Each row's place among its line's rows (0, 1, ...), in `order`: one pass over the sorted rows, not a window
     per line."""
     frame = frame.sort("source", "line", *order, maintain_order=True)
     idx = pl.int_range(pl.len(), dtype=pl.UInt32)
-    new = ((pl.col("line") != pl.col("line").shift(1)) | (pl.col("source") != pl.col("source").shift(1))).fill_null(True)
+    new = ((pl.col("line") != pl.col("line").shift(1))
+           | (pl.col("source") != pl.col("source").shift(1))).fill_null(True)
     return frame.with_columns((idx - pl.when(new).then(idx).forward_fill()).alias("_o"))
 
 
@@ -56,8 +64,7 @@ def _bars(rows: pl.DataFrame) -> pl.DataFrame:
     # One bar per source, host and rank (pdsh and srun prefixes name the host where the rank is not printed); the
     # key joins: null never equals null.
     rows = rows.with_columns(pl.col("rank").fill_null(-1).alias("_rk"), pl.col("node").fill_null("").alias("_nd"))
-    longest = pl.col("total_steps") == pl.col("total_steps").max().over(STREAM)
-    rows = rows.filter(longest).sort("source", "line", "_i")
+    rows = rows.filter(~shorter_bar(STREAM) & pl.col("total_steps").is_not_null()).sort("source", "line", "_i")
     restart = (pl.col("global_step") < pl.col("global_step").shift(1).over(STREAM)).fill_null(True)
     return rows.with_columns(restart.alias("_new")).with_columns(
         pl.col("_new").cum_sum().over(STREAM).alias("_bar")).drop("_new")
@@ -65,39 +72,37 @@ def _bars(rows: pl.DataFrame) -> pl.DataFrame:
 
 def _refreshes(bar: pl.DataFrame) -> pl.DataFrame:
     """A bar's refreshes: each line whose rate differs from the line before, with the steps since the last one."""
-    key = BAR
     rate = 1.0 / pl.col("step_time_s")
-    changed = (pl.col("step_time_s") != pl.col("step_time_s").shift(1).over(key)).fill_null(True)
+    changed = (pl.col("step_time_s") != pl.col("step_time_s").shift(1).over(BAR)).fill_null(True)
     ref = bar.filter(changed & (pl.col("step_time_s") > 0)).with_columns(rate.alias("_rate"))
-    ref = ref.with_columns(pl.col("global_step").diff().over(key).alias("_dn"))
+    ref = ref.with_columns(pl.col("global_step").diff().over(BAR).alias("_dn"))
     # The bar's first refresh counts from 0 where the bar is seen from its start (its first count no larger than
     # twice the typical interval), else the count before it is unknown and it takes the next interval's size.
-    first = pl.col("global_step").first().over(key)
-    from_start = first <= 2 * pl.col("_dn").median().over(key).fill_null(first)
-    ref = ref.with_columns(from_start.alias("_start"), pl.col("_dn").shift(-1).over(key).alias("_next"))
+    first = pl.col("global_step").first().over(BAR)
+    from_start = first <= 2 * pl.col("_dn").median().over(BAR).fill_null(first)
+    ref = ref.with_columns(from_start.alias("_start"), pl.col("_dn").shift(-1).over(BAR).alias("_next"))
     dn = pl.when(pl.col("_dn").is_null()).then(pl.when(pl.col("_start")).then(pl.col("global_step"))
                                                  .otherwise(pl.col("_next"))).otherwise(pl.col("_dn"))
-    return ref.with_columns(dn.alias("_dn"), pl.int_range(1, pl.len() + 1).over(key).alias("_k")) \
+    return ref.with_columns(dn.alias("_dn"), pl.int_range(1, pl.len() + 1).over(BAR).alias("_k")) \
         .drop("_next").filter(pl.col("_dn") > 0)
 
 
 def _times(ref: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each refresh interval's time under the two models (`_dt_cum`, `_dt_ema`) and whether each model agrees
     with the elapsed column over the bar."""
-    key = BAR
     a, b = SMOOTHING, 1.0 - SMOOTHING
     # cumulative: the time to each refresh is the count over the rate
     to_refresh = pl.col("global_step") / pl.col("_rate")
-    dt_cum = to_refresh.diff().over(key).fill_null(pl.col("_dn") / pl.col("_rate"))
+    dt_cum = to_refresh.diff().over(BAR).fill_null(pl.col("_dn") / pl.col("_rate"))
     # ema: tqdm's corrected average of the counts, the times' average from it, then the uncorrected averages'
     # recurrence undone; a bar seen from its middle starts its averages at the first interval (their correction
     # long since 1).
-    ema_dn = pl.when(pl.col("_start").first().over(key)).then(
-        pl.col("_dn").ewm_mean(alpha=a, adjust=True).over(key)).otherwise(
-        pl.col("_dn").ewm_mean(alpha=a, adjust=False).over(key))
-    correction = pl.when(pl.col("_start").first().over(key)).then(1.0 - b ** pl.col("_k")).otherwise(1.0)
+    ema_dn = pl.when(pl.col("_start").first().over(BAR)).then(
+        pl.col("_dn").ewm_mean(alpha=a, adjust=True).over(BAR)).otherwise(
+        pl.col("_dn").ewm_mean(alpha=a, adjust=False).over(BAR))
+    correction = pl.when(pl.col("_start").first().over(BAR)).then(1.0 - b ** pl.col("_k")).otherwise(1.0)
     u = ema_dn / pl.col("_rate") * correction
-    dt_ema = ((u - b * u.shift(1).over(key)) / a).fill_null(pl.col("_dn") / pl.col("_rate"))
+    dt_ema = ((u - b * u.shift(1).over(BAR)) / a).fill_null(pl.col("_dn") / pl.col("_rate"))
     ref = ref.with_columns(dt_cum.alias("_dt_cum"), dt_ema.alias("_dt_ema"))
     # Agreement with the printed elapsed time: the time each model puts before each refresh, against `[MM:SS<`,
     # up to a constant (the bar's clock starts before its first count, and a bar seen from its middle has no start):
@@ -110,7 +115,7 @@ def _times(ref: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     agree = [(lead(m).max() - lead(m).min() <= ELAPSED_SLACK_S + ELAPSED_SLACK_SHARE * span + 1e-9)
              .alias(f"_ok_{m}") for m in ("cum", "ema")]
     positive = [(pl.col(f"_dt_{m}") > 0).all().alias(f"_pos_{m}") for m in ("cum", "ema")]
-    verdict = ref.filter(pl.col("_el").is_not_null()).group_by(key).agg(
+    verdict = ref.filter(pl.col("_el").is_not_null()).group_by(BAR).agg(
         *agree, *positive, pl.len().alias("_n"))
     return ref, verdict
 
@@ -126,23 +131,21 @@ def tqdm_step_times(steps: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
         return steps
     bars = _bars(_elapsed_s(rows, side))
     ref, verdict = _times(_refreshes(bars))
-    key = BAR
     verdict = verdict.filter(pl.col("_n") >= MIN_REFRESHES).with_columns(
         pl.when(pl.col("_ok_cum") & pl.col("_pos_cum")).then(pl.lit("cum"))
         .when(pl.col("_ok_ema") & pl.col("_pos_ema")).then(pl.lit("ema")).alias("_model")
-    ).filter(pl.col("_model").is_not_null()).select(*key, "_model")
+    ).filter(pl.col("_model").is_not_null()).select(*BAR, "_model")
     if verdict.height == 0:
         return steps
-    ref = ref.join(verdict, on=key).select(
+    ref = ref.join(verdict, on=BAR).select(
         "_i", (pl.when(pl.col("_model") == "cum").then(pl.col("_dt_cum")).otherwise(pl.col("_dt_ema"))
                / pl.col("_dn")).alias("_per_step"))
     # Each line takes the interval it falls in: the next refresh's, in line order. Lines after a bar's last
     # refresh repeat a rate no interval measured, and give no step time.
-    lines = bars.join(verdict, on=key).select("_i", *key, "line").join(ref, on="_i", how="left").sort(*key, "line",
-                                                                                                         "_i")
-    timed = lines.with_columns(pl.col("_per_step").backward_fill().over(key))
-    fixed = timed.select("_i", pl.col("_per_step"))
+    lines = (bars.join(verdict, on=BAR).select("_i", *BAR, "line").join(ref, on="_i", how="left")
+             .sort(*BAR, "line", "_i"))
+    timed = lines.with_columns(pl.col("_per_step").backward_fill().over(BAR))
+    fixed = timed.select("_i", "_per_step", pl.lit(True).alias("_read"))
     out = steps.with_row_index("_i").join(fixed, on="_i", how="left", maintain_order="left")
-    replaced = pl.col("_i").is_in(fixed["_i"].implode())
-    return out.with_columns(pl.when(replaced).then(pl.col("_per_step")).otherwise(pl.col("step_time_s"))
-                            .alias("step_time_s")).drop("_i", "_per_step")
+    return out.with_columns(pl.when(pl.col("_read")).then(pl.col("_per_step")).otherwise(pl.col("step_time_s"))
+                            .alias("step_time_s")).drop("_i", "_per_step", "_read")
