@@ -10,26 +10,19 @@ from diagnose.parsers import prose
 from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT,
                                     SETTING_PREFILTER, SETTING_RE, TIMER_FAMILIES, LineKind)
+from diagnose.parsers.literals import any_of
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
 from diagnose.parsers.schema import schema
 from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
 from diagnose.parsers.thinning import THINNED_ANCHORS, Sampling, sample_lines
 
-_META = set("\\.+*?()|[]{}^$#&-~")
-
-
-def rx_escape(literal: str) -> str:
-    """Escape for polars' Rust regex (Python's re.escape also escapes spaces, which Rust rejects)."""
-    return "".join("\\" + c if c in _META else c for c in literal)
-
-
 # No capture group: a bare literal alternation runs on the regex crate's Aho-Corasick prefilter alone, 2.5x faster
 # than the same alternation wrapped in a group.
-ANCHOR_RE = "|".join(rx_escape(a) for a in sorted(ANCHORS, key=len, reverse=True))
+ANCHOR_RE = any_of(ANCHORS)
 FALLBACK_KINDS = tuple(k for k in KINDS if not k.anchors and k.prefilter)
 FALLBACK_RE = "|".join(f"(?:{k.prefilter})" for k in FALLBACK_KINDS)
-HEADER_RE = "|".join(rx_escape(h) for h in BLOCK_HEADERS.values())
+HEADER_RE = any_of(BLOCK_HEADERS.values())
 # Environment variables seen anywhere: `export X=1`, `X=1 cmd`, launcher echoes, `os.environ[X]=1` dumps.
 ENV_NAMES = (r"(?:NCCL|CUDA|TORCH|PYTORCH|OMP|DS|ACCELERATE|WANDB|HF|TRANSFORMERS|MASTER|WORLD|LOCAL|NVIDIA|FI|UCX|"
              r"TOKENIZERS|CUBLAS|KMP|MKL|GLOO|NVTE|XLA|DEEPSPEED|SLURM|TF|MLFLOW)_[A-Z0-9_]*")
@@ -111,7 +104,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True,
     # The rank a prefix names as a global rank (DeepSpeed's `[Rank N]`, torch's `[rankN]:`, Open MPI's
     # `[1,N]<stdout>`), not srun's task label or torchrun's local `[defaultN]:`: the lower bound of the world size.
     mark = _fill(literal, _where(literal.is_null() & rank.is_not_null(),
-                                 lambda idx: text.gather(idx).str.contains_any(["[rank", "]<std"])),
+                                 lambda idx: text.gather(idx).str.contains(_OTHER_MARKS)),
                  lambda idx: rank.gather(idx))
     if node:
         host = host_of(text)
@@ -120,7 +113,7 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True,
     # DeepSpeed's stamp is followed by `] [` or ` >> `: a literal test (a few ns a line) keeps the pattern, which
     # has no literal to skip to, off the lines without one (the benchmark's timer lines, half of its lines).
     ts = pl.repeat(None, text.len(), dtype=pl.Datetime("ms"), eager=True)
-    ts = _fill(ts, text.str.contains_any(list(_TS_AFTER)).fill_null(False),
+    ts = _fill(ts, text.str.contains(_TS_AFTER).fill_null(False),
                lambda idx: text.gather(idx).str.extract(_TS, 0).str.slice(0, 23)
                .str.to_datetime("%Y-%m-%d %H:%M:%S,%3f", strict=False, time_unit="ms"))
     # Every other stamp has a clock time (`HH:MM`) or is epoch seconds: the other lines skip the patterns below.
@@ -132,19 +125,20 @@ def with_prefix(frame: pl.DataFrame, source_id: int | None, node: bool = True,
                               host.alias("node"), ts.alias("ts"), mark.alias("_mark"))
 
 
-_TS_AFTER = ("] [", " >> ")
+_TS_AFTER = any_of(("] [", " >> "))
+_OTHER_MARKS = any_of(("[rank", "]<std"))
 
 
 # A clock time or epoch seconds: what every stamp but DeepSpeed's (read first, on every line) holds. The clock's
 # colon and digit are found as literals first (an unanchored pattern costs a regex step per byte of a long line);
 # epoch seconds stand at the line's start, behind at most two prefix words (an anchored test of a few bytes).
-_CLOCK_COLON = tuple(f":{d}" for d in range(10))
+_CLOCK_COLON = any_of(f":{d}" for d in range(10))
 _CLOCK_TIME = r"\d:\d\d"
 _EPOCH_LEAD = r"^(?:\s*\S{1,40}: ){0,2}\[?1\d{9}"
 
 
 def _any_stamp_hint(text: pl.Series) -> pl.Series:
-    clock = _where(text.str.contains_any(list(_CLOCK_COLON)).fill_null(False),
+    clock = _where(text.str.contains(_CLOCK_COLON).fill_null(False),
                    lambda idx: text.gather(idx).str.contains(_CLOCK_TIME))
     return _where(~clock, lambda idx: text.gather(idx).str.contains(_EPOCH_LEAD)) | clock
 
@@ -545,6 +539,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
                     if extra is not None:
                         out.setdefault(SIDE_FRAME, []).append(extra)
     sampled, skipped = None, None
+    searched = anchored  # the lines the environment, settings and block passes search
     if tagged.height and source_id is not None and sampling is not None and sampling.skips:
         text = tagged["text"]
         rank = ds_rank(text)
@@ -557,8 +552,11 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         keep, sampled = sample_lines(tagged.with_columns(rank.alias("rank"), host.alias("node"),
                                                          hostless.alias("hostless")), source_id, sampling)
         if not keep.all():
-            skipped = tagged.filter(~keep).select(key)
+            dropped = tagged.filter(~keep)
+            skipped = dropped.select(key)
             tagged, rank = tagged.filter(keep), rank.filter(keep)
+            # The lines skipped are not searched for settings either: step and timer lines hold none.
+            searched = anchored.filter(pl.repeat(True, anchored.height, eager=True).scatter(dropped["_row"], False))
         tagged = with_prefix(tagged, source_id, literal_rank=rank)
     elif tagged.height:
         tagged = with_prefix(tagged, source_id)
@@ -583,7 +581,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
     # wandb's banner suggests `set WANDB_MODE=online`; that is advice, not the run's environment.
     # A shell comment (`#export NCCL_P2P_DISABLE=1` in a pasted script) sets nothing.
     # One pass finds the lines that may set a variable or a setting or open a block; each test then runs on those.
-    rare = anchored.filter(pl.col("text").str.contains(RARE_RE))
+    rare = searched.filter(pl.col("text").str.contains(RARE_RE))
     env_rows = rare.filter(pl.col("text").str.contains(ENV_HINT)).select(lines.columns)  # the other tests apart
     env_rows = env_rows.filter(~pl.col("text").str.starts_with("wandb: ") & ~pl.col("text").str.contains(r"^\s*#")
                                & ~pl.col("text").str.contains(ADVICE_RE))
@@ -676,6 +674,7 @@ def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | No
 # Prefixes that name a process's global rank: DeepSpeed's `[Rank N]`, torch's `[rankN]:`, Open MPI's
 # `[1,N]<stdout>:`. srun's `N: ` task label and torchrun's `[defaultN]:` (a local rank) are not among them.
 RANK_MARKS = ("[Rank ", "[rank", "]<std")
+_RANK_MARKS_RE = any_of(RANK_MARKS)
 RANK_MARK_RE = r"\[Rank (\d{1,6})\]|\[rank(\d{1,6})\]:|\[\d+,(\d{1,6})\]<std(?:out|err)>"
 
 
@@ -686,7 +685,7 @@ def _ranks_seen(lines: pl.DataFrame, source_id: int | None) -> pl.DataFrame:
     """The highest rank a prefix names in this chunk, per source, with the first line that names it: a lower
     bound on the world size (run_model turns the whole log's highest into one `ranks.max_seen` fact)."""
     empty = pl.DataFrame(schema=RANKS_SCHEMA)
-    marked = lines.filter(pl.col("text").str.contains_any(list(RANK_MARKS)))
+    marked = lines.filter(pl.col("text").str.contains(_RANK_MARKS_RE))
     if marked.height == 0:
         return empty
     # DeepSpeed's `[Rank N] ` is on most lines of a long log: a literal find and a cast of a short slice (as

@@ -229,17 +229,21 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
         frame = frame.select(pl.int_range(first, first + pl.len(), dtype=pl.UInt32).alias("line"), "text")
     stats.physical_lines += lines - (1 - first if lines else 0)
     messy_mask = frame.select(pl.col("text").str.contains(_MESSY)).to_series()
-    if messy_mask.any():
-        plain = frame.filter(~messy_mask)
-        messy = (
-            frame.filter(messy_mask)
-            .with_columns(pl.col("text").str.replace_all(ANSI, "").str.replace_all(_AFTER_BAR, "$1\r$2")
-                          .str.replace_all(_GLUE, "$1\r$2"))
-            .with_columns(pl.col("text").str.split("\r"))
-            .explode("text")
-            .filter(pl.col("text").str.strip_chars() != "")
-        )
-        frame = pl.concat([plain, messy]).sort("line", maintain_order=True)
+    at = messy_mask.arg_true()
+    if at.len():
+        cleaned = (frame["text"].gather(at).str.replace_all(ANSI, "").str.replace_all(_AFTER_BAR, "$1\r$2")
+                   .str.replace_all(_GLUE, "$1\r$2"))
+        whole_rows = ~cleaned.str.contains("\r", literal=True) & (cleaned.str.strip_chars() != "")
+        if whole_rows.all():  # one row each (a bar's line that ends the line, a coloured line): in place, no sort
+            frame = frame.with_columns(frame["text"].scatter(at, cleaned))
+        else:
+            messy = (
+                frame.filter(messy_mask).with_columns(cleaned.alias("text"))
+                .with_columns(pl.col("text").str.split("\r"))
+                .explode("text")
+                .filter(pl.col("text").str.strip_chars() != "")
+            )
+            frame = pl.concat([frame.filter(~messy_mask), messy]).sort("line", maintain_order=True)
     long = frame.select(pl.col("text").str.len_bytes() > MAX_LINE_BYTES).to_series()
     if cut or long.any():
         last_long = bool(long[-1]) if frame.height else False

@@ -17,6 +17,7 @@ import re
 
 import polars as pl
 
+from diagnose.parsers.literals import any_of
 from diagnose.parsers.schema import FRAMES
 
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
@@ -83,7 +84,7 @@ STATED_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, **{c: t for c, (t, _) i
 def candidates(rows: pl.DataFrame) -> pl.DataFrame:
     """The lines of a chunk (source, line, text) that may state something: one literal pass (polars), and the rows
     of Markdown tables (a row of numbers under a header that names them)."""
-    hinted = rows.filter(pl.col("text").str.contains_any(list(HINTS))
+    hinted = rows.filter(pl.col("text").str.contains(any_of(HINTS))
                          | pl.col("text").str.strip_chars_start().str.starts_with("|"))
     return hinted.filter(pl.col("text").str.len_bytes() <= MAX_LINE * 4).select("source", "line", "text")
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from diagnose.parsers import vocabulary as vocab
+from diagnose.parsers.literals import any_of
 from diagnose.parsers.prefixes import OUTER_PREFIX
 from diagnose.parsers.stamps import LEADING, LEADING_HINT, STAMP, STAMP_HINT
 from diagnose.parsers.scalars import number, whole
@@ -99,7 +100,7 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if idx.len():
         body = body.scatter(idx, _rare_masks(body.gather(idx)))
     tpl = body.str.replace_all(SLOT, SLOT_MARK)
-    spaced = tpl.str.contains_any(["  ", "\t"]).fill_null(False).arg_true()
+    spaced = tpl.str.contains(any_of(("  ", "\t"))).fill_null(False).arg_true()
     if spaced.len():
         tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
     tpl = tpl.str.strip_chars(" .;,")

@@ -19,6 +19,7 @@ This is how W&B keeps long histories cheap too (`run.history()` samples 500 rows
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -247,6 +248,7 @@ def _anchor_owners() -> tuple[dict[str, str], dict[str, str]]:
 
 
 THINNED_ANCHORS, _ANCHOR_KIND = _anchor_owners()
+_THINNED = tuple(THINNED_ANCHORS)
 SAMPLED_SCHEMA = {"line": pl.UInt32, "rank": pl.Int32, "frame": pl.String, "microstep": pl.Boolean, "occ": pl.UInt64}
 _MICROSTEP = "_microstep: "  # a timer line of the micro-step shape (extract.timers_wide reads the same names)
 
@@ -272,30 +274,47 @@ def sample_lines(tagged: pl.DataFrame, source_id: int, sampling: Sampling) -> tu
     without a rank, its host's), and not of a primary stream: its rank is above the chunk's lowest for the anchor,
     or, printed without a rank, its kind's primary stream is another source's or host's. These are the rows the
     thinner would drop; they are never read."""
-    frame = pl.col("anchor").replace_strict(THINNED_ANCHORS, default=None, return_dtype=pl.String)
-    kind = pl.col("anchor").replace_strict(_ANCHOR_KIND, default=None, return_dtype=pl.String)
-    lines = tagged.select("line", "rank", "node", "anchor", frame.alias("frame"), kind.alias("_kind"),
-                          pl.col("text").str.contains(_MICROSTEP, literal=True).alias("microstep"),
-                          pl.col("hostless"))
-    hosts = {k: node for k, (source, node) in sampling.hosts.items() if source == source_id}
-    other_source = [k for k, (source, _) in sampling.hosts.items() if source != source_id]
+    # The anchor as a small integer, once (0: not thinned): what each thinned anchor implies is looked up by it, and
+    # the numbering keys on numbers, not on strings hashed again and again.
+    frames = [THINNED_ANCHORS[a] for a in _THINNED]
+    kinds = [_ANCHOR_KIND.get(a) for a in _THINNED]
+    code = pl.col("anchor").replace_strict(_THINNED, range(1, len(_THINNED) + 1), default=0, return_dtype=pl.UInt8)
+    lines = tagged.select("line", "rank", "node", "hostless", "text", code.alias("_a"))
+
+    def by_code(values: Sequence[object], dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
+        return pl.col("_a").replace_strict(range(1, len(values) + 1), values, default=None, return_dtype=dtype)
+
     # Lines without a rank are candidates only where their kind's primary host is known.
-    known = pl.col("_kind").is_in(list(sampling.hosts))
+    known = by_code([k in sampling.hosts for k in kinds], pl.Boolean)
     ranked = pl.col("rank").is_not_null()
-    lines = lines.with_columns((pl.col("frame").is_not_null() & (ranked | (pl.col("hostless") & known)))
-                               .fill_null(False).alias("_c"))
-    # Numbered within the stream each frame keys its rows by (STREAM_KEYS): a step line by its rank, host and kind,
-    # a timer line by its rank and shape.
-    steps, timers = pl.col("frame") == "steps", pl.col("frame") == "timers"
-    lines = lines.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).over(
-        "_c", "frame", "rank", pl.when(steps).then(pl.col("node")), "anchor",
-        pl.when(timers).then(pl.col("microstep"))).alias("occ"))
-    step = pl.col("frame").replace_strict(sampling.strides, default=1, return_dtype=pl.UInt64)
-    low = pl.col("rank") == pl.col("rank").min().over("_c", "anchor")
-    primary_host = pl.col("_kind").replace_strict(hosts, default=None, return_dtype=pl.String)
-    other_host = (pl.col("_kind").is_in(other_source) | (pl.col("node") != primary_host)
+    lines = lines.with_columns(((pl.col("_a") > 0) & (ranked | (pl.col("hostless") & known))).fill_null(False)
+                               .alias("_c"))
+    numbered = lines.filter("_c").drop("_c")
+    timer_codes = [i + 1 for i, f in enumerate(frames) if f == "timers"]
+    timer = pl.col("_a").is_in(timer_codes)
+    # Numbered within the stream each frame keys its rows by (STREAM_KEYS): a step line by its rank and host, a
+    # timer line by its rank and shape; the anchor apart.
+    # Read on the timer lines only: a when/then would search every line.
+    is_timer = numbered.select(timer).to_series()
+    at = is_timer.arg_true()
+    microstep = pl.repeat(False, is_timer.len(), eager=True)
+    if at.len():
+        microstep = microstep.scatter(at, numbered["text"].gather(at).str.contains(_MICROSTEP, literal=True))
+    numbered = numbered.with_columns(microstep.alias("microstep"))
+    numbered = numbered.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).over(
+        "_a", "rank", pl.when(~timer).then(pl.col("node")), pl.when(timer).then(pl.col("microstep"))).alias("occ"))
+    hosts = {k: node for k, (source, node) in sampling.hosts.items() if source == source_id}
+    primary_host = by_code([hosts.get(k) if k is not None else None for k in kinds], pl.String)
+    elsewhere = by_code([k is not None and k in sampling.hosts and k not in hosts for k in kinds], pl.Boolean)
+    other_host = (elsewhere | (pl.col("node") != primary_host)
                   | (pl.col("node").is_null() != primary_host.is_null()))
+    low = pl.col("rank") == pl.col("rank").min().over("_a")
     not_primary = pl.when(ranked).then(~low).otherwise(other_host)
-    skip = pl.col("_c") & not_primary.fill_null(False) & (pl.col("occ") % step != 0)
-    read = lines.select(~skip.fill_null(False)).to_series()
-    return read, lines.filter("_c").select(*SAMPLED_SCHEMA)
+    stride = by_code([sampling.strides.get(f, 1) for f in frames], pl.UInt64)
+    skip = not_primary.fill_null(False) & (pl.col("occ") % stride != 0)
+    skipped = numbered.select(pl.col("line"), skip.fill_null(False).alias("_skip"))
+    read = ~lines["_c"]
+    at = lines["_c"].arg_true()
+    read = read.scatter(at, ~skipped["_skip"])
+    frame = by_code(frames, pl.String).alias("frame")
+    return read, numbered.select("line", "rank", frame, "microstep", "occ")
