@@ -612,14 +612,21 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         out["_lines"] = [pl.concat(used)["line"].unique().to_frame()]
     else:
         out["_lines"] = [pl.concat(used).unique()]
-    # Lines no anchored kind claimed that may state a quantity in words (parsers/prose.py), read once the source is.
-    anchorless = anchored.filter(pl.col("anchor").is_null())
-    said = prose.candidates(anchorless if source_id is None else
-                            anchorless.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source")))
+    # Lines no anchored kind read: those without an anchor, and those whose anchor's kinds did not match them (a
+    # rate printed as `5.2 it/s, loss 0.3` outside a progress bar). An anchor only says which kinds may read a line.
+    unclaimed = anchored.filter(pl.col("anchor").is_null())
+    if tagged.height:
+        unmatched = tagged.select(anchored.columns).join(
+            out["_lines"][0].select(pl.col(k).cast(tagged.schema[k]) for k in key), on=key, how="anti")
+        if unmatched.height:
+            unclaimed = pl.concat([unclaimed, unmatched]).sort("_row")
+    # Those that may state a quantity in words (parsers/prose.py), read once the source is.
+    said = prose.candidates(unclaimed if source_id is None else
+                            unclaimed.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source")))
     out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
-    # Lines no anchored kind claimed that hold a number: their templates are learned once the source is read
-    # (parsers/templates.py); the general progress kind's rows on them may give way to a learned stream.
-    free = anchorless.filter(pl.col("text").str.contains(r"\d"))
+    # Those that hold a number: their templates are learned once the source is read (parsers/templates.py); the
+    # general progress kind's rows on them may give way to a learned stream.
+    free = unclaimed.filter(pl.col("text").str.contains(r"\d"))
     if free.height:
         if source_id is not None:
             free = free.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source"))

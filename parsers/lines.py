@@ -27,17 +27,18 @@ ANSI = r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Za-z0-9]|\x1b[=>]"
 # (log_formats.md §0). The split point becomes a `\r`, so the pieces are handled like tqdm redraws.
 _GLUED_START = r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] \[|\[Rank \d+\] |\{'(?:loss|eval_loss|train_runtime)'|\[transformers\] "
 _GLUE = r"([^\s\r])(" + _GLUED_START + ")"
-# A progress bar's rate closes it whatever it counts (`3.33s/it]`, `1.2it/s]`, `912.35 examples/s]`, `45.1ba/s]`).
-_AFTER_BAR = r"(\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)\])([^\s\r])"
+# A progress bar's rate closes it whatever it counts (`3.33s/it]`, `1.2it/s]`, `912.35 examples/s]`, `45.1ba/s]`),
+# or its postfix does (`1019.75s/it, loss=7.13, ppl=1.25e+3]`).
+_AFTER_BAR = r"(\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)(?:, [^\]\r]*)?\])([^\s\r])"
 # Lines that may need splitting: a `\r` redraw, an escape sequence, or a progress bar's rate, after which the next
 # library line may follow without a newline (a paste that lost its `\r`). One cheap pass (this regex measured half
 # the cost of `contains_any` over the same literals); the glue patterns then run on those few lines only.
-_MESSY = r"[\r\x1b]|/s\]|s/[A-Za-z]+\]"
+_MESSY = r"[\r\x1b]|/s\]|s/[A-Za-z]+\]|\d\d<[\d?]"  # the last: a bar's `[elapsed<remaining`, before a postfix
 
 
 _ANSI_RE = re.compile(ANSI)
 _REDRAWN = re.compile(r"^.*\r(?=.)", re.S)
-_BAR_GLUED = re.compile(r"^.*?\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)\](?=\S)")
+_BAR_GLUED = re.compile(r"^.*?\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)(?:, [^\]\r]*)?\](?=\S)")
 
 
 _MESSY_RE = re.compile(_MESSY)

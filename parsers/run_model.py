@@ -143,7 +143,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
         steps = tqdm_step_times(steps, frames["progress"])
     except Exception as e:  # noqa: BLE001 - a bar it cannot undo keeps its printed rates; the report still comes
         acc.faults.append(fault("tqdm clock", e))
-    frames["steps"] = fill_step_times(steps, frames["progress"])
+    frames["steps"] = fill_step_times(_number_epoch_bars(steps), frames["progress"])
     facts = dataclasses.replace(facts, framework=framework_of(frames, facts, acc))
     thinned = {name: n for name, n in acc.thinner.stride.items() if n > 1} | {
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
@@ -570,6 +570,20 @@ def _comms_from_table(blocks: Blocks, source_id: int, acc: _Acc) -> None:
                 pl.lit(source_id, dtype=pl.UInt32).alias("source"), pl.lit(where[1], dtype=pl.UInt32).alias("line"),
                 pl.lit(origin).alias("origin"))
             acc.parts.setdefault("comms", []).append(frame)
+
+
+def _number_epoch_bars(steps: pl.DataFrame) -> pl.DataFrame:
+    """A tqdm bar described `Epoch N` counts within its epoch (Lightning draws one per epoch): its steps are
+    numbered on from the epochs before, each a bar's total, counted from the first epoch the source shows. Its step
+    times were read per bar already (tqdm_clock: each epoch's bar restarts its clock)."""
+    if "epoch" not in steps.columns or steps.height == 0:
+        return steps
+    per_epoch = (pl.col("origin") == "tqdm") & pl.col("epoch").is_not_null() & pl.col("total_steps").is_not_null()
+    stream = ["source", "rank", "node"]
+    first = pl.col("epoch").filter(per_epoch).min().over(stream)
+    before = ((pl.col("epoch") - first) * pl.col("total_steps")).cast(pl.Int64, strict=False)
+    return steps.with_columns(pl.when(per_epoch).then(pl.col("global_step") + before)
+                              .otherwise(pl.col("global_step")).alias("global_step"))
 
 
 def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.DataFrame:

@@ -70,10 +70,12 @@ def _bars(rows: pl.DataFrame) -> pl.DataFrame:
         pl.col("_new").cum_sum().over(STREAM).alias("_bar")).drop("_new")
 
 
-def _refreshes(bar: pl.DataFrame) -> pl.DataFrame:
-    """A bar's refreshes: each line whose rate differs from the line before, with the steps since the last one."""
+def _refreshes(bar: pl.DataFrame, every_advance: bool = False) -> pl.DataFrame:
+    """A bar's refreshes: each line whose rate differs from the line before, with the steps since the last one; with
+    `every_advance`, each line whose count advanced (a steady bar prints the same rate at refresh after refresh)."""
     rate = 1.0 / pl.col("step_time_s")
-    changed = (pl.col("step_time_s") != pl.col("step_time_s").shift(1).over(BAR)).fill_null(True)
+    column = "global_step" if every_advance else "step_time_s"
+    changed = (pl.col(column) != pl.col(column).shift(1).over(BAR)).fill_null(True)
     ref = bar.filter(changed & (pl.col("step_time_s") > 0)).with_columns(rate.alias("_rate"))
     ref = ref.with_columns(pl.col("global_step").diff().over(BAR).alias("_dn"))
     # The bar's first refresh counts from 0 where the bar is seen from its start (its first count no larger than
@@ -85,6 +87,16 @@ def _refreshes(bar: pl.DataFrame) -> pl.DataFrame:
                                                  .otherwise(pl.col("_next"))).otherwise(pl.col("_dn"))
     return ref.with_columns(dn.alias("_dn"), pl.int_range(1, pl.len() + 1).over(BAR).alias("_k")) \
         .drop("_next").filter(pl.col("_dn") > 0)
+
+
+def _steady(bars: pl.DataFrame) -> pl.DataFrame:
+    """The bars whose lines at one count all print one rate (but the last: `close()` prints the whole bar's
+    average): a bar that tqdm drew alone, not several interleaved on one line."""
+    same_count = pl.col("global_step") == pl.col("global_step").shift(1).over(BAR)
+    other_rate = pl.col("step_time_s") != pl.col("step_time_s").shift(1).over(BAR)
+    mixed = (same_count & other_rate).fill_null(False)
+    return bars.group_by(BAR).agg(mixed.head(pl.len() - 1).any().alias("_mixed")).filter(
+        ~pl.col("_mixed")).select(BAR)
 
 
 def _times(ref: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -130,21 +142,45 @@ def tqdm_step_times(steps: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
     if rows.height < MIN_REFRESHES:
         return steps
     bars = _bars(_elapsed_s(rows, side))
-    ref, verdict = _times(_refreshes(bars))
-    verdict = verdict.filter(pl.col("_n") >= MIN_REFRESHES).with_columns(
-        pl.when(pl.col("_ok_cum") & pl.col("_pos_cum")).then(pl.lit("cum"))
-        .when(pl.col("_ok_ema") & pl.col("_pos_ema")).then(pl.lit("ema")).alias("_model")
-    ).filter(pl.col("_model").is_not_null()).select(*BAR, "_model")
+    # Which lines are refreshes: those whose rate changed (other lines of an averaging bar repeat its rate with a
+    # newer count: a redraw after `tqdm.write`, a postfix set with refresh), or every line whose count advanced. A
+    # cumulative bar computes its rate at every print, so there each line is read (a steady stretch prints one rate
+    # for many refreshes, and the first reading would spread a pause over the whole stretch); an averaging bar is
+    # read at its rate changes first, and at every advance only where that fits the elapsed column alone.
+    readings = {every: _times(_refreshes(bars, every)) for every in (True, False)}
+    steady = _steady(bars)
+    chosen: list[pl.DataFrame] = []
+    verdicts: list[pl.DataFrame] = []
+    by_count: list[pl.DataFrame] = []  # the bars read at every advance
+    for every, model in ((True, "cum"), (False, "cum"), (False, "ema"), (True, "ema")):
+        ref, verdict = readings[every]
+        if every:  # not where one count shows two rates (bars interleaved on one line, ranks' bars merged)
+            verdict = verdict.join(steady, on=BAR, how="semi").filter(pl.col("_n") >= 2 * MIN_REFRESHES)
+        verdict = verdict.filter((pl.col("_n") >= MIN_REFRESHES) & pl.col(f"_ok_{model}") & pl.col(f"_pos_{model}"))
+        verdict = verdict.select(BAR)
+        for earlier in verdicts:
+            verdict = verdict.join(earlier, on=BAR, how="anti")
+        verdicts.append(verdict)
+        if every:
+            by_count.append(verdict)
+        chosen.append(ref.join(verdict, on=BAR).select("_i", (pl.col(f"_dt_{model}") / pl.col("_dn")).alias("_per_step")))
+    verdict = pl.concat(v.select(BAR) for v in verdicts)
     if verdict.height == 0:
         return steps
-    ref = ref.join(verdict, on=BAR).select(
-        "_i", (pl.when(pl.col("_model") == "cum").then(pl.col("_dt_cum")).otherwise(pl.col("_dt_ema"))
-               / pl.col("_dn")).alias("_per_step"))
+    ref = pl.concat(chosen)
     # Each line takes the interval it falls in: the next refresh's, in line order. Lines after a bar's last
-    # refresh repeat a rate no interval measured, and give no step time.
-    lines = (bars.join(verdict, on=BAR).select("_i", *BAR, "line").join(ref, on="_i", how="left")
+    # refresh repeat a rate no interval measured, and give no step time. In a bar read at every advance, a line
+    # that repeats a count (a redraw) takes the interval that ended at that count.
+    lines = (bars.join(verdict, on=BAR).select("_i", *BAR, "line", "global_step").join(ref, on="_i", how="left")
              .sort(*BAR, "line", "_i"))
     timed = lines.with_columns(pl.col("_per_step").backward_fill().over(BAR))
+    counted = pl.concat(by_count)
+    if counted.height:
+        at_count = pl.col("_per_step").drop_nulls().first().over(*BAR, "global_step")
+        recount = (lines.join(counted, on=BAR, how="semi").with_columns(at_count.alias("_per_step"))
+                   .sort(*BAR, "global_step", "line", "_i")
+                   .with_columns(pl.col("_per_step").backward_fill().over(BAR)))
+        timed = pl.concat([timed.join(counted, on=BAR, how="anti"), recount.select(timed.columns)])
     fixed = timed.select("_i", "_per_step", pl.lit(True).alias("_read"))
     out = steps.with_row_index("_i").join(fixed, on="_i", how="left", maintain_order="left")
     return out.with_columns(pl.when(pl.col("_read")).then(pl.col("_per_step")).otherwise(pl.col("step_time_s"))

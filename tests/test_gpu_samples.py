@@ -1,6 +1,7 @@
 """The runs recorded on one NVIDIA H200 (sample_logs/gpu/, sample_logs/record/record.py --gpu), and what reading them
 showed: tqdm's printed rate is an average (parsers/tqdm_clock.py), a trend needs more than four noisy medians, a
-torchrun without --nnodes is one node, transformers 5 draws a bar at each save."""
+torchrun without --nnodes is one node, transformers 5 draws a bar at each save; a loop's bar per epoch with its loss as
+the postfix is a tqdm bar, numbered across epochs."""
 from __future__ import annotations
 
 import io
@@ -63,6 +64,26 @@ def test_the_saves_are_found_and_cost_what_the_bar_shows() -> None:
         assert f"checkpoint at step {step}" in text
     saves = [e for e in model.frames["events"].filter(pl.col("kind") == "checkpoint_save").iter_rows(named=True)]
     assert len({r["line"] for r in saves}) >= 12  # 300 steps, a save every 25
+
+
+@pytest.mark.parametrize("name", ["bar_ckpt_every_50", "bar_lightning_ckpt_every_50"])
+def test_a_loop_with_a_postfixed_bar_per_epoch_is_read_across_its_epochs_and_its_saves_stand_out(name: str) -> None:
+    # A ResNet-18 loop on the H200, 3 epochs of 200 steps, a tqdm bar per epoch (`Epoch N`, `loss=` or Lightning's
+    # `train_loss=..., v_num=0` after the rate) and a save of the model and optimizer every 50 steps.
+    model = parse([str(GPU / name)])
+    steps = model.frames["steps"].filter(pl.col("origin") == "tqdm")
+    assert steps["global_step"].max() == 600 and sorted(steps["epoch"].drop_nulls().unique()) == [0, 1, 2]
+    plain = _median_step("bar_healthy")
+    assert 0.015 < plain < 0.03
+    d = diagnose(model)
+    assert d.metrics.steps is not None and abs(d.metrics.steps.p50_s / plain - 1) < 0.15
+    stalls = next(f for f in d.findings[:3] if f.id == "periodic-stalls")
+    assert stalls.severity == "warning"
+    # where the bar refreshes at every step (Lightning's way: a postfix set with refresh), each save lands on its step
+    if "lightning" in name:
+        per_step = steps.unique("global_step", keep="last").filter(pl.col("step_time_s") > 4 * plain)
+        saves = set(range(50, 601, 50))
+        assert len(saves & set(per_step["global_step"].to_list())) >= 10
 
 
 def test_compare_puts_the_fp32_run_at_twice_the_step_time_and_names_the_dropped_flag(tmp_path: Path) -> None:

@@ -173,6 +173,7 @@ PAIRS: tuple[Scenario, ...] = (
 GPT2_SMALL = ("--n_layer", "12", "--n_embd", "768", "--seq_len", "512", "--batch", "8", "--eval_steps", "100")
 HF_GPU = ("--max_steps", "300", *GPT2_SMALL)
 LOOP_ENV = {"NCCL_DEBUG": "INFO"}
+BAR_LOOP = ("--epochs", "3", "--steps", "200", "--workers", "8", "--amp", "--bar", "tqdm")
 GPU_SCENARIOS: tuple[Scenario, ...] = (
     Scenario("gpu/hf_bf16", "HF Trainer, GPT-2 small shape, bf16, one GPU: a healthy run", "torchrun",
              (*HF_GPU, "--bf16"), procs=1, script="train_hf.py", nvidia_smi=True),
@@ -190,6 +191,14 @@ GPU_SCENARIOS: tuple[Scenario, ...] = (
     Scenario("gpu/loop_input_bound", "the same loop with 3 ms of CPU decoding a sample and 1 loader worker",
              "torchrun", ("--steps", "60", "--workers", "1", "--decode-ms", "3", "--amp"), env=LOOP_ENV, procs=1,
              script="train_loop.py", nvidia_smi=True),
+    Scenario("gpu/bar_healthy", "the healthy loop drawing a tqdm bar per epoch, its loss as the postfix: 3 epochs",
+             "torchrun", BAR_LOOP, env=LOOP_ENV, procs=1, script="train_loop.py", nvidia_smi=True),
+    Scenario("gpu/bar_ckpt_every_50", "the same loop saving the model and the optimizer every 50 steps", "torchrun",
+             (*BAR_LOOP, "--save-every", "50"), env=LOOP_ENV, procs=1, script="train_loop.py", nvidia_smi=True),
+    Scenario("gpu/bar_lightning_ckpt_every_50", "the saving loop with its bar drawn as Lightning's TQDMProgressBar "
+             "draws it (one bar reset every epoch, smoothing 0)", "torchrun",
+             (*BAR_LOOP, "--save-every", "50", "--bar", "lightning"), env=LOOP_ENV, procs=1, script="train_loop.py",
+             nvidia_smi=True),
     Scenario("gpu/loop_oom", "the healthy loop whose 35th batch is 20000 images: CUDA out of memory", "torchrun",
              ("--steps", "60", "--workers", "4", "--amp", "--oom-at", "35", "--oom-batch", "20000"), env=LOOP_ENV,
              procs=1, script="train_loop.py", nvidia_smi=True),

@@ -6,6 +6,10 @@ A ResNet-18 on random images. `--decode-ms` is CPU work per sample in the datase
 augmentation cost), so with few loader workers the GPU waits for data. `--oom-at` makes the batch at that step as
 large as `--oom-batch` (a resolution or batch size raised past what the GPU holds), which raises CUDA's own
 out-of-memory error.
+
+`--bar tqdm` draws a tqdm bar per epoch instead (`Epoch N`, the loss as its postfix), as most custom loops do;
+`--bar lightning` draws it as Lightning's TQDMProgressBar does (one bar reset every epoch, `smoothing=0`, the
+postfix `v_num=0, train_loss=...`). `--save-every N` saves the model and the optimizer every N steps.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import torchvision
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
+from tqdm import tqdm
 
 
 class Summary(Enum):
@@ -84,6 +89,9 @@ def main() -> None:
     ap.add_argument("--amp", action="store_true", help="bf16 autocast")
     ap.add_argument("--oom-at", type=int, default=0)
     ap.add_argument("--oom-batch", type=int, default=20000)
+    ap.add_argument("--bar", choices=["none", "tqdm", "lightning"], default="none")
+    ap.add_argument("--save-every", type=int, default=0, help="save model and optimizer every N steps")
+    ap.add_argument("--save-dir", default="checkpoints")
     args = ap.parse_args()
 
     dist.init_process_group("nccl")
@@ -102,8 +110,17 @@ def main() -> None:
     loader = DataLoader(data, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers,
                         pin_memory=True)
 
+    bar = None
+    if args.bar == "lightning" and rank == 0:
+        bar = tqdm(total=len(loader), smoothing=0, dynamic_ncols=True)
+    step = 0
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
+        if args.bar == "tqdm" and rank == 0:
+            bar = tqdm(total=len(loader), desc=f"Epoch {epoch}")
+        elif bar is not None:
+            bar.reset(total=len(loader))
+            bar.set_description(f"Epoch {epoch}")
         batch_time = AverageMeter("Time", ":6.3f")
         data_time = AverageMeter("Data", ":6.3f")
         losses = AverageMeter("Loss", ":.4e")
@@ -125,8 +142,23 @@ def main() -> None:
             losses.update(loss.item(), images.size(0))
             batch_time.update(time.time() - end)
             end = time.time()
-            if i % args.print_freq == 0 and rank == 0:
+            step += 1
+            if args.save_every and step % args.save_every == 0 and rank == 0:
+                os.makedirs(args.save_dir, exist_ok=True)
+                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step},
+                           os.path.join(args.save_dir, "last.pt"))
+            if bar is not None:
+                bar.update(1)
+                if args.bar == "lightning":
+                    bar.set_postfix(v_num=0, train_loss=f"{losses.val:.3f}")
+                else:
+                    bar.set_postfix(loss=f"{losses.val:.4f}")
+            elif i % args.print_freq == 0 and rank == 0:
                 progress.display(i + 1)
+        if args.bar == "tqdm" and bar is not None:
+            bar.close()
+    if bar is not None and args.bar == "lightning":
+        bar.close()
     dist.destroy_process_group()
 
 
