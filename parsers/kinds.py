@@ -232,17 +232,21 @@ KINDS: tuple[LineKind, ...] = (
     # tqdm: `<pct>%|<bar>| <n>/<total> [<elapsed><<remaining>, <rate><unit>]`; the unit flips between it/s and s/it.
     # A bar's postfix (`set_postfix`: a custom loop's `loss=0.31`, Lightning's `v_num=0, train_loss=...`) follows
     # the rate inside the brackets.
-    # A bar described `Epoch N` (Lightning's, a custom loop's `Epoch 3/10`) counts within the epoch; the epoch is
-    # kept and run_model numbers such bars on across epochs.
+    # A bar described `Epoch N` (Lightning's; a custom loop's `Epoch 3/10`, `epoch [3/10]`) counts within the
+    # epoch; the epoch is kept and run_model numbers such bars on across epochs.
     LineKind("tqdm", "steps", ("it/s]", "s/it]", "it/s, ", "s/it, "),
-             r"(?:Epoch (?P<epoch>\d+)(?:/\d+)?: *)?\d+%\|[^|]*\| *(?P<global_step>\d+)/(?P<total_steps>\d+) "
-             r"\[(?P<elapsed>[\d:]+)<[^,]*, *(?P<rate>[\d.]+)(?P<unit>it/s|s/it)(?:, [^\]]*)?\]",
+             r"(?:[Ee]poch[ :\[]*(?P<epoch>\d+)(?: ?/ ?\d+)?\]?:? *)?"
+             r"\d+%\|[^|]*\| *(?P<global_step>\d+)/(?P<total_steps>\d+) \[(?P<elapsed>[\d:]+)<[^,]*, *"
+             r"(?P<rate>[\d.]+)(?P<unit>it/s|s/it)(?:, [^\]]*)?\]",
              {"global_step": I, "total_steps": I, "rate": F, "unit": S, "elapsed": S, "epoch": F}, required="rate",
              samples=(("  2%|▎         | 1/40 [00:00<00:06,  6.47it/s]",
                        {"global_step": 1, "total_steps": 40, "rate": 6.47, "unit": "it/s", "elapsed": "00:00"}),
                       ("Epoch 1:  45%|████▌     | 45/100 [00:02<00:02, 19.23it/s, v_num=0, train_loss=0.123]",
                        {"global_step": 45, "total_steps": 100, "rate": 19.23, "unit": "it/s", "elapsed": "00:02",
                         "epoch": 1.0}),
+                      ("Epoch [3/10]: 100%|##########| 50/50 [00:10<00:00,  4.95it/s, loss=0.4]",
+                       {"global_step": 50, "total_steps": 50, "rate": 4.95, "unit": "it/s", "elapsed": "00:10",
+                        "epoch": 3.0}),
                       ("100%|##########| 50/50 [01:40<00:00,  2.01s/it, loss=0.0312]",
                        {"global_step": 50, "total_steps": 50, "rate": 2.01, "unit": "s/it", "elapsed": "01:40"}))),
     # The general progress reader: most trainers print an iteration counter and a duration or a rate on one line
