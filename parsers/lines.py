@@ -33,7 +33,8 @@ _AFTER_BAR = r"(\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)(?:, [^\]\r]*)?\])([^\s\r])"
 # Lines that may need splitting: a `\r` redraw, an escape sequence, or a progress bar's rate, after which the next
 # library line may follow without a newline (a paste that lost its `\r`). One cheap pass (this regex measured half
 # the cost of `contains_any` over the same literals); the glue patterns then run on those few lines only.
-_MESSY = r"[\r\x1b]|/s\]|s/[A-Za-z]+\]|\d\d<[\d?]"  # the last: a bar's `[elapsed<remaining`, before a postfix
+# The last: a bar's `[elapsed<remaining` (before a postfix), written to keep a literal in front for the prefilter.
+_MESSY = r"[\r\x1b]|/s\]|s/[A-Za-z]+\]|<[\d?]"
 
 
 _ANSI_RE = re.compile(ANSI)
