@@ -32,6 +32,11 @@ PERIOD_MIN = 3
 LOADER_PERIOD_MAX = 16
 PERIOD_SHARE = 0.5
 PERIOD_TOLERANCE = 0.01
+# A stall read from a progress bar may show on two steps a step or two apart (a refresh interval straddles them, the
+# HF Trainer's save follows the step it logs): spikes this close are one event when the events they make recur
+# evenly at PERIOD_EVENTS_FROM steps or more (saves every 25 steps read as 24 and 26, 50 and 51, ...).
+PERIOD_SAME_EVENT = 2
+PERIOD_EVENTS_FROM = 10
 PERIOD_SHORTEST = 2
 PERIOD_NEIGHBOURS = 4  # distances to each spike's next 4 spikes: enough for two or three interleaved events
 PERIOD_CANDIDATES = 12
@@ -515,6 +520,11 @@ def spike_period(spikes: list[int], times: list[float]) -> int | None:
     gaps = [b - a for a, b in zip(spikes, spikes[1:])]
     if max(gaps) - min(gaps) <= max(1, 0.1 * min(gaps)):
         return int(round(sum(gaps) / len(gaps)))
+    events = [s for s, gap in zip(spikes, [PERIOD_SAME_EVENT + 1, *gaps]) if gap > PERIOD_SAME_EVENT]
+    apart = [b - a for a, b in zip(events, events[1:])]
+    if len(events) >= PERIOD_MIN and min(apart) >= PERIOD_EVENTS_FROM \
+            and max(apart) - min(apart) <= max(PERIOD_SAME_EVENT, 0.1 * min(apart)):
+        return int(round(sum(apart) / len(apart)))
     at = set(spikes)
     weight = dict(zip(spikes, times)) if len(times) == len(spikes) else dict.fromkeys(spikes, 1.0)
     total = sum(weight.values())

@@ -34,6 +34,10 @@ def test_a_period_among_other_spikes() -> None:
     assert spike_period([12, 13, 23, 24], [1.0] * 4) is None  # two pairs the same distance apart are no period
     assert spike_period([10, 20, 30], [1.0] * 3) == 10
     assert spike_period([3, 50, 71, 140, 300], [1.0] * 5) is None
+    # a save every 25 steps read from a bar on one or two steps beside each other (the H200's hf_ckpt_every_25)
+    saves = [24, 26, 50, 51, 75, 76, 100, 101, 124, 125, 149, 150, 174, 175, 198, 200, 224, 225, 249, 251, 275, 276]
+    assert spike_period(saves, [1.0] * len(saves)) == 25  # was 51: the pairs' distances split 24 / 25 / 26
+    assert spike_period([2, 4, 6, 8, 10, 12], [1.0] * 6) == 2  # a loader's every other step stays its own period
 
 
 NANOGPT = "step {i:5d} | loss: 3.2{r:02d} | lr 6.0000e-04 | norm: 0.3000 | dt: {ms:.2f}ms | tok/sec: 662857.74"
