@@ -24,6 +24,7 @@ from diagnose.parsers.schema import FRAMES
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
          "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
          "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO")
+_HINTS_RE = any_of(HINTS)
 PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
 PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
 MAX_LINE = 600  # longer lines are records, not sentences
@@ -84,7 +85,7 @@ STATED_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, **{c: t for c, (t, _) i
 def candidates(rows: pl.DataFrame) -> pl.DataFrame:
     """The lines of a chunk (source, line, text) that may state something: one literal pass (polars), and the rows
     of Markdown tables (a row of numbers under a header that names them)."""
-    hinted = rows.filter(pl.col("text").str.contains(any_of(HINTS))
+    hinted = rows.filter(pl.col("text").str.contains(_HINTS_RE)
                          | pl.col("text").str.strip_chars_start().str.starts_with("|"))
     return hinted.filter(pl.col("text").str.len_bytes() <= MAX_LINE * 4).select("source", "line", "text")
 

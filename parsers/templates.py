@@ -75,6 +75,7 @@ def _only_where(text: pl.Series, hint: str, pattern: str, repl: str, literal_hin
     return text.scatter(idx, text.gather(idx).str.replace_all(pattern, repl))
 
 
+_SPACED = any_of(("  ", "\t"))  # white space a template folds
 _RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d"))
 
 
@@ -100,7 +101,7 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if idx.len():
         body = body.scatter(idx, _rare_masks(body.gather(idx)))
     tpl = body.str.replace_all(SLOT, SLOT_MARK)
-    spaced = tpl.str.contains(any_of(("  ", "\t"))).fill_null(False).arg_true()
+    spaced = tpl.str.contains(_SPACED).fill_null(False).arg_true()
     if spaced.len():
         tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
     tpl = tpl.str.strip_chars(" .;,")

@@ -249,7 +249,6 @@ def _anchor_owners() -> tuple[dict[str, str], dict[str, str]]:
 
 THINNED_ANCHORS, _ANCHOR_KIND = _anchor_owners()
 _THINNED = tuple(THINNED_ANCHORS)
-SAMPLED_SCHEMA = {"line": pl.UInt32, "rank": pl.Int32, "frame": pl.String, "microstep": pl.Boolean, "occ": pl.UInt64}
 _MICROSTEP = "_microstep: "  # a timer line of the micro-step shape (extract.timers_wide reads the same names)
 
 
@@ -292,15 +291,15 @@ def sample_lines(tagged: pl.DataFrame, source_id: int, sampling: Sampling) -> tu
     numbered = lines.filter("_c").drop("_c")
     timer_codes = [i + 1 for i, f in enumerate(frames) if f == "timers"]
     timer = pl.col("_a").is_in(timer_codes)
-    # Numbered within the stream each frame keys its rows by (STREAM_KEYS): a step line by its rank and host, a
-    # timer line by its rank and shape; the anchor apart.
-    # Read on the timer lines only: a when/then would search every line.
+    # The microstep shape, read on the timer lines only (a when/then would search every line).
     is_timer = numbered.select(timer).to_series()
     at = is_timer.arg_true()
     microstep = pl.repeat(False, is_timer.len(), eager=True)
     if at.len():
         microstep = microstep.scatter(at, numbered["text"].gather(at).str.contains(_MICROSTEP, literal=True))
     numbered = numbered.with_columns(microstep.alias("microstep"))
+    # Numbered within the stream each frame keys its rows by (STREAM_KEYS): a step line by its rank and host, a
+    # timer line by its rank and shape; the anchor apart.
     numbered = numbered.with_columns(pl.int_range(pl.len(), dtype=pl.UInt64).over(
         "_a", "rank", pl.when(~timer).then(pl.col("node")), pl.when(timer).then(pl.col("microstep"))).alias("occ"))
     hosts = {k: node for k, (source, node) in sampling.hosts.items() if source == source_id}
@@ -312,9 +311,6 @@ def sample_lines(tagged: pl.DataFrame, source_id: int, sampling: Sampling) -> tu
     not_primary = pl.when(ranked).then(~low).otherwise(other_host)
     stride = by_code([sampling.strides.get(f, 1) for f in frames], pl.UInt64)
     skip = not_primary.fill_null(False) & (pl.col("occ") % stride != 0)
-    skipped = numbered.select(pl.col("line"), skip.fill_null(False).alias("_skip"))
-    read = ~lines["_c"]
-    at = lines["_c"].arg_true()
-    read = read.scatter(at, ~skipped["_skip"])
+    read = (~lines["_c"]).scatter(lines["_c"].arg_true(), numbered.select(~skip.fill_null(False)).to_series())
     frame = by_code(frames, pl.String).alias("frame")
     return read, numbered.select("line", "rank", frame, "microstep", "occ")
