@@ -175,7 +175,8 @@ def _first_to_stop(steps: pl.DataFrame) -> tuple[int, int, int] | None:
     first: (rank, its last step, the others' last step); None where all reach the same step."""
     if steps.height == 0 or "global_step" not in steps.columns:
         return None
-    ranked = steps.filter(pl.col("rank").is_not_null() & pl.col("global_step").is_not_null())
+    ranked = steps.lazy().select("rank", "global_step", "origin").filter(
+        pl.col("rank").is_not_null() & pl.col("global_step").is_not_null()).collect()  # three columns, not all
     if ranked.height == 0:
         return None
     # one step kind (the one most lines print), and only ranks that print it often enough to have a last step

@@ -164,8 +164,9 @@ def _account(model: RunModel, metrics: Metrics) -> Account | None:
 def _clock_rows(steps: pl.DataFrame) -> pl.DataFrame | None:
     """One rank's step lines with a timestamp and a step, of the step kind that has the most, in time order (not
     deduplicated: a step printed again after a restart is the restart's evidence)."""
-    rows = steps.filter(pl.col("origin").is_in(CLOCK_ORIGINS) & pl.col("ts").is_not_null()
-                        & pl.col("global_step").is_not_null())
+    rows = steps.lazy().select("source", "line", "rank", "ts", "global_step", "step_time_s", "origin").filter(
+        pl.col("origin").is_in(CLOCK_ORIGINS) & pl.col("ts").is_not_null() & pl.col("global_step").is_not_null()
+    ).collect()  # the columns it returns (and the rank it picks by), not the whole frame's
     if rows.height < 3:
         return None
     origin = rows["origin"].cast(pl.String).value_counts(sort=True)["origin"][0]

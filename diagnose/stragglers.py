@@ -39,10 +39,11 @@ class Stragglers:
 def classify(timers: pl.DataFrame) -> Stragglers | None:
     """From global timer lines carrying a rank: None when fewer than two ranks, too few steps, or no rank runs
     IMBALANCE_FACTOR past the median in the typical step."""
-    rows = timers.filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col("rank").is_not_null())
-    if rows.height == 0 or rows["rank"].n_unique() < 2:
+    # Lazily, so that only the columns read are copied for the filtered rows (every rank's timer lines: millions).
+    per = (timers.lazy().filter(~pl.col("microstep") & pl.col("fwd").is_not_null() & pl.col("rank").is_not_null())
+           .select("rank", "node", "seq", TIMED_STEP_S.alias("t")).unique(["rank", "seq"], keep="first").collect())
+    if per.height == 0 or per["rank"].n_unique() < 2:
         return None
-    per = rows.select("rank", "node", "seq", TIMED_STEP_S.alias("t")).unique(["rank", "seq"], keep="first")
     n_ranks = per["rank"].n_unique()
     steps = (per.group_by("seq").agg(pl.len().alias("n"), pl.col("t").max().alias("slowest"),
                                      pl.col("t").median().alias("median"),
