@@ -603,7 +603,7 @@ def _side(files: list[str], label: str, refresh: bool, gpu_memory: Optional[floa
 
 
 def _runs_or_exit(sources: list[str]) -> list[Run]:
-    from diagnose.pipeline import runs_of
+    from diagnose.parsers.sources import runs_of
 
     try:
         return runs_of(sources)

@@ -25,7 +25,7 @@ from diagnose.parsers.errors import InputError
 from diagnose.parsers.facts import with_user_claims
 from diagnose.parsers.github import Thread, parse_thread_url
 from diagnose.parsers.run_model import RunModel, Skipped
-from diagnose.parsers.sources import Input, Run, find_runs
+from diagnose.parsers.sources import Input, Run, runs_of
 from diagnose.reports import document as documents
 from diagnose.reports.config_patch import ConfigPatch
 from diagnose.reports.formats import FORMATS, Rendered, by_suffix
@@ -117,14 +117,6 @@ def _read(sources: list[str], refresh: bool) -> RunModel:
     from diagnose.parsers import parse
 
     return parse(sources, refresh=refresh)
-
-
-def runs_of(sources: Sequence[str]) -> list[Run]:
-    """The runs a single directory holds (parsers.sources.find_runs); any other sources are one run."""
-    sources = [str(s) for s in sources]
-    if len(sources) == 1 and Path(sources[0]).is_dir():
-        return find_runs(Path(sources[0]))
-    return [Run(" ".join(sources), tuple(sources))]
 
 
 def analyse(sources: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], options: Options | None = None, *,

@@ -18,7 +18,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -172,6 +172,14 @@ class Run:
 
     name: str
     sources: tuple[str, ...]
+
+
+def runs_of(sources: Sequence[str]) -> list[Run]:
+    """The runs a single directory holds (find_runs); any other sources are one run."""
+    sources = [str(s) for s in sources]
+    if len(sources) == 1 and Path(sources[0]).is_dir():
+        return find_runs(Path(sources[0]))
+    return [Run(" ".join(sources), tuple(sources))]
 
 
 def find_runs(root: Path) -> list[Run]:

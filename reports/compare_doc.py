@@ -32,7 +32,8 @@ from diagnose.reports.chart_data import downsample
 from diagnose.reports.charts import new_figure, styled
 from diagnose.parsers.credentials import is_secret_name
 from diagnose.reports.redact import MASK
-from diagnose.reports.document import (Redactor, change_dict, common_folder, diff_text, env_cited, finding_dict,
+from diagnose.reports.redactor import Redactor
+from diagnose.reports.document import (change_dict, common_folder, diff_text, env_cited, finding_dict,
                                        goodput_dict, metrics_dict, run_dict)
 
 SCHEMA_VERSION = 1

@@ -37,7 +37,7 @@ def facts_dict(facts: RunFacts, model: RunModel, redact_secrets: bool = True) ->
 
 
 def summary(model: RunModel, redact_secrets: bool = True) -> dict[str, Any]:
-    from diagnose.reports.document import Redactor
+    from diagnose.reports.redactor import Redactor
 
     out: dict[str, Any] = Redactor(redact_secrets)({
         "schema_version": SCHEMA_VERSION,
