@@ -302,3 +302,29 @@ def test_fast_paths_read_exactly_what_the_regex_path_reads(tmp_path: Path, monke
             a, b = fast[name].frames[frame], slow.frames[frame]
             assert a.height > 0 and a.equals(b), (name, frame)
     assert fast["real"].frames["timers"]["fwd"].drop_nulls().len() > 0
+
+
+def _sample_lines() -> pl.Series:
+    """Every line of every sample file (logs, configs, scripts), with the prefixes the line tests name, as text."""
+    texts = [p.read_bytes().decode("utf-8", errors="replace") for p in sorted(SAMPLES.rglob("*"))
+             if p.is_file() and p.suffix != ".gz"]
+    lines = [line for text in texts for line in text.splitlines()]
+    edges = ["node-2: [Rank 3] step=1, skipped=0", "[Rank 3]x step=1", "[Rank 12345678901] step=1",
+             "[Rank x] then [Rank 4] step=2", "10.0.0.1: 2: [rank5]: [Rank 5] é loss 3", "ランク [Rank 6] 損失 1", ""]
+    return pl.Series("text", [*lines, *edges])
+
+
+def test_the_cheap_prefix_and_rank_passes_read_every_sample_line_as_their_plain_patterns_do() -> None:
+    # strip_outer slices off a whole match's length instead of replacing the named pattern, ds_rank casts a whole
+    # match's digits instead of a capture group: the same answers on real text, a non-ASCII tail and odd ranks.
+    import re
+
+    from diagnose.parsers.extract import ds_rank
+    from diagnose.parsers.prefixes import OUTER_PREFIX, strip_outer
+
+    text = _sample_lines()
+    assert text.len() > 10_000
+    assert strip_outer(text).to_list() == text.str.replace(OUTER_PREFIX, "").to_list()
+    plain = [int(m.group(1)) if (m := re.search(r"\[Rank ([0-9]{1,9})\] ", line)) else None for line in text]
+    assert ds_rank(text).to_list() == plain
+    assert plain.count(None) < len(plain) and plain[-7:] == [3, None, None, 4, 5, 6, None]

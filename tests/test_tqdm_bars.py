@@ -12,7 +12,7 @@ import tqdm
 import tqdm.std
 
 from diagnose.engine import diagnose
-from diagnose.parsers import parse
+from diagnose.parsers import lines, parse, thinning
 
 STEP_S, STALL_S = 0.2, 3.2
 
@@ -104,3 +104,41 @@ def test_a_bar_with_a_postfix_glued_to_a_deepspeed_warning_gives_both(tmp_path: 
     steps = model.frames["steps"].filter(pl.col("origin") == "tqdm")
     assert steps["global_step"].to_list() == [1, 2, 3] and steps["step_time_s"].to_list()[0] == 1042.58
     assert "allocator-cache-flush" in {f.id for f in diagnose(model).findings}
+
+
+def test_a_bar_is_still_read_when_the_other_hosts_bars_are_sampled(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    # Two hosts print the same Lightning-style bar through pdsh, a redraw a line. Past the thinner's budget the
+    # second host's bar rows are sampled in the steps frame while the progress frame keeps every bar line: the
+    # clock pairs each kept row with its own elapsed time, and the first host's bar reads as it does unsampled.
+    clock = _clocked(monkeypatch)
+    out = io.StringIO()
+    bar = tqdm.tqdm(total=300, file=out, smoothing=0, mininterval=0, miniters=1, ncols=100)
+    for step in range(1, 301):
+        clock[0] += STALL_S if step == 150 else STEP_S
+        bar.update(1)
+        bar.set_postfix(loss=round(2.0 / step, 4))
+    bar.close()
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"node-{host}: {redraw}\n" for redraw in out.getvalue().split("\r") if redraw.strip()
+                           for host in (1, 2)))
+
+    def read() -> tuple[dict[str, int], int, pl.DataFrame]:
+        model = parse([str(log)])
+        bars = model.frames["steps"].filter(pl.col("origin") == "tqdm")
+        return model.thinned, model.frames["progress"].height, bars
+
+    full_thinned, full_lines, full = read()
+    monkeypatch.setattr(thinning, "THIN_BUDGET_ROWS", 200)
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 16 * 1024)
+    thinned, progress_lines, thin = read()
+    assert not full_thinned and thinned.get("steps", 1) > 1 and progress_lines == full_lines
+    per_host = dict(thin.group_by(pl.col("node").cast(pl.String)).len().iter_rows())
+    assert per_host["node-1"] == full.height // 2 and per_host["node-2"] < per_host["node-1"] / 2
+
+    def first_host(bars: pl.DataFrame) -> pl.DataFrame:
+        return bars.filter(pl.col("node") == "node-1").select("line", "global_step", "step_time_s").sort("line")
+
+    assert first_host(thin).equals(first_host(full))
+    times = dict(first_host(thin).unique("global_step", keep="last").select("global_step", "step_time_s").iter_rows())
+    assert times[150] == pytest.approx(STALL_S, rel=0.02) and times[149] == pytest.approx(STEP_S, rel=0.02)
