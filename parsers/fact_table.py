@@ -132,6 +132,10 @@ FACTS: tuple[Fact, ...] = (
     Fact("dataloader_num_workers", "int", "data loader workers", roles("compared"),
          args=("dataloader_num_workers",), wandb=("dataloader_num_workers",)),
     Fact("hybrid_engine", "bool", "hybrid engine", roles("compared"), args=("enable_hybrid_engine",)),
+    # HF's `logging_steps` (TrainingArguments, a trainer YAML, `--logging_steps`): the steps between two of its log
+    # dicts, which carry no step of their own (run_model._number_hf_steps)
+    Fact("logging_steps", "int", "steps per log line", frozenset(), "steps", (1, MAX_COUNT), "a count below 1",
+         args=("logging_steps",), wandb=("logging_steps",), settings=("logging_steps",)),
     Fact("total_steps", "int", "total steps", frozenset(), "steps",
          args=("max_steps", "train_iters"), log_keys=("hf.Total optimization steps",), wandb=("max_steps",)),
     Fact("seq_len", "int", "sequence length", roles("json", "compared", "planner"), "tokens",

@@ -182,6 +182,7 @@ class RunFacts:
     prefetch_bucket_size: float | None = None
     gradient_checkpointing: bool | None = None
     dataloader_num_workers: int | None = None
+    logging_steps: int | None = None  # HF's steps between two log dicts
     total_steps: int | None = None
     seq_len: int | None = None
     hidden_size: int | None = None

@@ -138,7 +138,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults,
                                 frames["stated"]))
-    steps = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"))
+    steps = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"), facts.logging_steps)
     try:
         steps = tqdm_step_times(steps, frames["progress"])
     except Exception as e:  # noqa: BLE001 - a bar it cannot undo keeps its printed rates; the report still comes
@@ -586,10 +586,11 @@ def _number_epoch_bars(steps: pl.DataFrame) -> pl.DataFrame:
                               .otherwise(pl.col("global_step")).alias("global_step"))
 
 
-def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None) -> pl.DataFrame:
-    """HF loss dicts carry no step: epoch x update-steps-per-epoch gives it, else the dict's ordinal."""
+def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None, logging_steps: int | None = None) -> pl.DataFrame:
+    """HF loss dicts carry no step: epoch x update-steps-per-epoch gives it, else the dict's ordinal, in steps where
+    the run's `logging_steps` is known (a dict every 5 steps is 5 steps' time, not one's)."""
     is_hf = pl.col("origin") == "hf_log"
-    ordinal = (pl.int_range(1, pl.len() + 1).over("source", "rank", "origin")).cast(pl.Int64)
+    ordinal = (pl.int_range(1, pl.len() + 1).over("source", "rank", "origin")).cast(pl.Int64) * (logging_steps or 1)
     by_epoch = (pl.col("epoch") * steps_per_epoch).round().cast(pl.Int64, strict=False) if steps_per_epoch else ordinal
     return steps.with_columns(
         pl.when(is_hf & pl.col("global_step").is_null()).then(by_epoch).otherwise(pl.col("global_step"))

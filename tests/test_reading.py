@@ -366,3 +366,42 @@ def test_unread_templates_show_each_files_own_line_and_ties_in_a_fixed_order(tmp
     assert samples[("b.log", "# images/sec")].startswith("10\timages/sec: 153.2")
     per_file = [tpl for src, tpl, _ in unread[0] if src == "a.log"]
     assert len(per_file) == 3 and per_file == sorted(per_file)  # three lines each: in the order of their text
+
+
+def _hf_dicts(every_s: int, n: int = 12) -> str:
+    """LLaMA-Factory's logger over HF's log dicts: a timestamp and no step count on each line."""
+    lines = []
+    for i in range(n):
+        s = 10 + every_s * i
+        lines.append(f"[INFO|2026-01-05 10:{s // 60:02d}:{s % 60:02d}] llamafactory.train.callbacks:144 >> "
+                     f"{{'loss': {2.5 - i / 100:.4f}, 'learning_rate': 3.0000e-04, 'epoch': {i / 40:.2f}}}")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("setting", ["train.logging_steps: 5\n", "TrainingArguments(logging_steps=5, output_dir='o')\n",
+                                     "llamafactory-cli train --logging_steps 5 --bf16\n"])
+def test_hf_dicts_are_timed_per_step_where_logging_steps_is_known(tmp_path: Path, setting: str) -> None:
+    # A dict every 5 steps, 10 s apart: 2 s a step, and the dicts stand at steps 5, 10, 15, ...
+    (tmp_path / "running_log.txt").write_text(_hf_dicts(10))
+    (tmp_path / "settings.txt").write_text(setting)
+    m = parse([str(tmp_path)])
+    assert m.facts.logging_steps == 5
+    hf = m.frames["steps"].filter(pl.col("origin") == "hf_log").sort("line")
+    assert hf["global_step"].to_list()[:3] == [5, 10, 15]
+    metrics = diagnose(m).metrics
+    assert metrics.steps is not None and metrics.steps.p50_s == pytest.approx(2.0)
+
+
+def test_hf_dicts_without_logging_steps_keep_their_ordinal(tmp_path: Path) -> None:
+    (tmp_path / "running_log.txt").write_text(_hf_dicts(10))
+    m = parse([str(tmp_path)])
+    assert m.facts.logging_steps is None
+    assert m.frames["steps"].filter(pl.col("origin") == "hf_log").sort("line")["global_step"].to_list()[:3] == [1, 2, 3]
+
+
+@needs_real
+def test_a_web_ui_run_is_timed_per_step_from_its_yaml() -> None:
+    # LLaMA-Factory's web UI saves its settings (`train.logging_steps: 5`) beside running_log.txt; the labelled
+    # median is 104 s per 5 steps.
+    _, d = diagnosed(case_files(REAL / "b-llamafactory-deepseek7b-2gpu"))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(104 / 5, rel=0.05)
