@@ -52,6 +52,10 @@ _ORIGIN_TIERS = {
     "accelerate_yaml": "config", "ds_config": "config",
     "sbatch": "scheduler",
     "wandb_metadata": "hardware", "nvidia_smi": "hardware", "estimate": "hardware",
+    # the HF Trainer's summary rates over micro-batch x accumulation: a derived count, below everything printed
+    "hf_summary_rates": "hardware",
+    # the local GPU index a process prints (`Process rank: 1, device: cuda:1`): what one node holds
+    "process_device": "hardware",
     # a launch script's topology variables, set or echoed (`NUM_NODES: 2`, `GPUS_PER_NODE=4`)
     "topology_setting": "launcher", "nodes_print": "launcher",
     # a parameter count read from the model's name (`Llama-3.2-1B`): an estimate, below everything printed
@@ -387,7 +391,20 @@ def assemble(inp: FactInputs) -> RunFacts:
         c.add("gpus_per_node", len(smi), "nvidia_smi", first_smi.source, first_smi.line)
         if len(smi) > 1 and not c.by_fact.get("nodes") and not c.by_fact.get("hostname"):
             c.add("nodes", 1, "nvidia_smi", first_smi.source, first_smi.line)
+    # HF: the summary's samples over optimizer steps per second, over micro-batch x accumulation (whatever source
+    # gave those two), is the world size (the lowest tier: a derived count)
+    rates, micro, accum = c.first("hf_summary_rates"), val("micro_batch_per_gpu"), val("grad_accum_steps")
+    if rates is not None and micro and accum:
+        c.add("world_size", _world_from_rates(str(rates.value), micro * accum), "hf_summary_rates", rates.source,
+              rates.line)
     world, nodes, gpn = val("world_size"), val("nodes"), val("gpus_per_node")
+    # A process on local GPU world-1 shares its node with the whole world (one process a GPU): one node, where no
+    # source counts them (the lowest tier, as nvidia-smi's process table).
+    device = max((ev for ev in c.by_fact.get("process_device", []) if ev.value is not None), key=lambda ev: ev.value,
+                 default=None)
+    if device is not None and nodes is None and world and device.value + 1 == world:
+        c.add("nodes", 1, "process_device", device.source, device.line)
+        nodes = 1
 
     tp, pp, dp = val("tensor_parallel"), val("pipeline_parallel"), val("data_parallel")
     if world and (tp or pp) and dp is None and world % ((tp or 1) * (pp or 1)) == 0:
@@ -423,6 +440,8 @@ def assemble(inp: FactInputs) -> RunFacts:
         world = seen.value
         if nodes and world % nodes == 0 and (gpn is None or nodes * gpn != world):
             gpn = world // nodes
+    if world == 1 and nodes is None:  # one process runs on one machine
+        nodes = 1
     hosts = tuple(dict.fromkeys(h for ev in c.by_fact.get("hostname", []) for h in [ev.value]))
     versions = {k[len("version."):]: v.value for k, vs in c.by_fact.items() if k.startswith("version.") for v in vs[:1]}
     evidence = {k: ev for k in c.by_fact if (ev := c.first(k)) is not None}
@@ -633,6 +652,10 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             _args_repr(c, value, origin, src, line)
         elif key == "model.name":
             c.add("model_params", _size_in_name(value), "model_name", src, line)
+        elif key == "hf.summary_rates":
+            c.add("hf_summary_rates", value, origin, src, line)
+        elif key == "process.cuda_device":
+            c.add("process_device", _int(value), "process_device", src, line)
         elif key == "nvidia_smi.process_gpu":
             c.add("smi_process_gpu", _int(value), "nvidia_smi", src, line)
         elif key == "nvidia_smi.memory_mib":
@@ -643,6 +666,35 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
         ws = total.value // (micro.value * ga.value)
         c.add("world_size", ws if ws * micro.value * ga.value == total.value else None, "hf_block_value", total.source,
               total.line)
+
+
+# The HF Trainer rounds its summary rates to 4 decimals (trainer_utils.speed_metrics), and newer versions print
+# them to 4 significant digits (`'18.73'`); the world size from their ratio is taken only where that rounding and a
+# short last batch (the samples count the dataset, the steps its batches) leave it within WORLD_FROM_RATES_SLACK of
+# a whole number.
+_RATE_ROUNDING, _RATE_DIGITS = 0.5e-4, 0.5e-3
+WORLD_FROM_RATES_SLACK = 0.1
+
+
+def _world_from_rates(printed: str, per_process: int) -> int | None:
+    """`'train_samples_per_second': 0.8, 'train_steps_per_second': 0.1` and micro-batch x accumulation -> the world
+    size, or None where the figures cannot decide it."""
+    found = re.findall(r"': '?([\d.]+)", printed)
+    if len(found) != 2:
+        return None
+    samples, steps = (_float(v) for v in found)
+    if not samples or not steps:
+        return None
+    # the widest the ratio can be, given the rounding of both figures
+    def off(v: float) -> float:
+        return max(_RATE_ROUNDING, _RATE_DIGITS * v)
+
+    low = (samples - off(samples)) / (steps + off(steps)) / per_process
+    high = (samples + off(samples)) / max(steps - off(steps), 1e-12) / per_process
+    world = round(samples / steps / per_process)
+    if world < 1 or low < world - WORLD_FROM_RATES_SLACK * world or high > world + WORLD_FROM_RATES_SLACK * world:
+        return None
+    return world
 
 
 def _size_in_name(name: str) -> int | None:

@@ -745,6 +745,24 @@ KINDS: tuple[LineKind, ...] = (
           "job.world_size",
           samples=(("Initializing distributed: GLOBAL_RANK: 0, MEMBER: 1/8",
                     {"value": "8", "key": "job.world_size"}),)),
+    # The HF examples' and LLaMA-Factory's per-process line: `Process rank: 1, device: cuda:1, n_gpu: 1, ...` (newer
+    # LLaMA-Factory: `Process rank: 1, world size: 2, device: cuda:1, ...`): the process's local GPU index.
+    _fact("process_device", ("Process rank: ",), r"Process rank: -?\d+, (?:world size: \d+, )?device: cuda:(?P<value>\d+)",
+          "process.cuda_device",
+          samples=(("[INFO|2024-11-26 22:07:06] parser.py:355 >> Process rank: 1, device: cuda:1, n_gpu: 1, distributed"
+                    " training: True, compute dtype: torch.bfloat16",
+                    {"value": "1", "key": "process.cuda_device"}),
+                   ("Process rank: 0, world size: 2, device: cuda:0, distributed training: True, compute dtype:"
+                    " torch.bfloat16", {"value": "0", "key": "process.cuda_device"}))),
+    # The HF Trainer's summary dict: its samples and optimizer steps per second, whose ratio is the samples an optimizer
+    # step takes (facts.py divides it by micro-batch x accumulation for the world size).
+    _fact("hf_summary_rates", ("{'train_runtime'",),
+          r"(?P<value>'train_samples_per_second': '?[\d.]+'?, 'train_steps_per_second': '?[\d.]+)",
+          "hf.summary_rates",
+          samples=(("{'train_runtime': 1810.426, 'train_samples_per_second': 0.8, 'train_steps_per_second': 0.1,"
+                    " 'train_loss': 0.48589169682718775, 'epoch': 1.0}",
+                    {"value": "'train_samples_per_second': 0.8, 'train_steps_per_second': 0.1",
+                     "key": "hf.summary_rates"}),)),
     # Any world size a script prints: `world_size=N` (`trainer.world_size=1`, `dist.get_world_size()`),
     # `world_size: 8` (ms-swift's `rank: 0, local_rank: 0, world_size: 8`), `World size: 4`.
     LineKind("world_size_print", "facts",

@@ -405,3 +405,35 @@ def test_a_web_ui_run_is_timed_per_step_from_its_yaml() -> None:
     # median is 104 s per 5 steps.
     _, d = diagnosed(case_files(REAL / "b-llamafactory-deepseek7b-2gpu"))
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(104 / 5, rel=0.05)
+
+
+@pytest.mark.parametrize(("world", "nodes"), [(2, 1), (4, None)])
+def test_a_process_on_the_last_local_gpu_means_one_node(tmp_path: Path, world: int, nodes: int | None) -> None:
+    # Processes on cuda:0 and cuda:1 of a world of 2 share one node; of a world of 4 they may not (two nodes of 2).
+    p = tmp_path / "train.log"
+    p.write_text(f"World size: {world}\n"
+                 "Process rank: 0, device: cuda:0, n_gpu: 1, distributed training: True, 16-bits training: True\n"
+                 "Process rank: 1, device: cuda:1, n_gpu: 1, distributed training: True, 16-bits training: True\n")
+    f = parse([str(p)]).facts
+    assert f.world_size == world and f.nodes == nodes
+    assert nodes is None or (f.evidence["nodes"].origin == "process_device" and f.evidence["nodes"].line == 3)
+
+
+@pytest.mark.parametrize(("summary", "micro", "accum", "world"), [
+    # TRL SFT: 0.8 samples and 0.1 steps a second, 1 x 8 a process: one process
+    ("'train_samples_per_second': 0.8, 'train_steps_per_second': 0.1", 1, 8, 1),
+    # a short last batch: 1000 samples in 63 steps of 16 (2 processes of 8)
+    ("'train_samples_per_second': 15.873, 'train_steps_per_second': 1.0", 8, 1, 2),
+    # rounded to 4 decimals, 0.0001 steps a second may be anything from 0.00005 to 0.00015: undecided
+    ("'train_samples_per_second': 0.0008, 'train_steps_per_second': 0.0001", 1, 8, None),
+    # 12 samples a step with 8 a process: no whole number of processes
+    ("'train_samples_per_second': 1.2, 'train_steps_per_second': 0.1", 1, 8, None),
+])
+def test_the_world_from_the_hf_summary_rates(tmp_path: Path, summary: str, micro: int, accum: int,
+                                             world: int | None) -> None:
+    p = tmp_path / "train.log"
+    p.write_text(f"per_device_train_batch_size: {micro}\ngradient_accumulation_steps: {accum}\n"
+                 f"{{'train_runtime': 1810.426, {summary}, 'train_loss': 0.48, 'epoch': 1.0}}\n")
+    f = parse([str(p)]).facts
+    assert f.world_size == world and f.nodes == (1 if world == 1 else None)
+    assert world is None or f.evidence["world_size"].origin == "hf_summary_rates"
