@@ -4,9 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+import polars as pl
+
 from diagnose import changepoints, costs, endings, goodput, hardware, stragglers
 from diagnose.findings import Change, Finding, causes_first, rank_key
-from diagnose.metrics import Metrics, compute
+from diagnose.metrics import PRINTED_CLOCKS, Metrics, compute
 from diagnose.planner import ASSUMED_GPU_GB, MEASURED_FRACTION, Plan, plan
 from diagnose.recommend import MEMORY_TIGHT, Headroom, Recommendation, settle
 from diagnose.rules import Ctx, load_all
@@ -300,6 +302,14 @@ def verdict(findings: list[Finding], m: Metrics, picture: str | None, end: endin
     return _fit("No problem found", figures, ".")
 
 
+def _hf_dicts_time_the_steps(model: RunModel) -> bool:
+    """The printed clock is the HF Trainer's log dicts placed one step apart (no other kind prints step times)."""
+    if not model.hf_steps_unknown:
+        return False
+    printed = model.frames["steps"].filter(pl.col("origin").is_in(PRINTED_CLOCKS))["origin"].cast(pl.String).unique()
+    return printed.to_list() == ["hf_log"]
+
+
 def next_steps(findings: list[Finding], m: Metrics, model: RunModel) -> tuple[str, ...]:
     """What to measure next when the evidence runs out: the exact switch for each missing signal."""
     f = model.facts
@@ -307,6 +317,10 @@ def next_steps(findings: list[Finding], m: Metrics, model: RunModel) -> tuple[st
     if m.steps is None and not any(x.explains_slowdown for x in findings):
         out.append("Paste the lines that print step times (the trainer's progress lines, with their timestamps), "
                    "or the whole log: no line read here says how long a step took.")
+    if m.steps is not None and m.steps.source == "printed" and _hf_dicts_time_the_steps(model):
+        out.append("Give the run's logging_steps (the trainer's arguments or YAML, or the `--logging_steps` of its "
+                   "launch command) or paste its progress bar: the HF Trainer's log dicts print no step, so the "
+                   "step times above are the time between two of them, not per step.")
     if m.breakdown is None and f.zero_stage is not None:
         out.append('Add "wall_clock_breakdown": true to the DeepSpeed config: per-step fwd / bwd / allreduce / '
                    "optimizer timers.")

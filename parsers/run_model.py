@@ -69,6 +69,9 @@ class RunModel:
     # the text of each config and launch script read (DeepSpeed JSON, accelerate YAML, scripts), by source name:
     # the recommended changes are written into these (reports/config_patch.py), never into the files themselves
     configs: dict[str, str] = field(default_factory=dict)
+    # the HF Trainer's log dicts were placed one step apart: neither the steps per epoch nor `logging_steps` was in
+    # the inputs, so a time between two of them is per log line, not per step (_number_hf_steps)
+    hf_steps_unknown: bool = False
 
     def frame(self, name: FrameName) -> pl.DataFrame:
         return self.frames[name]
@@ -138,7 +141,10 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults,
                                 frames["stated"]))
-    steps = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"), facts.logging_steps)
+    spe = facts.hf.get("Num update steps per epoch")
+    steps = _number_hf_steps(frames["steps"], spe, facts.logging_steps)
+    hf_steps_unknown = not spe and not facts.logging_steps and frames["steps"].select(
+        ((pl.col("origin") == "hf_log") & pl.col("global_step").is_null()).any()).item()
     try:
         steps = tqdm_step_times(steps, frames["progress"])
     except Exception as e:  # noqa: BLE001 - a bar it cannot undo keeps its printed rates; the report still comes
@@ -149,7 +155,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
     unread = tuple(sorted(acc.unread, key=unread_order))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults),
-                    tuple(acc.streams), unread, dict(acc.configs))
+                    tuple(acc.streams), unread, dict(acc.configs), bool(hf_steps_unknown))
 
 
 def _finite(frame: pl.DataFrame) -> pl.DataFrame:

@@ -388,15 +388,18 @@ def test_hf_dicts_are_timed_per_step_where_logging_steps_is_known(tmp_path: Path
     assert m.facts.logging_steps == 5
     hf = m.frames["steps"].filter(pl.col("origin") == "hf_log").sort("line")
     assert hf["global_step"].to_list()[:3] == [5, 10, 15]
-    metrics = diagnose(m).metrics
-    assert metrics.steps is not None and metrics.steps.p50_s == pytest.approx(2.0)
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(2.0)
+    assert not m.hf_steps_unknown and not any("logging_steps" in s for s in d.next_steps)
 
 
 def test_hf_dicts_without_logging_steps_keep_their_ordinal(tmp_path: Path) -> None:
     (tmp_path / "running_log.txt").write_text(_hf_dicts(10))
     m = parse([str(tmp_path)])
-    assert m.facts.logging_steps is None
+    assert m.facts.logging_steps is None and m.hf_steps_unknown
     assert m.frames["steps"].filter(pl.col("origin") == "hf_log").sort("line")["global_step"].to_list()[:3] == [1, 2, 3]
+    # ... and the report says its step times are per log dict, and what would make them per step
+    assert any(s.startswith("Give the run's logging_steps") for s in diagnose(m).next_steps)
 
 
 @needs_real
