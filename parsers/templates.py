@@ -46,7 +46,7 @@ PRUNE_HOLD_SHARE, PRUNE_UP_SHARE = 0.5, 0.3  # ... leniently: ranks interleave t
 MONOTONE_SHARE = 0.7  # a counter steps up (or holds) between at least 70% of consecutive lines
 CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consecutive lines
 # Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
-GENERIC_TIME = frozenset({"time", "t"})
+GENERIC_TIME = frozenset({"time", "t", "seconds"})
 COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
 
 # Placeholders in a template: \x06 a slot (a number or a clock duration; which, the template's `clocks` says); \x01 a
@@ -561,7 +561,9 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
         i = by_role["iter_rate"]
         return 1.0 / pl.col(f"s{i}"), roles[i][1]
     if "cum_time" in by_role:
-        i = by_role["cum_time"]
+        # the first total that grows (fairseq's `train_wall` is the interval's, reset at each print; its `wall` grows)
+        totals = [j for j, (role, _) in sorted(roles.items()) if role == "cum_time"]
+        i = next((j for j in totals if stats[j]["up"] >= CUMULATIVE_SHARE), by_role["cum_time"])
         scale = slots[i].scale or 1.0
         v, c = pl.col(f"s{i}"), pl.col("global_step")
         d = v.diff().over("rank") * scale / c.diff().over("rank")

@@ -140,3 +140,37 @@ def test_hf_explicit_format_and_4x_float_dicts(tmp_path: Path) -> None:
     assert f.model_params == 2_779_683_840 and f.grad_accum_steps == 8 and f.micro_batch_per_gpu == 2
     s = m.frames["steps"]
     assert s["loss"].to_list() == [0.0002] and s["lr"][0] == pytest.approx(0.00021013958031099205)
+
+
+def _steady(tmp_path: Path, lines: list[str]) -> tuple[object, list[tuple[str, str]]]:
+    from diagnose.engine import diagnose
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    return diagnose(m).metrics.steps, [(r.name, r.role) for r in stream.roles]
+
+
+def test_maxtext_completed_step_lines(tmp_path: Path) -> None:
+    # MaxText's train.py (from source): `completed step: {step}, seconds: {step_time:.3f}, TFLOP/s/device: ...,
+    # Tokens/s/device: ..., total_weights: ..., loss: ...` every step; `seconds` is that step's time.
+    lines = [f"completed step: {s}, seconds: {0.85 + 0.01 * (s % 3):.3f}, TFLOP/s/device: 150.123, "
+             f"Tokens/s/device: 4819.1, total_weights: 524288, loss: {9.8 - s / 100:.3f}" for s in range(1, 31)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
+    assert ("seconds", "step_time") in roles and ("TFLOP/s/device", "tflops") in roles
+    assert ("Tokens/s/device", "tokens_per_sec") in roles
+
+
+@pytest.mark.parametrize("ups", ["ups=1.18, ", ""])
+def test_fairseq_train_inner_lines(tmp_path: Path, ups: str) -> None:
+    # fairseq's train_inner progress (from source: progress_bar's simple format over log_interval=10 updates):
+    # `ups` is updates per second; `train_wall` is the interval's wall time (reset at each print), `wall` the run's.
+    # Without `ups`, the total that grows times the steps: `wall`, not `train_wall`.
+    lines, wall = [], 0.0
+    for i in range(1, 31):
+        wall += 8.5
+        lines.append(f"2026-01-05 10:{int(wall) // 60 % 60:02d}:{int(wall) % 60:02d} | INFO | train_inner | epoch 001:"
+                     f"    {i * 10} / 6000 loss=9.876, ppl=941.2, wps=12345.6, {ups}wpb=4096, bsz=32, "
+                     f"num_updates={i * 10}, lr=0.0005, gnorm=1.234, train_wall=8, gb_free=10.2, wall={wall:.0f}")
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(1 / 1.18 if ups else 0.85, abs=0.06)
+    assert ("num_updates", "counter") in roles and (not ups or ("ups", "iter_rate") in roles)
