@@ -148,6 +148,11 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     slot of integers that steps up and no time named as a step's. Their count stays in `templates` (the report lists
     them as not understood); their rows are dropped here, not held until the source ends."""
     big = templates.filter((pl.col("n") >= PRUNE_ROWS) & ~pl.col("template").str.contains(_PER_STEP_TIME))
+    # a one-number line of a timing role may be a field of a multi-line record (_attach_records): kept for learning
+    record = [tid for tid, template, clocks in big.select("tid", "template", "clocks").iter_rows()
+              if template.count(SLOT_MARK) == 1 and _record_slot(template, clocks or "") is not None]
+    if record:
+        big = big.filter(~pl.col("tid").is_in(record))
     if big.height == 0:
         return big.select("source", "tid")
     sample = (frame.join(big.select("source", "tid"), on=["source", "tid"], how="semi")
@@ -186,7 +191,8 @@ TEMPLATES_SCHEMA = {"source": pl.UInt32, "tid": pl.UInt64, "template": pl.String
 class SlotRole:
     """One numeric slot of a stream: the name printed before it, the role it was given, and how that was decided
     (`name`: the vocabulary; `unit`: the unit printed after it; `statistics`: how its values move; `timestamps`:
-    agreement with the line stamps)."""
+    agreement with the line stamps; `record`: a line of its own in the step's multi-line record, named by the
+    vocabulary)."""
 
     name: str
     role: str
@@ -321,11 +327,14 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
         found: list[tuple[Stream, pl.DataFrame, pl.DataFrame | None]] = []
         unread: list[Unread] = []
         groups = own.partition_by("tid", as_dict=True) if own.height else {}
+        records: list[tuple[_Slot, int, pl.DataFrame]] = []
         for tid, n in cand.select("tid", "len").iter_rows():
             template = names.get(tid, "")
             got = _stream(int(source), template, groups[(tid,)].sort("line"), n, clocks.get(tid) or "")
             if got is None:
                 unread.append(Unread(int(source), display(template), n, samples.get((source, tid), "")))
+                if (slot := _record_slot(template, clocks.get(tid) or "")) is not None:
+                    records.append((slot, tid, groups[(tid,)]))
             else:
                 found.append(got)
         # Templates whose rows were dropped as no stream while mining (parsers/templates._prunable) are unread too.
@@ -336,6 +345,12 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
         # One step clock per source: the training stream with the most lines (a timed one before an untimed one).
         train = [f for f in found if f[0].step_clock]
         train.sort(key=lambda f: (f[0].note != "", -f[0].lines))
+        if train and records:
+            stream, steps, attached = _attach_records(train[0][0], train[0][1], records)
+            train[0] = (stream, steps, train[0][2])
+            shown = {display(names.get(tid, "")) for tid, _ in attached}
+            unread = [u for u in unread if u.template not in shown]
+            out.lines.extend(lines for _, lines in attached)
         for j, (stream, steps, side) in enumerate(train):
             if j == 0:
                 out.steps.append(steps)
@@ -479,6 +494,61 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     stream = Stream(source, display(template), n, not is_eval, shown,
                     "an evaluation or test pass, not training steps" if is_eval else note)
     return stream, steps, side
+
+
+# A record printed over several lines (Composer's `[batch=N/M]:` then `\t Train throughput/batches_per_sec: v`, OLMo's
+# `[step=N/M]` then `    throughput/device/tokens_per_second=v`): a line of one number whose name gives it a timing
+# role, printed once per line of the step clock and within RECORD_SPAN lines after one, belongs to that step.
+RECORD_SPAN = 40
+RECORD_ROLES = frozenset({"step_time", "sec_per_iter", "iter_rate", "samples_per_sec", "tokens_per_sec", "data_time"})
+RECORD_MATCHED = 0.8  # at least this share of a record template's lines must fall within a step's record
+
+
+def _record_slot(template: str, clocks: str = "") -> _Slot | None:
+    """The one slot of a template that may be a field of a multi-line record: its name or unit says a timing role."""
+    slots = _slots(template, clocks)
+    if len(slots) != 1:
+        return None
+    role = slots[0].name_role or slots[0].unit_role
+    return slots[0] if role in RECORD_ROLES else None
+
+
+def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Slot, int, pl.DataFrame]]
+                    ) -> tuple[Stream, pl.DataFrame, list[tuple[int, pl.DataFrame]]]:
+    """The step clock's rows with the values of the record lines printed after each of its lines (RECORD_SPAN):
+    a rate or a time fills the step time where the clock line printed none, a throughput its column. -> (the
+    stream with those roles added, its rows, the (template id, source and line) of each record line read)."""
+    clock = steps.select(pl.col("line").alias("_at")).unique().sort("_at")
+    roles, attached = list(stream.roles), []
+    timed_before = steps["step_time_s"].is_not_null().any()
+    for slot, tid, rows in records:
+        role = slot.name_role or slot.unit_role
+        values = rows.select("source", "line", pl.col("vals").list.first().alias("_v")).sort("line")
+        if values.height > clock.height * (2 - RECORD_MATCHED):  # more than one a step: not a field of the record
+            continue
+        near = (values.join_asof(clock, left_on="line", right_on="_at", strategy="backward")
+                .filter((pl.col("line") - pl.col("_at")) <= RECORD_SPAN).unique("_at", keep="first"))
+        if near.height < RECORD_MATCHED * values.height:
+            continue
+        v = pl.col("_v") * (slot.scale or 1.0)
+        timing: dict[str, tuple[str | None, pl.Expr]] = {
+            "iter_rate": ("step_time_s", pl.when(pl.col("_v") > 0).then(1.0 / pl.col("_v"))),
+            "step_time": ("step_time_s", v), "sec_per_iter": ("step_time_s", v), "data_time": ("data_time_s", v)}
+        other = vocab.ROLE_COLUMNS.get(role) if role in vocab.ROLE_COLUMNS else None
+        column, value = timing.get(role or "", (other, pl.col("_v")))
+        if column is None:
+            continue
+        steps = steps.join(near.select(pl.col("_at").cast(steps.schema["line"]).alias("line"), "_v"), on="line",
+                           how="left")
+        before = pl.col(column) if column in steps.columns else pl.lit(None, pl.Float64)
+        steps = steps.with_columns(pl.coalesce(before, value).alias(column)).drop("_v")
+        roles.append(SlotRole(slot.name or "#1", role or "", "record"))
+        attached.append((tid, near.select("source", "line")))
+    if not attached:
+        return stream, steps, attached
+    # the clock line printed no step time (its note said so, or that the stamps time it): the record's does now
+    note = "" if not timed_before and steps["step_time_s"].is_not_null().any() else stream.note
+    return Stream(stream.source, stream.template, stream.lines, stream.step_clock, tuple(roles), note), steps, attached
 
 
 def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from conftest import ROOT, SAMPLES, analysed, run_cli
+from diagnose import analyse
 
 SCHEMA = json.loads((ROOT / "docs" / "report.schema.json").read_text())
 RUNS = sorted({p.parent for p in SAMPLES.rglob("train.log") if "wandb" not in p.parts}
@@ -69,3 +70,15 @@ def test_the_run_block_is_the_fact_tables_json_facts() -> None:
     for name in json_facts:
         want = fact_table.BY_NAME[name].type
         assert want in types(props[name]) or (want == "int" and "float" in types(props[name])), name
+
+
+def test_a_record_role_follows_the_schema(tmp_path: Path) -> None:
+    # a step read from a multi-line record (Composer's console): its rate's `how` is `record`
+    lines = []
+    for s in range(1, 11):
+        lines += [f"[batch={s}/100]:", f"\t Train time/batch: {s - 1}", "\t Train throughput/batches_per_sec: 1.25"]
+    (tmp_path / "train.log").write_text("\n".join(lines) + "\n")
+    doc = json.loads(analyse(str(tmp_path / "train.log")).render("json"))
+    _validator().validate(doc)
+    roles = [r for s in doc["reading"]["streams"] for r in s["roles"]]
+    assert {"name": "Train throughput/batches_per_sec", "role": "iter_rate", "how": "record"} in roles
