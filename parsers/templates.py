@@ -46,7 +46,7 @@ PRUNE_HOLD_SHARE, PRUNE_UP_SHARE = 0.5, 0.3  # ... leniently: ranks interleave t
 MONOTONE_SHARE = 0.7  # a counter steps up (or holds) between at least 70% of consecutive lines
 CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consecutive lines
 # Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
-GENERIC_TIME = frozenset({"time", "t", "seconds"})
+GENERIC_TIME = frozenset({"time", "t", "seconds", "took", "takes", "duration", "spent"})
 COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
 
 # Placeholders in a template: \x06 a slot (a number or a clock duration; which, the template's `clocks` says); \x01 a

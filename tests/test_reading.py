@@ -440,3 +440,20 @@ def test_the_world_from_the_hf_summary_rates(tmp_path: Path, summary: str, micro
     f = parse([str(p)]).facts
     assert f.world_size == world and f.nodes == (1 if world == 1 else None)
     assert world is None or f.evidence["world_size"].origin == "hf_summary_rates"
+
+
+@pytest.mark.parametrize("line", [
+    "I0105 10:00:{sec:02d}.000000 140 train.py:123] step {s}: loss=2.3, {rate:.2f} steps/sec",
+    "step {s} | loss 2.3 | {rate:.2f} it/sec",
+    "step={s} loss=2.3 speed={rate:.3f} batches/s",
+    "epoch 1 | batch {s} | loss 2.3 | {ms:.1f} ms/batch",
+    "[epoch 1][batch {s}] loss 2.3, {t:.3f} s/batch",
+    "global step {s}: loss 2.3 ({t:.3f} sec/step)",
+    "Iteration {s}/1000 took {t:.3f}s",
+])
+def test_rate_and_time_spellings_time_a_learned_stream(tmp_path: Path, line: str) -> None:
+    # 0.85 s a step however the unit or the verb is spelled (the absl stamps, 1 s apart, are not the clock)
+    p = tmp_path / "train.log"
+    p.write_text("\n".join(line.format(s=s, sec=s % 60, rate=1 / 0.85, ms=850.0, t=0.85) for s in range(1, 31)) + "\n")
+    steps = diagnose(parse([str(p)])).metrics.steps
+    assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=0.01)
