@@ -76,6 +76,9 @@ def _only_where(text: pl.Series, hint: str, pattern: str, repl: str, literal_hin
 
 
 _SPACED = any_of(("  ", "\t"))  # white space a template folds
+# A number padded to a width after a bracket (`[  10/1000]`, `( 5%)` beside `[1000/1000]`, `(50%)`): the padding is
+# not the layout, so the bracket and the slot close up.
+_PADDED = any_of(("[ \x06", "( \x06"))
 _RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d"))
 
 
@@ -104,6 +107,9 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     spaced = tpl.str.contains(_SPACED).fill_null(False).arg_true()
     if spaced.len():
         tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
+    padded = tpl.str.contains(_PADDED).fill_null(False).arg_true()
+    if padded.len():
+        tpl = tpl.scatter(padded, tpl.gather(padded).str.replace_all("([\\[(]) \x06", "${1}\x06"))
     tpl = tpl.str.strip_chars(" .;,")
     frame = (rows.with_columns(tpl.alias("template"), body.alias("_body"))
              .filter(pl.col("template").str.contains(SLOT_MARK, literal=True))

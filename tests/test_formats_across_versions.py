@@ -212,3 +212,16 @@ def test_a_timing_line_printed_more_often_than_the_steps_is_no_record_field(tmp_
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.p50_s == pytest.approx(10.0)
     assert not any(role == "iter_rate" for _, role in roles)
+
+
+def test_timm_train_lines_padded_to_width(tmp_path: Path) -> None:
+    # timm's train.py (from source): `Train: {epoch} [{idx:>4d}/{n} ({pct:>3.0f}%)]  Loss: ... Time: {t:.3f}s,
+    # {rate:>7.2f}/s  ({avg:.3f}s, {rate_avg:>7.2f}/s)  LR: ...  Data: ...`: the widths pad 10 and 1000 differently,
+    # one layout all the same.
+    # 100 updates an epoch, logged every 33 and at the last: `[ 33/100 ( 33%)]` then `[ 99/100 (100%)]`.
+    lines = [f"Train: {e} [{i:>3d}/100 ({100 * i / 99:>3.0f}%)]  Loss: 2.30 (2.35)  Time: {0.85 + 0.01 * (i % 3):.3f}s,"
+             f"  301.18/s  (0.852s,  300.47/s)  LR: 1.000e-03  Data: 0.012 (0.015)"
+             for e in range(10) for i in (0, 33, 66, 99)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.n >= len(lines) - 2
+    assert ("Time", "step_time") in roles and ("Data", "data_time") in roles
