@@ -393,9 +393,11 @@ def assemble(inp: FactInputs) -> RunFacts:
             c.add("nodes", 1, "nvidia_smi", first_smi.source, first_smi.line)
     # HF: the summary's samples over optimizer steps per second, over micro-batch x accumulation (whatever source
     # gave those two), is the world size (the lowest tier: a derived count)
-    rates, micro, accum = c.first("hf_summary_rates"), val("micro_batch_per_gpu"), val("grad_accum_steps")
+    # (the printed line where there is one, to show; the W&B summary's figures are the same)
+    rates = next((ev for ev in c.by_fact.get("hf_summary_rates", []) if ev.line is not None), c.first("hf_summary_rates"))
+    micro, accum = val("micro_batch_per_gpu"), val("grad_accum_steps")
     if rates is not None and micro and accum:
-        c.add("world_size", _world_from_rates(str(rates.value), micro * accum), "hf_summary_rates", rates.source,
+        c.add("world_size", _world_from_rates(rates.value, micro * accum), "hf_summary_rates", rates.source,
               rates.line)
     world, nodes, gpn = val("world_size"), val("nodes"), val("gpus_per_node")
     # A process on local GPU world-1 shares its node with the whole world (one process a GPU): one node, where no
@@ -653,7 +655,7 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
         elif key == "model.name":
             c.add("model_params", _size_in_name(value), "model_name", src, line)
         elif key == "hf.summary_rates":
-            c.add("hf_summary_rates", value, origin, src, line)
+            c.add("hf_summary_rates", _rates(value), origin, src, line)
         elif key == "process.cuda_device":
             c.add("process_device", _int(value), "process_device", src, line)
         elif key == "nvidia_smi.process_gpu":
@@ -676,14 +678,17 @@ _RATE_ROUNDING, _RATE_DIGITS = 0.5e-4, 0.5e-3
 WORLD_FROM_RATES_SLACK = 0.1
 
 
-def _world_from_rates(printed: str, per_process: int) -> int | None:
-    """`'train_samples_per_second': 0.8, 'train_steps_per_second': 0.1` and micro-batch x accumulation -> the world
-    size, or None where the figures cannot decide it."""
-    found = re.findall(r"': '?([\d.]+)", printed)
-    if len(found) != 2:
-        return None
-    samples, steps = (_float(v) for v in found)
-    if not samples or not steps:
+def _rates(printed: str) -> tuple[float, float] | None:
+    """`'train_samples_per_second': 0.8, 'train_steps_per_second': 0.1` -> (0.8, 0.1)."""
+    found = [_float(v) for v in re.findall(r"': '?([\d.]+)", printed)]
+    return (found[0], found[1]) if len(found) == 2 and found[0] and found[1] else None
+
+
+def _world_from_rates(rates: tuple[float, float], per_process: int) -> int | None:
+    """(samples, optimizer steps) per second and micro-batch x accumulation -> the world size, or None where the
+    figures cannot decide it."""
+    samples, steps = rates
+    if samples <= 0 or steps <= 0:
         return None
     # the widest the ratio can be, given the rounding of both figures
     def off(v: float) -> float:
@@ -855,6 +860,12 @@ def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
         read = (_int(cfg.get(k)) if kind == "int" else _bool(cfg.get(k)) for k in keys)
         c.add(fact, next((v for v in read if v is not None and (kind != "int" or v >= 0)), None), o, src)
     c.add("model_params", _int(run.summary.get("model/num_parameters")), o, src)
+    # the HF integration's run summary holds the Trainer's summary rates (hf_summary_rates), with or without `train/`
+    rates = [_float(run.summary.get(p + k)) for k in ("train_samples_per_second", "train_steps_per_second")
+             for p in ("", "train/")]
+    samples, steps = rates[0] or rates[1], rates[2] or rates[3]
+    if samples and steps:
+        c.add("hf_summary_rates", (samples, steps), "hf_summary_rates", src)
     quant = cfg.get("quantization_config") if isinstance(cfg.get("quantization_config"), dict) else {}
     compute = str(quant.get("bnb_4bit_compute_dtype") or "") if _bool(quant.get("load_in_4bit")) else \
         ("float16" if _bool(quant.get("load_in_8bit")) else "")

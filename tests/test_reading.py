@@ -457,3 +457,18 @@ def test_rate_and_time_spellings_time_a_learned_stream(tmp_path: Path, line: str
     p.write_text("\n".join(line.format(s=s, sec=s % 60, rate=1 / 0.85, ms=850.0, t=0.85) for s in range(1, 31)) + "\n")
     steps = diagnose(parse([str(p)])).metrics.steps
     assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=0.01)
+
+
+def test_the_world_from_a_wandb_runs_summary_rates(tmp_path: Path) -> None:
+    # The HF integration's summary (wandb-summary.json) holds the Trainer's rates, and its config the batch: a W&B
+    # run whose console output is not beside it still gives one process.
+    files = tmp_path / "run-20240502_104635-36hrg0wi" / "files"
+    files.mkdir(parents=True)
+    (files / "config.yaml").write_text("wandb_version: 1\nper_device_train_batch_size:\n  value: 8\n"
+                                       "gradient_accumulation_steps:\n  value: 1\n")
+    (files / "wandb-summary.json").write_text(json.dumps({"train/train_samples_per_second": 0.728,
+                                                          "train/train_steps_per_second": 0.091}))
+    (files / "wandb-history.jsonl").write_text("".join(json.dumps({"_step": i, "train/loss": 1.0}) + "\n"
+                                                       for i in range(5)))
+    f = parse([str(tmp_path)]).facts
+    assert f.world_size == 1 and f.evidence["world_size"].origin == "hf_summary_rates"
