@@ -1015,7 +1015,7 @@ SETTING_HINT = r"(?i)(?:" + _SETTING_NAMES + r")['\"]?\s*[:=| ]"
 # Tried first, on every line: a case-sensitive alternation of a fragment of each name in lower and upper case costs a
 # fifth of SETTING_HINT (whose case-insensitive alternation defeats the literal search); tests check the cover.
 _FRAGMENTS = ("gpus", "nodes", "shards", "machines", "world_size", "processes", "batch_size", "accumulation",
-              "zero_stage", "devices", "nproc", "logging_steps")
+              "zero_stage", "devices", "nproc", "g_steps")
 SETTING_PREFILTER = "|".join(f for frag in _FRAGMENTS for f in (frag, frag.upper()))
 
 

@@ -77,8 +77,8 @@ def _only_where(text: pl.Series, hint: str, pattern: str, repl: str, literal_hin
 
 _SPACED = any_of(("  ", "\t"))  # white space a template folds
 # A number padded to a width after a bracket (`[  10/1000]`, `( 5%)` beside `[1000/1000]`, `(50%)`): the padding is
-# not the layout, so the bracket and the slot close up.
-_PADDED = any_of(("[ \x06", "( \x06"))
+# not the layout, so the bracket and the slot close up (close_padding, on the templates once a source is read).
+_PADDED = "([\\[(]) \x06"
 _RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d"))
 
 
@@ -107,9 +107,6 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     spaced = tpl.str.contains(_SPACED).fill_null(False).arg_true()
     if spaced.len():
         tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
-    padded = tpl.str.contains(_PADDED).fill_null(False).arg_true()
-    if padded.len():
-        tpl = tpl.scatter(padded, tpl.gather(padded).str.replace_all("([\\[(]) \x06", "${1}\x06"))
     tpl = tpl.str.strip_chars(" .;,")
     frame = (rows.with_columns(tpl.alias("template"), body.alias("_body"))
              .filter(pl.col("template").str.contains(SLOT_MARK, literal=True))
@@ -130,6 +127,23 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
         frame = frame.join(drop, on=["source", "tid"], how="anti")
     out = frame.with_columns(_values(pl.col("_body")).alias("vals")).select("source", "line", "tid", "vals", "text")
     return out, small
+
+
+def close_padding(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Templates that differ only by a number's padding after a bracket made one (their rows take the one's id): on
+    the templates table, once per source, not on every line. An id is its template's hash, as mine() makes it."""
+    fixed = templates["template"].str.replace_all(_PADDED, "${1}\x06")
+    changed = (fixed != templates["template"]).fill_null(False)
+    if not changed.any():
+        return rows, templates
+    old, new = templates.filter(changed)["tid"], fixed.filter(changed).hash()
+    pairs = pl.DataFrame({"tid": old, "_to": new}).unique("tid")
+    rows = rows.with_columns(pl.col("tid").replace(pairs["tid"], pairs["_to"]))
+    templates = (templates.with_columns(fixed.alias("template"), fixed.hash().alias("tid"))
+                 .group_by("source", "tid", maintain_order=True)
+                 .agg(pl.col("template", "sample", "clocks").first(), pl.col("n").sum())
+                 .select(templates.columns))
+    return rows, templates
 
 
 def _values(body: pl.Expr) -> pl.Expr:
