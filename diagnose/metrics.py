@@ -312,11 +312,25 @@ def _ds_throughput_clock(steps: pl.DataFrame, train_batch: int | None) -> pl.Dat
         pl.col("ts"))
 
 
+# A bar that ran for less than this share of the longest-running bar's time is a preprocessing pass (a dataset's
+# `map` over 25,000 examples in a second), whatever its total.
+BAR_TIME_SHARE = 0.1
+
+
 def _tqdm_clock(steps: pl.DataFrame, _: int | None) -> pl.DataFrame | None:
+    """The training bar: of the bars that ran for a while (BAR_TIME_SHARE of the longest), the one with the largest
+    total (the training loop's, not an evaluation's)."""
     tq = steps.filter((pl.col("origin") == "tqdm") & pl.col("step_time_s").is_not_null())
     if tq.height < 3:
         return None
-    total = tq["total_steps"].max()
+    # each bar's running time: its per-step times over the steps between its readings
+    ran = (tq.sort("global_step").group_by("total_steps")
+           .agg((pl.col("step_time_s") * pl.col("global_step").diff().fill_null(pl.col("global_step").first()))
+                .sum().alias("_t")))
+    longest = ran["_t"].max()
+    if longest is not None and number(longest) > 0:
+        ran = ran.filter(pl.col("_t") >= BAR_TIME_SHARE * number(longest))
+    total = ran["total_steps"].max()
     train = tq.filter(pl.col("total_steps") == total).unique("global_step", keep="last").sort("global_step")
     return train.select(pl.col("global_step").alias("step"), "step_time_s", "ts")
 

@@ -142,3 +142,27 @@ def test_a_bar_is_still_read_when_the_other_hosts_bars_are_sampled(monkeypatch: 
     assert first_host(thin).equals(first_host(full))
     times = dict(first_host(thin).unique("global_step", keep="last").select("global_step", "step_time_s").iter_rows())
     assert times[150] == pytest.approx(STALL_S, rel=0.02) and times[149] == pytest.approx(STEP_S, rel=0.02)
+
+
+def test_a_dataset_map_bar_with_a_larger_total_is_not_the_training_bar(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # A TRL run's output: the dataset's `map` over 25,000 examples in about a second, then the training bar of 760
+    # steps at about 2 s each (b-trl-distilbert-rm-1gpu of the shared corpus, as W&B kept its output).
+    clock = _clocked(monkeypatch)
+    out = io.StringIO()
+    data = tqdm.tqdm(total=25_000, file=out, mininterval=0.1)
+    for _ in range(250):
+        clock[0] += 0.004
+        data.update(100)
+    data.close()
+    out.write("\n")
+    train = tqdm.tqdm(total=760, file=out, mininterval=0, miniters=1)
+    for _ in range(760):
+        clock[0] += 2.1
+        train.update(1)
+    train.close()
+    log = tmp_path / "output.log"
+    log.write_text(out.getvalue())
+    steps = diagnose(parse([str(log)])).metrics.steps
+    assert steps is not None and steps.source == "tqdm" and steps.p50_s == pytest.approx(2.1, rel=0.02)
+    assert steps.n > 700
