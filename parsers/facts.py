@@ -392,9 +392,10 @@ def assemble(inp: FactInputs) -> RunFacts:
         if len(smi) > 1 and not c.by_fact.get("nodes") and not c.by_fact.get("hostname"):
             c.add("nodes", 1, "nvidia_smi", first_smi.source, first_smi.line)
     # HF: the summary's samples over optimizer steps per second, over micro-batch x accumulation (whatever source
-    # gave those two), is the world size (the lowest tier: a derived count)
-    # (the printed line where there is one, to show; the W&B summary's figures are the same)
-    rates = next((ev for ev in c.by_fact.get("hf_summary_rates", []) if ev.line is not None), c.first("hf_summary_rates"))
+    # gave those two), is the world size (the lowest tier: a derived count). The printed line is the evidence where
+    # there is one; a W&B run's summary holds the same figures.
+    rates = next((ev for ev in c.by_fact.get("hf_summary_rates", []) if ev.line is not None),
+                 c.first("hf_summary_rates"))
     micro, accum = val("micro_batch_per_gpu"), val("grad_accum_steps")
     if rates is not None and micro and accum:
         c.add("world_size", _world_from_rates(rates.value, micro * accum), "hf_summary_rates", rates.source,
@@ -861,9 +862,10 @@ def _wandb_claims(c: _Claims, run: Any, src: int) -> None:
         c.add(fact, next((v for v in read if v is not None and (kind != "int" or v >= 0)), None), o, src)
     c.add("model_params", _int(run.summary.get("model/num_parameters")), o, src)
     # the HF integration's run summary holds the Trainer's summary rates (hf_summary_rates), with or without `train/`
-    rates = [_float(run.summary.get(p + k)) for k in ("train_samples_per_second", "train_steps_per_second")
-             for p in ("", "train/")]
-    samples, steps = rates[0] or rates[1], rates[2] or rates[3]
+    def summary(key: str) -> float | None:
+        return _float(run.summary.get(key)) or _float(run.summary.get("train/" + key))
+
+    samples, steps = summary("train_samples_per_second"), summary("train_steps_per_second")
     if samples and steps:
         c.add("hf_summary_rates", (samples, steps), "hf_summary_rates", src)
     quant = cfg.get("quantization_config") if isinstance(cfg.get("quantization_config"), dict) else {}

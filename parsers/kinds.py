@@ -747,8 +747,8 @@ KINDS: tuple[LineKind, ...] = (
                     {"value": "8", "key": "job.world_size"}),)),
     # The HF examples' and LLaMA-Factory's per-process line: `Process rank: 1, device: cuda:1, n_gpu: 1, ...` (newer
     # LLaMA-Factory: `Process rank: 1, world size: 2, device: cuda:1, ...`): the process's local GPU index.
-    _fact("process_device", ("Process rank: ",), r"Process rank: -?\d+, (?:world size: \d+, )?device: cuda:(?P<value>\d+)",
-          "process.cuda_device",
+    _fact("process_device", ("Process rank: ",),
+          r"Process rank: -?\d+, (?:world size: \d+, )?device: cuda:(?P<value>\d+)", "process.cuda_device",
           samples=(("[INFO|2024-11-26 22:07:06] parser.py:355 >> Process rank: 1, device: cuda:1, n_gpu: 1, distributed"
                     " training: True, compute dtype: torch.bfloat16",
                     {"value": "1", "key": "process.cuda_device"}),

@@ -11,8 +11,8 @@ FactName = Literal[
     "micro_batch_per_gpu", "grad_accum_steps", "nccl_transport", "cpu_run", "launcher", "backend", "accelerator",
     "train_batch_size", "optimizer", "steps_per_print", "wall_clock_breakdown", "overlap_comm",
     "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size", "prefetch_bucket_size",
-    "gradient_checkpointing", "dataloader_num_workers", "hybrid_engine", "logging_steps", "total_steps", "seq_len", "hidden_size",
-    "num_layers", "num_heads",
+    "gradient_checkpointing", "dataloader_num_workers", "hybrid_engine", "logging_steps", "total_steps", "seq_len",
+    "hidden_size", "num_layers", "num_heads",
 ]
 ClockName = Literal["ds_step_ts", "printed", "ds_throughput", "tqdm", "wandb_history"]
 FrameName = Literal["steps", "timers", "comms", "memory", "events", "nccl", "env", "facts", "progress",

@@ -141,10 +141,8 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
                                 acc.accelerate, acc.scripts, acc.wandb, acc.embedded, acc.faults,
                                 frames["stated"]))
-    spe = facts.hf.get("Num update steps per epoch")
-    steps = _number_hf_steps(frames["steps"], spe, facts.logging_steps)
-    hf_steps_unknown = not spe and not facts.logging_steps and frames["steps"].select(
-        ((pl.col("origin") == "hf_log") & pl.col("global_step").is_null()).any()).item()
+    steps, hf_steps_unknown = _number_hf_steps(frames["steps"], facts.hf.get("Num update steps per epoch"),
+                                               facts.logging_steps)
     try:
         steps = tqdm_step_times(steps, frames["progress"])
     except Exception as e:  # noqa: BLE001 - a bar it cannot undo keeps its printed rates; the report still comes
@@ -155,7 +153,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
         f"{name} (lowest rank)": n for name, n in acc.thinner.primary_stride.items() if n > 1}
     unread = tuple(sorted(acc.unread, key=unread_order))
     return RunModel(frames, facts, tuple(acc.sources), tuple(acc.skipped), thinned, tuple(acc.faults),
-                    tuple(acc.streams), unread, dict(acc.configs), bool(hf_steps_unknown))
+                    tuple(acc.streams), unread, dict(acc.configs), hf_steps_unknown)
 
 
 def _finite(frame: pl.DataFrame) -> pl.DataFrame:
@@ -592,15 +590,17 @@ def _number_epoch_bars(steps: pl.DataFrame) -> pl.DataFrame:
                               .otherwise(pl.col("global_step")).alias("global_step"))
 
 
-def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None, logging_steps: int | None = None) -> pl.DataFrame:
+def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None,
+                     logging_steps: int | None) -> tuple[pl.DataFrame, bool]:
     """HF loss dicts carry no step: epoch x update-steps-per-epoch gives it, else the dict's ordinal, in steps where
-    the run's `logging_steps` is known (a dict every 5 steps is 5 steps' time, not one's)."""
-    is_hf = pl.col("origin") == "hf_log"
+    the run's `logging_steps` is known (a dict every 5 steps is 5 steps' time, not one's). -> (the steps, whether
+    dicts were placed one step apart for want of either)."""
+    unplaced = (pl.col("origin") == "hf_log") & pl.col("global_step").is_null()
     ordinal = (pl.int_range(1, pl.len() + 1).over("source", "rank", "origin")).cast(pl.Int64) * (logging_steps or 1)
     by_epoch = (pl.col("epoch") * steps_per_epoch).round().cast(pl.Int64, strict=False) if steps_per_epoch else ordinal
-    return steps.with_columns(
-        pl.when(is_hf & pl.col("global_step").is_null()).then(by_epoch).otherwise(pl.col("global_step"))
-        .alias("global_step"))
+    unknown = not steps_per_epoch and not logging_steps and bool(steps.select(unplaced.any()).item())
+    return steps.with_columns(pl.when(unplaced).then(by_epoch).otherwise(pl.col("global_step"))
+                              .alias("global_step")), unknown
 
 
 # Line kinds (steps and facts origins) that only a framework's own training loop prints.

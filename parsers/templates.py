@@ -170,7 +170,7 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     big = templates.filter((pl.col("n") >= PRUNE_ROWS) & ~pl.col("template").str.contains(_PER_STEP_TIME))
     # a one-number line of a timing role may be a field of a multi-line record (_attach_records): kept for learning
     record = [tid for tid, template, clocks in big.select("tid", "template", "clocks").iter_rows()
-              if template.count(SLOT_MARK) == 1 and _record_slot(template, clocks or "") is not None]
+              if _record_slot(template, clocks or "") is not None]
     if record:
         big = big.filter(~pl.col("tid").is_in(record))
     if big.height == 0:
@@ -544,8 +544,7 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
     for slot, tid, rows in records:
         role = slot.name_role or slot.unit_role
         values = rows.select("source", "line", pl.col("vals").list.first().alias("_v")).sort("line")
-        if values.height > clock.height * (2 - RECORD_MATCHED):  # more than one a step: not a field of the record
-            continue
+        # one a step at most: a template printed more often leaves most of its lines unmatched (a micro-batch's)
         near = (values.join_asof(clock, left_on="line", right_on="_at", strategy="backward")
                 .filter((pl.col("line") - pl.col("_at")) <= RECORD_SPAN).unique("_at", keep="first"))
         if near.height < RECORD_MATCHED * values.height:

@@ -83,14 +83,7 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     "s/it": ("sec_per_iter", 1.0), "s/iter": ("sec_per_iter", 1.0), "sec/it": ("sec_per_iter", 1.0),
     "s / it": ("sec_per_iter", 1.0), "s/iteration": ("sec_per_iter", 1.0), "ms/iter": ("step_time", 1e-3),
     "it/s": ("iter_rate", None), "steps/s": ("iter_rate", None), "iter/s": ("iter_rate", None),
-    "its/s": ("iter_rate", None), "step/s": ("iter_rate", None), "steps/sec": ("iter_rate", None),
-    "step/sec": ("iter_rate", None), "it/sec": ("iter_rate", None), "its/sec": ("iter_rate", None),
-    "iter/sec": ("iter_rate", None), "iters/s": ("iter_rate", None), "iters/sec": ("iter_rate", None),
-    "iterations/s": ("iter_rate", None), "iterations/sec": ("iter_rate", None), "batches/s": ("iter_rate", None),
-    "batches/sec": ("iter_rate", None), "batch/s": ("iter_rate", None), "updates/s": ("iter_rate", None),
-    "ms/batch": ("step_time", 1e-3), "s/batch": ("step_time", 1.0), "sec/batch": ("step_time", 1.0),
-    "sec/step": ("step_time", 1.0), "sec/iter": ("sec_per_iter", 1.0), "ms/iteration": ("step_time", 1e-3),
-    "seqs/s": ("samples_per_sec", None), "sequences/s": ("samples_per_sec", None),
+    "its/s": ("iter_rate", None), "step/s": ("iter_rate", None),
     "samples/s": ("samples_per_sec", None), "samples/sec": ("samples_per_sec", None),
     "sample/s": ("samples_per_sec", None), "img/s": ("samples_per_sec", None), "img/sec": ("samples_per_sec", None),
     "images/s": ("samples_per_sec", None), "images/sec": ("samples_per_sec", None),
@@ -102,6 +95,32 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     "seconds": (None, 1.0), "min": (None, 60.0), "mins": (None, 60.0), "minutes": (None, 60.0), "h": (None, 3600.0),
     "us": (None, 1e-6), "µs": (None, 1e-6),
 }
+# The other spellings of a rate or a time per count (`steps/sec`, `it/sec`, `batches/s`, `s/batch`, `ms/iteration`,
+# `seqs/s`): each word reduced to one form, and the pair looked up in CANONICAL_UNITS. Rates are per second only.
+_TIME_WORDS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms", "msec": "ms",
+               "min": "min", "mins": "min", "minute": "min", "minutes": "min"}
+_COUNT_WORDS = {**dict.fromkeys(("it", "its", "iter", "iters", "iteration", "iterations", "step", "steps", "batch",
+                                 "batches", "update", "updates"), "it"),
+                **dict.fromkeys(("sample", "samples", "ex", "example", "examples", "img", "imgs", "image", "images",
+                                 "seq", "seqs", "sequence", "sequences"), "sample"),
+                **dict.fromkeys(("tok", "toks", "token", "tokens"), "tok")}
+CANONICAL_UNITS: dict[str, tuple[Role, float | None]] = {
+    "it/s": ("iter_rate", None), "sample/s": ("samples_per_sec", None), "tok/s": ("tokens_per_sec", None),
+    "s/it": ("step_time", 1.0), "ms/it": ("step_time", 1e-3), "min/it": ("step_time", 60.0)}
+
+
+def _canonical_unit(key: str) -> tuple[Role, float | None] | None:
+    words = key.replace(" ", "").split("/")
+    if len(words) != 2:
+        return None
+    a, b = words
+    if a in _COUNT_WORDS and b in _TIME_WORDS:
+        return CANONICAL_UNITS.get(f"{_COUNT_WORDS[a]}/{_TIME_WORDS[b]}")
+    if a in _TIME_WORDS and b in _COUNT_WORDS:
+        return CANONICAL_UNITS.get(f"{_TIME_WORDS[a]}/{_COUNT_WORDS[b]}")
+    return None
+
+
 # Memory units -> GB (of 2**30 bytes, as DeepSpeed and PyTorch print them).
 MEM_UNITS: dict[str, float] = {"gb": 1.0, "gib": 1.0, "g": 1.0, "mb": 1 / 1024, "mib": 1 / 1024, "m": 1 / 1024,
                                "kb": 1 / 2**20, "kib": 1 / 2**20}
@@ -180,6 +199,8 @@ def unit_of(text: str) -> tuple[str, Role | None, float | None]:
         return unit, *UNITS[key]
     if key.replace(" ", "") in UNITS:
         return unit, *UNITS[key.replace(" ", "")]
+    if (canonical := _canonical_unit(key)) is not None:
+        return unit, *canonical
     if key in MEM_UNITS or key == "%":
         return unit, None, None
     # A word after a space is the next name, not this number's unit; glued letters are a unit we do not know.

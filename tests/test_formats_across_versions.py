@@ -181,9 +181,11 @@ def test_composer_console_records(tmp_path: Path) -> None:
     # SpeedMonitor's throughput/batches_per_sec is the step clock's rate.
     lines = []
     for s in range(1, 31):
-        lines += [f"[batch={s}/4800]:", f"\t Train time/batch: {s - 1}", f"\t Train loss/train/total: {6.8 - s / 100:.4f}",
+        lines += [f"[batch={s}/4800]:", f"\t Train time/batch: {s - 1}",
+                  f"\t Train loss/train/total: {6.8 - s / 100:.4f}",
                   f"\t Train throughput/batches_per_sec: {1 / (0.85 + 0.01 * (s % 3)):.4f}",
-                  f"\t Train throughput/samples_per_sec: {256 / 0.85:.4f}", f"\t Train time/train: {s * 0.85 / 3600:.4f}"]
+                  f"\t Train throughput/samples_per_sec: {256 / 0.85:.4f}",
+                  f"\t Train time/train: {s * 0.85 / 3600:.4f}"]
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.p50_s == pytest.approx(0.86, abs=0.005)
     assert ("Train throughput/batches_per_sec", "iter_rate") in roles
@@ -194,8 +196,10 @@ def test_olmo_console_records(tmp_path: Path) -> None:
     # OLMo's trainer (from source, log_metrics_to_console): a stamped `[step=N/M]` line, then `    name=value` lines.
     lines = []
     for s in range(1, 31):
-        lines += [f"2026-01-05 10:{s // 6:02d}:{s % 6 * 10:02d}.000\tnode0:0\tolmo.train:962\tINFO\t[step={s * 10}/739328]",
-                  f"    train/CrossEntropyLoss={9.8 - s / 100:.4f}", f"    throughput/device/tokens_per_second={61680.5:.1f}",
+        stamp = f"2026-01-05 10:{s // 6:02d}:{s % 6 * 10:02d}.000"
+        lines += [f"{stamp}\tnode0:0\tolmo.train:962\tINFO\t[step={s * 10}/739328]",
+                  f"    train/CrossEntropyLoss={9.8 - s / 100:.4f}",
+                  f"    throughput/device/tokens_per_second={61680.5:.1f}",
                   f"    throughput/device/batches_per_second={1 / 0.95:.4f}", "    System/Peak GPU Memory (MB)=45678"]
     steps, roles = _steady(tmp_path, lines)
     # the record's rate (0.95 s a batch), not the stamps (10 s over 10 steps)

@@ -450,6 +450,9 @@ def test_the_world_from_the_hf_summary_rates(tmp_path: Path, summary: str, micro
     "[epoch 1][batch {s}] loss 2.3, {t:.3f} s/batch",
     "global step {s}: loss 2.3 ({t:.3f} sec/step)",
     "Iteration {s}/1000 took {t:.3f}s",
+    # spellings no table lists: each word is reduced to one form (vocabulary.CANONICAL_UNITS)
+    "update {s}: {rate:.3f} iters/sec",
+    "it {s} ({ms:.0f} ms/iteration)",
 ])
 def test_rate_and_time_spellings_time_a_learned_stream(tmp_path: Path, line: str) -> None:
     # 0.85 s a step however the unit or the verb is spelled (the absl stamps, 1 s apart, are not the clock)
