@@ -48,6 +48,10 @@ CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consec
 # Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
 GENERIC_TIME = frozenset({"time", "t", "seconds", "took", "takes", "duration", "spent"})
 COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
+# A step is its phases and a little more (data wait, the loss, logging): a total of a step up to twice the sum of
+# the phases printed beside it is that step's; one of ten steps is not (ESPnet2's trainer: forward + backward + optim
+# step are 80-95% of train_time).
+PHASES_SLACK = 2.0
 
 # Placeholders in a template: \x06 a slot (a number or a clock duration; which, the template's `clocks` says); \x01 a
 # stamp, \x02 a digit run inside a name, \x03 a hex id, \x04 a path, \x07 a progress bar (masked, not slots).
@@ -304,8 +308,12 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
         total_of = i - 1 if i > 0 and pre.strip() == "/" else None
         mem = vocab.MEM_UNITS.get(unit.lower()) if unit else None
         name_role = vocab.role_of(norm) if norm else None
+        if name and (named_unit := vocab.unit_name(name)) is not None:
+            name_role, name_scale = named_unit  # `ms/batch 850.0`: the name is a unit, not `batch`
         if name_role is None and norm and (named_mem := vocab.memory_name(norm)) is not None:
             name_role, mem = vocab.role_of(named_mem[0]), named_mem[1]
+        if name_role is None and unit and post[:1] != " " and (counted := vocab.count_unit(unit)) is not None:
+            name_role, unit = counted, ""  # `100batch`, `1epoch`: a count, not a quantity in a unit
         slots.append(_Slot(i, name, norm, kind == "clock", unit, name_role, unit_role,
                            unit_scale if unit_scale is not None else name_scale, total_of, avg_of, mem))
     return slots
@@ -406,6 +414,7 @@ def _stats(frame: pl.DataFrame, col: str) -> dict[str, float]:
 _TIMING_ROLES = {"step_time", "avg_step_time", "cum_time", "iter_rate", "sec_per_iter", "samples_per_sec",
                  "tokens_per_sec", "data_time", "generate_time", "train_phase_time"}
 _TRAINING_ROLES = _TIMING_ROLES | {"loss", "lr", "grad_norm", "tflops", "mfu"}
+_CLOCK_ROLES = frozenset({"step_time", "avg_step_time", "sec_per_iter", "iter_rate", "cum_time"})  # they time a step
 
 
 def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
@@ -460,12 +469,18 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
                 and stats[i]["up"] >= CUMULATIVE_SHARE \
                 and _through_origin(wide, f"s{i}", f"s{counter}"):
             roles[i] = ("cum_time", "statistics")
+    # An unnamed duration that neither only grows nor only falls (`| 850.00 ms |`, darknet's `0.816 seconds`) times
+    # the step where nothing named does.
+    if not any(r in _CLOCK_ROLES for r, _ in roles.values()):
+        for s in slots:
+            if s.index not in roles and not s.clock and s.unit and s.scale is not None and s.name_role is None \
+                    and s.unit_role is None:
+                roles[s.index] = ("step_time", "unit")
     lead = _lead(template)
     is_eval = bool(vocab.EVAL_WORDS.search(display(lead)))
     has_ts = sub["ts"].null_count() < sub.height
     training = any(r in _TRAINING_ROLES for r, _ in roles.values()) or \
         (not ordinal and slots[counter].name_role == "counter")
-    shown = tuple(SlotRole(slots[i].name or f"#{i + 1}", r, how) for i, (r, how) in sorted(roles.items()))
     if not training:
         return None
     rank = pl.col("rank")
@@ -478,6 +493,8 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     else:
         offset = (pl.when(c.shift(1).over(rank) > c).then(c.shift(1).over(rank)).otherwise(0)).cum_sum().over(rank)
     frame = wide.with_columns((c + offset).cast(pl.Int64, strict=False).alias("global_step"))
+    _choose_step_time(slots, stats, roles, frame, has_ts)
+    shown = tuple(SlotRole(display(slots[i].name) or f"#{i + 1}", r, how) for i, (r, how) in sorted(roles.items()))
     step_time, how = _step_time(slots, stats, roles, frame, has_ts)
     if how:
         shown = tuple(SlotRole(r.name, r.role, how if r.role in ("step_time", "avg_step_time", "sec_per_iter")
@@ -561,7 +578,7 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
                            how="left")
         before = pl.col(column) if column in steps.columns else pl.lit(None, pl.Float64)
         steps = steps.with_columns(pl.coalesce(before, value).alias(column)).drop("_v")
-        roles.append(SlotRole(slot.name or "#1", role or "", "record"))
+        roles.append(SlotRole(display(slot.name) or "#1", role or "", "record"))
         attached.append((tid, near.select("source", "line")))
     if not attached:
         return stream, steps, attached
@@ -664,6 +681,65 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
             return pl.when(c.diff().over("rank") > 0).then(rate), "statistics"
         return pl.when(d > 0).then(d), "statistics"
     return None, ""
+
+
+def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[int, tuple[str, str]],
+                      frame: pl.DataFrame, has_ts: bool) -> None:
+    """Of several durations that claim the step's time (ESPnet's `iter_time`, `forward_time`, `backward_time` and
+    `train_time`; `fwd 0.3 s ... 0.85 s`), the step's is the one that agrees with the line stamps, else the largest:
+    a step's phases are parts of it. The others become `phase_time`. A total by name that does not grow (ESPnet's
+    per-step `train_time`) is a candidate where the stamps confirm it or, without stamps, where it is at least the
+    largest phase and at most PHASES_SLACK times their sum (an interval's total is many steps' worth). Rewrites
+    `roles`."""
+    cands = [i for i, (r, _) in sorted(roles.items()) if r == "step_time"]
+    flat = [i for i, (r, how) in sorted(roles.items())
+            if r == "cum_time" and how == "name" and stats[i]["up"] < CUMULATIVE_SHARE]
+    if not cands or len(cands) + len(flat) < 2:
+        return
+    wall, every = _wall_per_step(frame) if has_ts else (None, None)
+    chosen, how = None, ""
+    if wall is not None:
+        # a printed unit (or seconds) per step first, then per print interval, then another unit, over all of them
+        tries = [(False, False), (False, True), (True, False), (True, True)]
+        for other_unit, per_print in tries:
+            chosen = next((i for i in cands + flat
+                           if _agrees(slots[i], stats[i]["median"], wall, every, other_unit, per_print)), None)
+            if chosen is not None:
+                how = "timestamps"
+                break
+    if chosen is None:
+        # Without stamps a flat total is the step's where it holds the phases and not many steps' worth of them.
+        seconds = {i: _nan_low(stats[i]["median"] * (slots[i].scale or 1.0)) for i in cands + flat}
+        parts = sum(max(seconds[i], 0.0) for i in cands)
+        whole = [i for i in flat if max(seconds[i] for i in cands) <= seconds[i] <= PHASES_SLACK * parts]
+        chosen = max(whole or cands, key=lambda i: seconds[i])
+        how = roles[chosen][1]
+    for i in cands:
+        if i != chosen:
+            roles[i] = ("phase_time", roles[i][1])
+    roles[chosen] = ("step_time", how)
+
+
+def _nan_low(v: float) -> float:
+    return -math.inf if math.isnan(v) else v
+
+
+def _agrees(slot: _Slot, median: float, wall: float, every: float | None, other_unit: bool, per_print: bool) -> bool:
+    """Whether a printed duration agrees with the stamps' wall time per step (UNIT_AGREEMENT): in its printed unit
+    (seconds where none) or, with `other_unit`, in ms or minutes where none is printed; per step, or with
+    `per_print` as a total over the steps between prints."""
+    if not median or math.isnan(median):
+        return False
+    if other_unit:
+        if slot.scale is not None:
+            return False
+        scales = [1e-3, 60.0]
+    else:
+        scales = [slot.scale or 1.0]
+    if per_print and not (every and every > 1):
+        return False
+    p = 1.0 / every if per_print and every else 1.0
+    return any(abs(median * s * p - wall) <= UNIT_AGREEMENT * wall for s in scales)
 
 
 def _unit_by_stamps(slot: _Slot, median: float, wall: float | None, every: float | None) -> tuple[float, str]:

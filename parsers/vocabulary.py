@@ -17,7 +17,7 @@ from typing import Literal
 
 Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "eta", "data_time", "iter_rate",
                "sec_per_iter", "samples_per_sec", "tokens_per_sec", "loss", "lr", "grad_norm", "mem", "mfu", "tflops",
-               "generate_time", "train_phase_time", "count"]
+               "generate_time", "train_phase_time", "phase_time", "count"]
 
 # role -> the names it is printed under, normalised (see above). Sources: the layouts of ../shared/reference/formats
 # (each library's printing code) and the trainers of the shared corpus.
@@ -41,7 +41,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
     "data_time": ("data", "data_time", "data_wait", "dataloader_time", "data_loader_time", "load_time",
                   "load_data_time", "data_load_time", "dt_data", "data_loading", "data_loading_time", "batch_load_time",
                   "get_batch", "time_data", "input_time", "data_wait_time", "last_data_time", "timing_s_data",
-                  "batch_generator"),
+                  "batch_generator", "data_cost", "reader_cost"),
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -186,6 +186,27 @@ def role_of(norm: str) -> Role | None:
         if tail in _BY_NAME:
             return _BY_NAME[tail]
     return None
+
+
+_EPOCH_WORDS = frozenset({"epoch", "epochs", "ep"})
+
+
+def count_unit(unit: str) -> Role | None:
+    """A count word glued to a number (ESPnet's `1epoch:train:1-100batch`): the number counts steps or epochs."""
+    word = unit.lower()
+    if _COUNT_WORDS.get(word) == "it":
+        return "counter"
+    return "epoch" if word in _EPOCH_WORDS else None
+
+
+def unit_name(name: str) -> tuple[Role, float | None] | None:
+    """A name that is itself a unit of time or rate (`ms/batch 850.0`, `s/it: 0.85`, `samples/sec 301`) -> (role,
+    seconds per unit); None for any other name."""
+    key = re.sub(r"\s+", " ", name.strip().lower())
+    role, scale = UNITS.get(key, UNITS.get(key.replace(" ", ""), (None, None)))
+    if role is not None:
+        return role, scale
+    return _canonical_unit(key)
 
 
 def unit_of(text: str) -> tuple[str, Role | None, float | None]:

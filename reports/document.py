@@ -333,6 +333,7 @@ ROLE_LABELS = {"counter": "step counter", "total": "total steps", "epoch": "epoc
                "samples_per_sec": "samples/s", "tokens_per_sec": "tokens/s", "loss": "loss", "lr": "learning rate",
                "grad_norm": "gradient norm", "mem": "memory", "mfu": "MFU", "tflops": "TFLOPs",
                "generate_time": "generation time", "train_phase_time": "training phase time",
+               "phase_time": "a part of the step",
                "count": "a count (not a time)",
                "running_average": "running average of the one before"}
 

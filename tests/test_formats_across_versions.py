@@ -229,3 +229,53 @@ def test_timm_train_lines_padded_to_width(tmp_path: Path) -> None:
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.n >= len(lines) - 2
     assert ("Time", "step_time") in roles and ("Data", "data_time") in roles
+
+
+@pytest.mark.parametrize("stamped", [True, False])
+def test_espnet_phase_times_are_parts_of_the_step(tmp_path: Path, stamped: bool) -> None:
+    # ESPnet2's Reporter.log_message (from source): `{e}epoch:train:{a}-{b}batch: k=v, ...`, the interval's means;
+    # forward_time, backward_time and optim_step_time are parts of train_time, the whole iteration. With stamps the
+    # one that agrees with them is the step's; without, the largest (a step's phases are parts of it).
+    lines = []
+    for i in range(1, 31):
+        t = 0.85 + 0.01 * (i % 3)
+        stamp = f"[gpu01] 2026-01-05 10:{int(i * 8.5) // 60:02d}:{int(i * 8.5) % 60:02d},123 (trainer:762) INFO: "
+        lines.append((stamp if stamped else "") + f"1epoch:train:{i * 10 - 9}-{i * 10}batch: iter_time=1.234e-04, "
+                     f"forward_time={0.3 * t:.3f}, loss_ctc=123.456, loss={60 - i:.3f}, backward_time={0.45 * t:.3f}, "
+                     f"optim_step_time={0.05 * t:.3f}, optim0_lr0=2.000e-05, train_time={t:.3f}")
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
+    assert ("train_time", "step_time") in roles
+    assert ("forward_time", "phase_time") in roles and ("backward_time", "phase_time") in roles
+
+
+def test_an_unnamed_duration_times_the_step(tmp_path: Path) -> None:
+    # llm.c's train_gpt2 (from source): `step %4d/%d | loss %f (%+.2fz)| norm %6.4f (%+.2fz)| lr %.2e | %.2f ms |
+    # %.1f%% bf16 MFU | %.0f tok/s`: the step's time has a unit and no name.
+    lines = [f"step {s:4d}/74 | loss {7.5 - s / 100:7.6f} (+0.12z)| norm 1.2345 (-0.30z)| lr 1.00e-04 | "
+             f"{850 + 10 * (s % 3):.2f} ms | 41.2% bf16 MFU | 616838 tok/s" for s in range(1, 31)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
+    assert ("#8", "step_time") in roles and ("bfN MFU", "mfu") in roles
+
+
+def test_a_name_that_is_a_unit(tmp_path: Path) -> None:
+    # pytorch/examples word_language_model (from source): `| epoch {:3d} | {:5d}/{:5d} batches | lr {:02.2f} |
+    # ms/batch {:5.2f} | loss {:5.2f} | ppl {:8.2f}`: `ms/batch` names the time of a batch in ms.
+    lines = [f"| epoch   1 | {b:5d}/ 2983 batches | lr 20.00 | ms/batch {45.21 + b % 3:5.2f} | loss  7.63 | "
+             f"ppl  2063.39" for b in range(200, 6200, 200)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.04621)
+    assert ("ms/batch", "step_time") in roles
+
+
+def test_paddle_reader_cost_is_the_data_wait(tmp_path: Path) -> None:
+    # PaddleNLP's and PaddleOCR's training logs (from source): `avg_reader_cost: {:.5f} sec, avg_batch_cost:
+    # {:.5f} sec`: the reader's cost is the wait for data within the batch's.
+    lines = [f"[2026-01-05 10:00:{s % 60:02d},123] [    INFO] - global step {s * 10}, epoch: 0, batch: {s * 10 - 1}, "
+             f"loss: 9.861, avg_reader_cost: 0.51000 sec, avg_batch_cost: 0.85000 sec, speed: 1.18 step/s, "
+             f"ips_total: 9638 tokens/s, learning rate: 5.00000e-05" for s in range(1, 31)]
+    m = _model(tmp_path, *lines)
+    roles = [(r.name, r.role) for s in m.streams if s.step_clock for r in s.roles]
+    assert ("avg_reader_cost", "data_time") in roles and ("avg_batch_cost", "step_time") in roles
+    assert m.frames["steps"]["data_time_s"].median() == pytest.approx(0.51)
