@@ -632,7 +632,9 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
             free = free.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source"))
         mined, tpls = mine(free)
         # Rank and time only for the lines that may be a stream's (the prefixes' patterns cost a pass each).
-        mined = with_prefix(mined, source_id, node=False).select(*MINED_SCHEMA)
+        mined = with_prefix(mined, source_id, node=False)
+        mined = mined.with_columns(pl.when(pl.col("counting")).then(None).otherwise(pl.col("rank")).alias("rank"))
+        mined = mined.select(*MINED_SCHEMA)
         # Only the anchorless kinds and the env pass read lines without an anchor: their rows say which mined
         # lines a reader already counted (a join with every used line of the chunk would cost a pass over it).
         loose_used = loose_keys + [part.select(key) for part in out.get("env", [])]

@@ -42,3 +42,28 @@ def strip_outer(text: pl.Series) -> pl.Series:
     """Each line without its outer prefix (`str.replace(OUTER_PREFIX, "")`): the prefix's length taken from a whole
     match and sliced off costs half of the replace, which rebuilds every string through the regex."""
     return text.str.slice(text.str.extract(_OUTER_WHOLE, 0).str.len_chars())
+
+
+# srun -l's task label (`3: `) and a line that opens with its own counter (darknet's ` 120: 2.48, 2.58 avg loss,
+# ...`) look alike. Labels repeat, as every rank prints the same lines; a counter strictly rises line after line. So
+# a source's labels that rise on every line, over COUNTING_LINES lines at least, are a counter; ranks printed once
+# each in order from 0 (`0: ...`, `1: ...`, `2: ...`) stay labels.
+_TASK_LABEL = r"^[ \t]*(\d{1,5}): "
+COUNTING_LINES = 3
+
+
+def counting_labels(text: pl.Series, source: pl.Series) -> pl.Series:
+    """Per line, whether its `N: ` opening is the line's counter rather than srun's task label (see above)."""
+    label = text.str.extract(_TASK_LABEL, 1).cast(pl.Int64, strict=False)
+    if label.null_count() == label.len():
+        return pl.repeat(False, text.len(), eager=True)
+    frame = pl.DataFrame({"source": source, "label": label}).with_row_index("_i")
+    labelled = frame.filter(pl.col("label").is_not_null())
+    per = (labelled.group_by("source")
+           .agg((pl.col("label").diff() > 0).all().alias("rises"), pl.len().alias("n"),
+                pl.col("label").first().alias("first"), pl.col("label").diff().max().alias("gap")))
+    counting = per.filter(pl.col("rises") & (pl.col("n") >= COUNTING_LINES)
+                          & ((pl.col("first") > 0) | (pl.col("gap") > 1)))["source"]
+    if counting.len() == 0:
+        return pl.repeat(False, text.len(), eager=True)
+    return (label.is_not_null() & source.is_in(counting.implode())).fill_null(False)

@@ -31,7 +31,7 @@ import polars as pl
 
 from diagnose.parsers import vocabulary as vocab
 from diagnose.parsers.literals import any_of
-from diagnose.parsers.prefixes import strip_outer
+from diagnose.parsers.prefixes import counting_labels, strip_outer
 from diagnose.parsers.stamps import LEADING, LEADING_HINT, STAMP, STAMP_HINT
 from diagnose.parsers.scalars import number, whole
 
@@ -48,6 +48,9 @@ CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consec
 # Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
 GENERIC_TIME = frozenset({"time", "t", "seconds", "took", "takes", "duration", "spent"})
 COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
+# An unnamed duration that grows this many fold over a log is a total (elapsed time), not a step time slowing down:
+# the slowdowns of the corpus and the zoo are 1.3-2x over a run; an elapsed time over 60 prints grows 60-fold.
+TOTAL_GROWTH = 4.0
 # A step is its phases and a little more (data wait, the loss, logging): a total of a step up to twice the sum of
 # the phases printed beside it is that step's; one of ten steps is not (ESPnet2's trainer: forward + backward + optim
 # step are 80-95% of train_time).
@@ -101,9 +104,14 @@ def _rare_masks(body: pl.Series) -> pl.Series:
 
 def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Unclaimed lines with a digit (source, line, text) -> (rows that may belong to a stream: source, line, tid,
-    vals, text; templates: source, tid, template, sample, clocks, n); the caller adds rank and time to the rows. Vectorised over the chunk: one pass finds the rows that hold anything rare
+    vals, text, counting (its `N: ` opening counts steps: no rank); templates: source, tid, template, sample,
+    clocks, n); the caller adds rank and time to the rows. Vectorised over the chunk: one pass finds the rows that
+    hold anything rare
     (a stamp, an id, a path, a bar, a digit inside a name), and only those go through the masks for them."""
     body = strip_outer(rows["text"])
+    counting = counting_labels(rows["text"], rows["source"])
+    if counting.any():  # darknet's ` 120: 2.48, ...`: the opening number is the line's counter, not a task label
+        body = body.scatter(counting.arg_true(), rows["text"].filter(counting).str.strip_chars_start())
     idx = body.str.contains(_RARE).fill_null(False).arg_true()
     if idx.len():
         body = body.scatter(idx, _rare_masks(body.gather(idx)))
@@ -112,7 +120,7 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     if spaced.len():
         tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
     tpl = tpl.str.strip_chars(" .;,")
-    frame = (rows.with_columns(tpl.alias("template"), body.alias("_body"))
+    frame = (rows.with_columns(tpl.alias("template"), body.alias("_body"), counting.alias("counting"))
              .filter(pl.col("template").str.contains(SLOT_MARK, literal=True))
              .with_columns(pl.col("template").hash().alias("tid")))
     # Which slots are clocks (`0:08:01`) is the same on every line of a template: kept with the template, read from
@@ -129,7 +137,8 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     drop = _prunable(frame, small)
     if drop.height:
         frame = frame.join(drop, on=["source", "tid"], how="anti")
-    out = frame.with_columns(_values(pl.col("_body")).alias("vals")).select("source", "line", "tid", "vals", "text")
+    out = frame.with_columns(_values(pl.col("_body")).alias("vals")).select("source", "line", "tid", "vals", "text",
+                                                                            "counting")
     return out, small
 
 
@@ -298,25 +307,48 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
             prev_unit = slots[-1].unit
             if prev_unit and pre.lstrip().startswith(prev_unit):
                 pre = pre.lstrip()[len(prev_unit):]
-        stripped = pre.rstrip(" :=|,'\"[\t#")
-        m = _NAME.search(stripped) if stripped and stripped[-1:] not in "([/<" else None
-        name = m.group(1).strip(" -") if m else ""
-        if name.lower() in _LEVELS or name.lower().split(" ")[-1] in _LEVELS:  # `- INFO - [ 9/5000]`: no name
-            name = ""
-        norm, name_scale = vocab.normalise(name.replace("\x02", "")) if name else ("", None)
+            # A separator says whose words stand between two numbers: `2.58 avg loss, 0.0003 rate,` names each
+            # number by the words after it (darknet), `loss 2.3, lr 0.1` by the words before.
+            cut = max(pre.rfind(sep) for sep in _SEPARATORS)
+            if cut > 0 and not slots[-1].name and not _name(pre[cut + 1:]) and (trail := _name(pre[:cut])):
+                prev = slots[-1]
+                slots[-1] = _slot(prev.index, trail, prev.clock, prev.unit, prev.unit_role, prev.scale, "",
+                                  prev.total_of, prev.avg_of)
+                pre = pre[cut:]
+        name = _name(pre)
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
         total_of = i - 1 if i > 0 and pre.strip() == "/" else None
-        mem = vocab.MEM_UNITS.get(unit.lower()) if unit else None
-        name_role = vocab.role_of(norm) if norm else None
-        if name and (named_unit := vocab.unit_name(name)) is not None:
-            name_role, name_scale = named_unit  # `ms/batch 850.0`: the name is a unit, not `batch`
-        if name_role is None and norm and (named_mem := vocab.memory_name(norm)) is not None:
-            name_role, mem = vocab.role_of(named_mem[0]), named_mem[1]
-        if name_role is None and unit and post[:1] != " " and (counted := vocab.count_unit(unit)) is not None:
-            name_role, unit = counted, ""  # `100batch`, `1epoch`: a count, not a quantity in a unit
-        slots.append(_Slot(i, name, norm, kind == "clock", unit, name_role, unit_role,
-                           unit_scale if unit_scale is not None else name_scale, total_of, avg_of, mem))
+        slots.append(_slot(i, name, kind == "clock", unit, unit_role, unit_scale, post, total_of, avg_of))
     return slots
+
+
+_SEPARATORS = (",", ";", "|")
+
+
+def _name(pre: str) -> str:
+    """The name printed right before a number (`loss: `, `'grad_norm': `, `| lr `), '' when none."""
+    stripped = pre.rstrip(" :=|,'\"[\t#")
+    m = _NAME.search(stripped) if stripped and stripped[-1:] not in "([/<" else None
+    name = m.group(1).strip(" -") if m else ""
+    if name.lower() in _LEVELS or name.lower().split(" ")[-1] in _LEVELS:  # `- INFO - [ 9/5000]`: no name
+        return ""
+    return name
+
+
+def _slot(i: int, name: str, clock: bool, unit: str, unit_role: str | None, unit_scale: float | None, post: str,
+          total_of: int | None, avg_of: int | None) -> _Slot:
+    """A slot with the role its name says (the vocabulary), its unit's scale or the name's, its memory scale."""
+    norm, name_scale = vocab.normalise(name.replace("\x02", "")) if name else ("", None)
+    mem = vocab.MEM_UNITS.get(unit.lower()) if unit else None
+    name_role = vocab.role_of(norm) if norm else None
+    if name and (named_unit := vocab.unit_name(name)) is not None:
+        name_role, name_scale = named_unit  # `ms/batch 850.0`: the name is a unit, not `batch`
+    if name_role is None and norm and (named_mem := vocab.memory_name(norm)) is not None:
+        name_role, mem = vocab.role_of(named_mem[0]), named_mem[1]
+    if name_role is None and unit and post[:1] != " " and (counted := vocab.count_unit(unit)) is not None:
+        name_role, unit = counted, ""  # `100batch`, `1epoch`: a count, not a quantity in a unit
+    return _Slot(i, name, norm, clock, unit, name_role, unit_role,
+                 unit_scale if unit_scale is not None else name_scale, total_of, avg_of, mem)
 
 
 def _clock_flags(clocks: str, n: int) -> list[bool]:
@@ -356,6 +388,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
         unread: list[Unread] = []
         groups = own.partition_by("tid", as_dict=True) if own.height else {}
         records: list[tuple[_Slot, int, pl.DataFrame]] = []
+        tids: dict[int, int] = {}  # id(stream) -> its template id
         for tid, n in cand.select("tid", "len").iter_rows():
             template = names.get(tid, "")
             got = _stream(int(source), template, groups[(tid,)].sort("line"), n, clocks.get(tid) or "")
@@ -365,6 +398,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
                     records.append((slot, tid, groups[(tid,)]))
             else:
                 found.append(got)
+                tids[id(got[0])] = tid
         # Templates whose rows were dropped as no stream while mining (parsers/templates._prunable) are unread too.
         kept = set(per_source["tid"].to_list())
         for tid, n in pruned.get(int(source), []):
@@ -373,6 +407,23 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
         # One step clock per source: the training stream with the most lines (a timed one before an untimed one).
         train = [f for f in found if f[0].step_clock]
         train.sort(key=lambda f: (f[0].note != "", -f[0].lines))
+        # A timing line numbered by its place alone (no counter: MindSpore's `epoch time: ... ms, per step time: ...
+        # ms` after its `epoch: 1 step: 10, loss is ...`) beside a stream that counts is that stream's record.
+        counted = [f for f in train if _counts(f[0])]
+        loose = [(f, slots) for f in train if not _counts(f[0])
+                 and (slots := _record_slots(names.get(tids[id(f[0])], ""), clocks.get(tids[id(f[0])]) or ""))]
+        if counted and loose:
+            extra = [(slot, tids[id(f[0])], groups[(tids[id(f[0])],)]) for f, slots in loose for slot in slots]
+            stream, steps, attached = _attach_records(counted[0][0], counted[0][1], records + extra)
+            moved = {tids[id(f[0])] for f, _ in loose}
+            if moved <= {tid for tid, _ in attached}:
+                train = [f for f in train if tids[id(f[0])] not in moved]
+                found = [f for f in found if tids[id(f[0])] not in moved]
+                train.remove(counted[0])
+                train.insert(0, (stream, steps, counted[0][2]))
+                records = []
+                shown = {display(names.get(tid, "")) for tid, _ in attached}
+                out.lines.extend(lines for _, lines in attached)
         if train and records:
             stream, steps, attached = _attach_records(train[0][0], train[0][1], records)
             train[0] = (stream, steps, train[0][2])
@@ -458,7 +509,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         elif s.clock or (s.scale is not None and s.unit):
             # an unnamed duration: cumulative when it only grows, a countdown (eta) when it only falls
             st = stats[s.index]
-            if st["up"] >= CUMULATIVE_SHARE:
+            if st["up"] >= CUMULATIVE_SHARE and (ordinal or n < 5 or _total_like(wide, f"s{s.index}", f"s{counter}")):
                 roles[s.index] = ("cum_time", "statistics")
             elif st["up_or_hold"] <= 1 - CUMULATIVE_SHARE:
                 roles[s.index] = ("eta", "statistics")
@@ -537,8 +588,19 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
 # `[step=N/M]` then `    throughput/device/tokens_per_second=v`): a line of one number whose name gives it a timing
 # role, printed once per line of the step clock and within RECORD_SPAN lines after one, belongs to that step.
 RECORD_SPAN = 40
-RECORD_ROLES = frozenset({"step_time", "sec_per_iter", "iter_rate", "samples_per_sec", "tokens_per_sec", "data_time"})
+RECORD_ROLES = frozenset({"step_time", "sec_per_iter", "iter_rate", "samples_per_sec", "tokens_per_sec", "data_time",
+                          "cum_time"})
 RECORD_MATCHED = 0.8  # at least this share of a record template's lines must fall within a step's record
+
+
+def _counts(stream: Stream) -> bool:
+    """Whether a stream's steps are numbered by a counter it prints (not by its lines' order)."""
+    return any(r.role == "counter" for r in stream.roles)
+
+
+def _record_slots(template: str, clocks: str = "") -> list[_Slot]:
+    """The slots of a timing line that may be a step's record: those whose name or unit says a timing role."""
+    return [s for s in _slots(template, clocks) if (s.name_role or s.unit_role) in RECORD_ROLES]
 
 
 def _record_slot(template: str, clocks: str = "") -> _Slot | None:
@@ -560,14 +622,22 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
     timed_before = steps["step_time_s"].is_not_null().any()
     for slot, tid, rows in records:
         role = slot.name_role or slot.unit_role
-        values = rows.select("source", "line", pl.col("vals").list.first().alias("_v")).sort("line")
-        # one a step at most: a template printed more often leaves most of its lines unmatched (a micro-batch's)
-        near = (values.join_asof(clock, left_on="line", right_on="_at", strategy="backward")
-                .filter((pl.col("line") - pl.col("_at")) <= RECORD_SPAN).unique("_at", keep="first"))
+        values = (rows.select("source", "line", pl.col("vals").list.get(slot.index, null_on_oob=True).alias("_v"))
+                  .sort("line"))
+        # A record printed before its clock line (TensorFlow's `global_step/sec: v` before `loss = ..., step = N`)
+        # belongs to the next one; one printed after, to the one before.
+        ahead = values.height > 0 and clock.height > 0 and values["line"][0] < clock["_at"][0]
+        near = (values.join_asof(clock, left_on="line", right_on="_at", strategy="forward" if ahead else "backward")
+                .filter((pl.col("line").cast(pl.Int64) - pl.col("_at").cast(pl.Int64)).abs() <= RECORD_SPAN)
+                .unique("_at", keep="first"))
         if near.height < RECORD_MATCHED * values.height:
             continue
         v = pl.col("_v") * (slot.scale or 1.0)
+        # a running total (Stable-Baselines3's `|    time_elapsed    | 17 |`): its growth over the steps between
+        # records; one printed coarser than a step lasts (whole seconds) gives the records' mean
+        grown = (pl.col("_v").diff() * (slot.scale or 1.0) / pl.col("global_step").diff()).over("rank")
         timing: dict[str, tuple[str | None, pl.Expr]] = {
+            "cum_time": ("step_time_s", pl.when(grown > 0).then(grown)),
             "iter_rate": ("step_time_s", pl.when(pl.col("_v") > 0).then(1.0 / pl.col("_v"))),
             "step_time": ("step_time_s", v), "sec_per_iter": ("step_time_s", v), "data_time": ("data_time_s", v)}
         other = vocab.ROLE_COLUMNS.get(role) if role in vocab.ROLE_COLUMNS else None
@@ -577,6 +647,10 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
         steps = steps.join(near.select(pl.col("_at").cast(steps.schema["line"]).alias("line"), "_v"), on="line",
                            how="left")
         before = pl.col(column) if column in steps.columns else pl.lit(None, pl.Float64)
+        if role == "iter_rate" and column in steps.columns and _per_print(steps):
+            before = pl.lit(None, pl.Float64)  # the clock line's duration is its interval's: the rate is a step's
+            roles = [SlotRole(r.name, "interval_time", r.how) if r.role in ("step_time", "avg_step_time") else r
+                     for r in roles]
         steps = steps.with_columns(pl.coalesce(before, value).alias(column)).drop("_v")
         roles.append(SlotRole(display(slot.name) or "#1", role or "", "record"))
         attached.append((tid, near.select("source", "line")))
@@ -585,6 +659,27 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
     # the clock line printed no step time (its note said so, or that the stamps time it): the record's does now
     note = "" if not timed_before and steps["step_time_s"].is_not_null().any() else stream.note
     return Stream(stream.source, stream.template, stream.lines, stream.step_clock, tuple(roles), note), steps, attached
+
+
+def _per_print(steps: pl.DataFrame) -> bool:
+    """Whether the step times beside a record's rate (`_v`, iterations a second) are each print interval's: their
+    product with the rate is the steps between prints (TensorFlow's `step = 200 (85.3 sec)` beside `global_step/sec:
+    1.17`, 100 steps apart), within UNIT_AGREEMENT, where one is 1."""
+    got = steps.select((pl.col("step_time_s") * pl.col("_v")).median().alias("p"),
+                       pl.col("global_step").diff().median().alias("every")).row(0)
+    p, every = got
+    return p is not None and every is not None and every > 1 and abs(p - every) <= UNIT_AGREEMENT * every
+
+
+def _total_like(frame: pl.DataFrame, value: str, counter: str) -> bool:
+    """Whether an unnamed duration that grows is a running total: it runs through the origin with the counter
+    (_through_origin), or it grows TOTAL_GROWTH-fold over the lines (a resumed run's elapsed time restarts from zero
+    while its counter does not). A step's time that climbs 1.8x (llm.c's `| 850.00 ms |` slowing down) is neither."""
+    v = frame[value].drop_nulls()
+    if v.len() < 2:
+        return False
+    first, last = number(v.head(1).item()), number(v.tail(1).item())
+    return _through_origin(frame, value, counter) or (first > 0 and last >= TOTAL_GROWTH * first) or first == 0
 
 
 def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:

@@ -17,14 +17,14 @@ from typing import Literal
 
 Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "eta", "data_time", "iter_rate",
                "sec_per_iter", "samples_per_sec", "tokens_per_sec", "loss", "lr", "grad_norm", "mem", "mfu", "tflops",
-               "generate_time", "train_phase_time", "phase_time", "count"]
+               "generate_time", "train_phase_time", "phase_time", "epoch_time", "interval_time", "count"]
 
 # role -> the names it is printed under, normalised (see above). Sources: the layouts of ../shared/reference/formats
 # (each library's printing code) and the trainers of the shared corpus.
 NAMES: dict[Role, tuple[str, ...]] = {
     "counter": ("step", "steps", "global_step", "globalstep", "iter", "iters", "iteration", "iter_num", "it", "batch",
                 "batch_idx", "training_step", "train_step", "update", "updates", "step_num", "num_steps", "global_steps",
-                "local_step", "optimizer_step", "global_step_max_steps"),
+                "local_step", "optimizer_step", "global_step_max_steps", "iterations"),
     "epoch": ("epoch", "ep", "training_epoch", "train_epoch"),
     "step_time": ("time", "dt", "step_time", "iter_time", "batch_time", "time_per_step", "time_step", "time_per_iter",
                   "time_per_iteration", "elapsed_time_per_iteration", "iteration_time", "step_timing",
@@ -37,6 +37,9 @@ NAMES: dict[Role, tuple[str, ...]] = {
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
                  "walltime", "wall", "wallclock", "runtime", "train_runtime", "time_since_start", "total_elapsed"),
+    # An epoch's time (MindSpore's TimeMonitor `epoch time: 8500.0 ms, per step time: 850.0 ms`, DGL's `Epoch
+    # Time(s)`): many steps' worth, never a step's.
+    "epoch_time": ("epoch_time", "time_per_epoch", "epoch_duration", "epoch_time_s", "time_epoch"),
     "eta": ("eta", "remaining", "remaining_time", "time_left", "time_remaining", "eta_s", "left"),
     "data_time": ("data", "data_time", "data_wait", "dataloader_time", "data_loader_time", "load_time",
                   "load_data_time", "data_load_time", "dt_data", "data_loading", "data_loading_time", "batch_load_time",
@@ -206,7 +209,11 @@ def unit_name(name: str) -> tuple[Role, float | None] | None:
     role, scale = UNITS.get(key, UNITS.get(key.replace(" ", ""), (None, None)))
     if role is not None:
         return role, scale
-    return _canonical_unit(key)
+    if (whole := _canonical_unit(key)) is not None:
+        return whole
+    # A rate named by what it counts (TensorFlow's `global_step/sec`, `train/tokens/s`): its last `thing/time`.
+    tail = re.search(r"(?:^|[\s_./])([a-z]+ ?/ ?[a-z]+)$", key)
+    return unit_name(tail.group(1)) if tail and tail.group(1) != key else None
 
 
 def unit_of(text: str) -> tuple[str, Role | None, float | None]:

@@ -333,7 +333,8 @@ ROLE_LABELS = {"counter": "step counter", "total": "total steps", "epoch": "epoc
                "samples_per_sec": "samples/s", "tokens_per_sec": "tokens/s", "loss": "loss", "lr": "learning rate",
                "grad_norm": "gradient norm", "mem": "memory", "mfu": "MFU", "tflops": "TFLOPs",
                "generate_time": "generation time", "train_phase_time": "training phase time",
-               "phase_time": "a part of the step",
+               "phase_time": "a part of the step", "epoch_time": "an epoch's time (not a step's)",
+               "interval_time": "a print interval's time (the rate beside it times the step)",
                "count": "a count (not a time)",
                "running_average": "running average of the one before"}
 

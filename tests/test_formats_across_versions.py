@@ -279,3 +279,79 @@ def test_paddle_reader_cost_is_the_data_wait(tmp_path: Path) -> None:
     roles = [(r.name, r.role) for s in m.streams if s.step_clock for r in s.roles]
     assert ("avg_reader_cost", "data_time") in roles and ("avg_batch_cost", "step_time") in roles
     assert m.frames["steps"]["data_time_s"].median() == pytest.approx(0.51)
+
+
+def test_darknet_lines_open_with_their_counter(tmp_path: Path) -> None:
+    # darknet's detector.c (from source): `%d: %f, %f avg loss, %f rate, %lf seconds, %d images, %f hours left`
+    # every iteration. The opening `120: ` is the iteration, not srun's task label; each number is named by the
+    # words after it.
+    lines = [f" {i}: {2.5 - i / 1000:f}, {2.6 - i / 1000:f} avg loss, 0.001000 rate, {0.85 + 0.01 * (i % 3):f} "
+             f"seconds, {i * 64} images, {(500 - i) * 0.85 / 3600:f} hours left" for i in range(1, 31)]
+    m = _model(tmp_path, *lines)
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.n >= 28 and steps.p50_s == pytest.approx(0.86)
+    assert ("avg loss", "loss") in roles
+    s = m.frames["steps"]
+    assert s["global_step"].to_list() == list(range(1, 31)) and s["rank"].null_count() == s.height
+    assert s["loss"][0] == pytest.approx(2.599)  # the avg loss, named by the words after it
+
+
+def test_srun_task_labels_stay_ranks(tmp_path: Path) -> None:
+    # srun -l labels repeat (every rank prints the same lines): they are ranks, however the lines count.
+    lines = [f"{r}: iter {i} | loss 2.3 | time {0.85 + 0.01 * r:.3f}" for i in range(1, 11) for r in (0, 1)]
+    m = _model(tmp_path, *lines)
+    s = m.frames["steps"]
+    assert sorted(s["rank"].unique().to_list()) == [0, 1]
+    assert s.filter(pl.col("rank") == 1)["global_step"].to_list() == list(range(1, 11))
+
+
+def test_a_time_that_climbs_is_no_total(tmp_path: Path) -> None:
+    # A step's unnamed time that rises 1.0x -> 1.8x on every line is a slowdown, not an elapsed time.
+    lines = [f"step {s:4d}/300 | loss 2.5 | lr 1.00e-04 | {850 * (1 + 0.8 * s / 30):.2f} ms | 600000 tok/s"
+             for s in range(1, 31)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.85 * (1 + 0.8 * 15.5 / 30), rel=0.05)
+    assert ("#5", "step_time") in roles
+
+
+def test_tensorflow_estimator_rate_record_times_the_step(tmp_path: Path) -> None:
+    # TF1 Estimator's hooks (from source): StepCounterHook's `global_step/sec: v` then LoggingTensorHook's
+    # `loss = v, step = N (t sec)`, every 100 steps; `t` is the interval's time, the rate a step's.
+    lines = []
+    for i in range(1, 31):
+        t = 0.85 + 0.01 * (i % 3)
+        lines += [f"INFO:tensorflow:global_step/sec: {1 / t:.5g}",
+                  f"INFO:tensorflow:loss = {2.5 - i / 100}, step = {i * 100} ({100 * t:.3f} sec)"]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86, rel=0.01)
+    assert ("global_step/sec", "iter_rate") in roles and ("#3", "interval_time") in roles
+
+
+def test_mindspore_time_monitor_is_the_loss_lines_record(tmp_path: Path) -> None:
+    # MindSpore's LossMonitor and TimeMonitor (from source): `epoch: 1 step: 10, loss is 2.48` then `epoch time:
+    # 8500.0 ms, per step time: 850.0 ms`. The time line has no counter: it is the loss line's record, and an
+    # epoch's time is not a step's.
+    lines = []
+    for i in range(1, 31):
+        t = 850 + 10 * (i % 3)
+        lines += [f"epoch: 1 step: {i * 10}, loss is {2.5 - i / 100:.4f}",
+                  f"epoch time: {10 * t:.3f} ms, per step time: {t:.3f} ms"]
+    m = _model(tmp_path, *lines)
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
+    assert ("step", "counter") in roles and ("per step time", "step_time") in roles
+    assert m.frames["steps"]["global_step"].to_list()[:3] == [10, 20, 30]
+
+
+def test_stable_baselines3_table_records(tmp_path: Path) -> None:
+    # Stable-Baselines3's HumanOutputFormat (from source): a boxed `| key | value |` table per rollout, its
+    # `time_elapsed` whole seconds since the start: the steps' time is its growth over the iterations.
+    lines = []
+    for i in range(1, 31):
+        lines += ["-----------------------------", "| time/              |        |",
+                  f"|    fps             | {2048 / 8.5:.0f}    |", f"|    iterations      | {i}      |",
+                  f"|    time_elapsed    | {int(8.5 * i)}     |", f"|    total_timesteps | {2048 * i}  |",
+                  "-----------------------------"]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(8.5, rel=0.07)
+    assert ("iterations", "counter") in roles and ("time_elapsed", "cum_time") in roles
