@@ -20,8 +20,8 @@ YEARLESS_YEAR = "2000"
 _FRAC = r"(?:[.,]\d{1,9})?"
 _HMS = r"\d\d:\d\d:\d\d" + _FRAC
 # Alternatives, most specific first; each is also its own normalisation below.
-_YMD = r"\d{4}-\d\d-\d\d[T ]" + _HMS
-_YMD_SLASH = r"\d{4}/\d\d/\d\d[ T]" + _HMS
+_YMD = r"\d{4}-\d\d-\d\d[T ,]" + _HMS  # `,`: open_clip's datefmt '%Y-%m-%d,%H:%M:%S'
+_YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,]" + _HMS
 _MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
 _MD_SLASH = r"\d\d/\d\d " + _HMS
 _MD_DASH = r"\d\d-\d\d " + _HMS
@@ -35,7 +35,8 @@ _CLOCK_HINT = r"\d\d:\d\d:\d\d"
 
 def _parse(stamp: pl.Expr) -> pl.Expr:
     """A found stamp (any of the formats) -> Datetime(ms)."""
-    s = stamp.str.replace(",", ".", literal=True).str.replace(r"\. ", " ")  # `12/09/2022, 12:13:25`; `,123` ms
+    s = (stamp.str.replace(r"^(\d{4}[-/]\d\d[-/]\d\d),", "${1} ")  # `2024-01-05,10:00:08`
+         .str.replace(",", ".", literal=True).str.replace(r"\. ", " "))  # `12/09/2022, 12:13:25`; `,123` ms
     iso = s.str.replace("T", " ", literal=True).str.replace_all("/", "-", literal=True)
     fmt = "%Y-%m-%d %H:%M:%S%.f"
     mdy = s.str.extract(r"^(\d{1,2})/(\d{1,2})/(\d{4})", 0)

@@ -530,8 +530,13 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     lead = _lead(template)
     is_eval = bool(vocab.EVAL_WORDS.search(display(lead)))
     has_ts = sub["ts"].null_count() < sub.height
+    # A loop that counts epochs only (nnU-Net's `Epoch 10`, then its lines) steps by them: an epoch's time is its
+    # step's, and a line that prints the epoch alone heads its record as `[batch=N]:` does.
+    by_epoch = not ordinal and slots[counter].name_role == "epoch"
+    if by_epoch:
+        roles.update({i: ("step_time", how) for i, (r, how) in roles.items() if r == "epoch_time"})
     training = any(r in _TRAINING_ROLES for r, _ in roles.values()) or \
-        (not ordinal and slots[counter].name_role == "counter")
+        (not ordinal and slots[counter].name_role == "counter") or (by_epoch and len(slots) == 1)
     if not training:
         return None
     rank = pl.col("rank")
@@ -589,7 +594,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
 # role, printed once per line of the step clock and within RECORD_SPAN lines after one, belongs to that step.
 RECORD_SPAN = 40
 RECORD_ROLES = frozenset({"step_time", "sec_per_iter", "iter_rate", "samples_per_sec", "tokens_per_sec", "data_time",
-                          "cum_time"})
+                          "cum_time", "epoch_time"})  # an epoch's time: where the clock counts epochs
 RECORD_MATCHED = 0.8  # at least this share of a record template's lines must fall within a step's record
 
 
@@ -619,9 +624,14 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
     stream with those roles added, its rows, the (template id, source and line) of each record line read)."""
     clock = steps.select(pl.col("line").alias("_at")).unique().sort("_at")
     roles, attached = list(stream.roles), []
+    by_epoch = any(r.role == "counter" and vocab.role_of(vocab.normalise(r.name)[0]) == "epoch" for r in roles)
     timed_before = steps["step_time_s"].is_not_null().any()
     for slot, tid, rows in records:
         role = slot.name_role or slot.unit_role
+        if role == "epoch_time":
+            if not by_epoch:
+                continue
+            role = "step_time"
         values = (rows.select("source", "line", pl.col("vals").list.get(slot.index, null_on_oob=True).alias("_v"))
                   .sort("line"))
         # A record printed before its clock line (TensorFlow's `global_step/sec: v` before `loss = ..., step = N`)

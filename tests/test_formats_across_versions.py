@@ -355,3 +355,31 @@ def test_stable_baselines3_table_records(tmp_path: Path) -> None:
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.p50_s == pytest.approx(8.5, rel=0.07)
     assert ("iterations", "counter") in roles and ("time_elapsed", "cum_time") in roles
+
+
+def test_open_clip_train_lines(tmp_path: Path) -> None:
+    # open_clip's training/train.py (from source): logging's datefmt '%Y-%m-%d,%H:%M:%S', then `Train Epoch: {e}
+    # [{n:>{w}}/{total} ({pct:.0f}%)] Data (t): {:.3f} Batch (t): {:.3f}, {:#g}/s, {:#g}/s/gpu LR: {:5f} ...`.
+    lines = [f"2024-01-05,10:{int(8.5 * i) // 60:02d}:{int(8.5 * i) % 60:02d} | INFO | Train Epoch: 0 [{i * 2560:>8d}/"
+             f"1281167 ({i * 2560 / 12811.67:.0f}%)] Data (t): 0.017 Batch (t): {0.85 + 0.01 * (i % 3):.3f}, 301.176/s, "
+             f"37.647/s/gpu LR: 0.000300 Logit Scale: 14.286 Contrastive_loss: 2.4833 (2.5833) Loss: 2.4833 (2.5833)"
+             for i in range(1, 31)]
+    m = _model(tmp_path, *lines)
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
+    assert ("Data (t)", "data_time") in roles and ("Batch (t)", "step_time") in roles
+    ts = m.frames["steps"]["ts"]
+    assert ts.null_count() == 0 and (ts[1] - ts[0]).total_seconds() == 9  # the stamp with a comma is read
+
+
+def test_a_loop_that_counts_epochs_and_prints_their_time(tmp_path: Path) -> None:
+    # nnU-Net v2's nnUNetTrainer (from source): per epoch, stamped lines `Epoch N`, `Current learning rate: ...`,
+    # `train_loss ...`, `val_loss ...`, ..., `Epoch time: 85.3 s`: its steps are epochs, each timed by its record.
+    lines = []
+    for e in range(1, 31):
+        stamp = f"2024-01-05 {10 + e * 86 // 3600:02d}:{e * 86 // 60 % 60:02d}:{e * 86 % 60:02d}.123456: "
+        lines += [stamp + f"Epoch {e}", stamp + "Current learning rate: 0.00982", stamp + f"train_loss {-0.1 * e:.4f}",
+                  stamp + "val_loss -0.4", stamp + f"Epoch time: {85.3 + e % 3:.2f} s"]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(86.3)
+    assert ("Epoch", "counter") in roles and ("Epoch time", "step_time") in roles
