@@ -285,7 +285,8 @@ class _Slot:
 
 
 _LEVELS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "trace", "notice", "i", "w", "e"})
-_NAME = re.compile(r"([A-Za-z_][A-Za-z0-9_/().%@\x02\- ]*?)\s*$")
+# A name: Latin words, or CJK ones (`损失: 2.48, 耗时: 0.85 秒`), with the separators names are printed with.
+_NAME = re.compile(r"([A-Za-z_\u3400-\u9fff][A-Za-z0-9_/().%@\x02\- \u3400-\u9fff]*?)\s*$")
 
 
 def display(template: str) -> str:

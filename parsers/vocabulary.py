@@ -24,15 +24,15 @@ Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "et
 NAMES: dict[Role, tuple[str, ...]] = {
     "counter": ("step", "steps", "global_step", "globalstep", "iter", "iters", "iteration", "iter_num", "it", "batch",
                 "batch_idx", "training_step", "train_step", "update", "updates", "step_num", "num_steps", "global_steps",
-                "local_step", "optimizer_step", "global_step_max_steps", "iterations"),
-    "epoch": ("epoch", "ep", "training_epoch", "train_epoch"),
+                "local_step", "optimizer_step", "global_step_max_steps", "iterations", "步", "迭代", "迭代次数", "步数"),
+    "epoch": ("epoch", "ep", "training_epoch", "train_epoch", "轮", "轮次", "轮数"),
     "step_time": ("time", "dt", "step_time", "iter_time", "batch_time", "time_per_step", "time_step", "time_per_iter",
                   "time_per_iteration", "elapsed_time_per_iteration", "iteration_time", "step_timing",
                   "train_step_timing", "train_step_time", "timing_s_step", "timing_step", "step_latency", "latency",
                   "e2e_latency", "last_time", "batch_time_avg", "sec_per_step", "seconds_per_step", "time_iter",
                   "train_time_per_step", "forward_backward_time", "step_duration", "time_delta", "delta",
                   "delta_time", "iteration_time_s", "time_cost", "cost_time", "batch_cost", "seconds", "took",
-                  "takes", "took_time", "duration", "spent", "batch_t"),
+                  "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时"),
     "avg_step_time": ("step_avg", "avg_step_time", "step_time_avg", "avg_iter_time", "iter_time_avg", "time_avg",
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
@@ -58,8 +58,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                        "throughput_tokens", "tgs", "wps", "words_s", "tokens_per_sec_per_gpu", "tok_per_sec",
                        "token_throughput", "average_tokens_s", "tokens_s_device"),
     "loss": ("loss", "train_loss", "lm_loss", "total_loss", "reduced_train_loss", "loss_train", "avg_loss",
-             "policy_loss", "pg_loss", "training_loss", "mean_loss", "loss_value"),
-    "lr": ("lr", "learning_rate", "lrate", "actor_lr", "lr_0", "learningrate"),
+             "policy_loss", "pg_loss", "training_loss", "mean_loss", "loss_value", "损失", "训练损失"),
+    "lr": ("lr", "learning_rate", "lrate", "actor_lr", "lr_0", "learningrate", "学习率"),
     "grad_norm": ("grad_norm", "gnorm", "grad_norm_total", "gradient_norm", "actor_grad_norm", "grad_l2_norm"),
     "mem": ("mem", "memory", "max_mem", "peak_mem", "max_memory_allocated", "max_allocated", "memory_gib",
             "max_memory", "peak_memory", "gpu_mem", "memory_allocated", "max_memory_reserved", "mem_gb",
@@ -97,6 +97,8 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     "ms": (None, 1e-3), "msec": (None, 1e-3), "s": (None, 1.0), "sec": (None, 1.0), "secs": (None, 1.0),
     "seconds": (None, 1.0), "min": (None, 60.0), "mins": (None, 60.0), "minutes": (None, 60.0), "h": (None, 3600.0),
     "us": (None, 1e-6), "µs": (None, 1e-6),
+    # Chinese: seconds, milliseconds, minutes (`耗时: 0.85 秒`)
+    "秒": (None, 1.0), "毫秒": (None, 1e-3), "分钟": (None, 60.0),
 }
 # The other spellings of a rate or a time per count (`steps/sec`, `it/sec`, `batches/s`, `s/batch`, `ms/iteration`,
 # `seqs/s`): each word reduced to one form, and the pair looked up in CANONICAL_UNITS. Rates are per second only.
@@ -218,7 +220,7 @@ def unit_name(name: str) -> tuple[Role, float | None] | None:
 
 def unit_of(text: str) -> tuple[str, Role | None, float | None]:
     """The unit that opens `text` (the text right after a number) -> (unit as printed, role, seconds per unit)."""
-    m = re.match(r"\s?([A-Za-zµ%]+(?:\s?/\s?[A-Za-z]+)?)", text)
+    m = re.match(r"\s?([A-Za-zµ%\u3400-\u9fff]+(?:\s?/\s?[A-Za-z\u3400-\u9fff]+)?)", text)
     if not m:
         return "", None, None
     unit = m.group(1)

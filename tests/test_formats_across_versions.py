@@ -383,3 +383,13 @@ def test_a_loop_that_counts_epochs_and_prints_their_time(tmp_path: Path) -> None
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.p50_s == pytest.approx(86.3)
     assert ("Epoch", "counter") in roles and ("Epoch time", "step_time") in roles
+
+
+def test_chinese_names_and_units(tmp_path: Path) -> None:
+    # Training loops that print in Chinese (`第 N 步, 损失: ..., 耗时: ... 秒`, `学习率`): the names and units are
+    # the vocabulary's as the English ones are.
+    lines = [f"2024-01-05 10:{int(8.5 * i) // 60:02d}:{int(8.5 * i) % 60:02d} 第 {i * 10} 步, 损失: {2.5 - i / 100:.4f}, "
+             f"学习率: 3.0e-04, 耗时: {850 + 10 * (i % 3)} 毫秒" for i in range(1, 31)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
+    assert ("损失", "loss") in roles and ("学习率", "lr") in roles and ("耗时", "step_time") in roles
