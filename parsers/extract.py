@@ -167,13 +167,13 @@ def _other_stamps(text: pl.Series) -> pl.Series:
 
 
 # stamps.LEADING_HINT behind up to two prefix words (`host: `, `3: `): anchored and bounded, a few bytes per line.
-# torch's `[rank7]:[E1120 09:10:31.693254 ...]` has no space after its prefix.
-_LEADING_BEHIND_HINT = r"^(?:\s*\S{1,40}: |\[rank\d+\]:){0,2}" + LEADING_HINT.removeprefix("^")
+# torch's `[rank7]:[E1120 09:10:31.693254 ...]` and torchrun's tee `[default0]:I0105 ...` have no space after theirs.
+_LEADING_BEHIND_HINT = r"^(?:\s*\S{1,40}: |\[[a-z_]*\d+\]:){0,2}" + LEADING_HINT.removeprefix("^")
 
 
 def _peeled(text: pl.Series) -> pl.Series:
     """The lines without a launcher's prefix, peeled only where one may stand (an anchored test of a few bytes)."""
-    return _fill(text, text.str.contains(r"^\s*\S{1,40}: |^\[rank\d+\]:").fill_null(False),
+    return _fill(text, text.str.contains(r"^\s*\S{1,40}: |^\[[a-z_]*\d+\]:").fill_null(False),
                  lambda idx: text.gather(idx).str.replace(r"^" + LAUNCH_PREFIX, ""))
 
 

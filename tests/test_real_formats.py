@@ -157,6 +157,10 @@ def test_glog_and_epoch_second_stamps_that_open_a_line(tmp_path: Path) -> None:
     epoch = [f"{1701234567 + 3 * i}.5 step {i} loss 2.5" for i in range(1, 9)]
     d = diagnose(_model(tmp_path, *epoch, name="epoch.log"))
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(3.0)
+    # The same behind torchrun's tee prefix, which has no space after it (`[default0]:I1202 ...`).
+    teed = [f"[default0]:{line}" for line in glog]
+    d = diagnose(_model(tmp_path, *teed, name="teed.log"))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(2.0)
     # A count of ten digits after a name is no stamp: `tokens: 1701234567` opens no line.
     from diagnose.parsers.stamps import leading_stamp
     assert leading_stamp(pl.Series(["tokens: 1701234567 seen", "12:61:00 x", "100:00:00 x"])).null_count() == 3
