@@ -32,11 +32,13 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "e2e_latency", "last_time", "batch_time_avg", "sec_per_step", "seconds_per_step", "time_iter",
                   "train_time_per_step", "forward_backward_time", "step_duration", "time_delta", "delta",
                   "delta_time", "iteration_time_s", "time_cost", "cost_time", "batch_cost", "seconds", "took",
-                  "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时"),
+                  "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时",
+                  "time_this_iter", "time_this_iter_s"),  # Ray Train / Tune results
     "avg_step_time": ("step_avg", "avg_step_time", "step_time_avg", "avg_iter_time", "iter_time_avg", "time_avg",
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
-                 "walltime", "wall", "wallclock", "runtime", "train_runtime", "time_since_start", "total_elapsed"),
+                 "walltime", "wall", "wallclock", "runtime", "train_runtime", "time_since_start", "total_elapsed",
+                 "time_total", "time_total_s", "time_since_restore", "time_since_restore_s"),
     # An epoch's time (MindSpore's TimeMonitor `epoch time: 8500.0 ms, per step time: 850.0 ms`, DGL's `Epoch
     # Time(s)`): many steps' worth, never a step's.
     "epoch_time": ("epoch_time", "time_per_epoch", "epoch_duration", "epoch_time_s", "time_epoch"),

@@ -393,3 +393,13 @@ def test_chinese_names_and_units(tmp_path: Path) -> None:
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.p50_s == pytest.approx(0.86)
     assert ("损失", "loss") in roles and ("学习率", "lr") in roles and ("耗时", "step_time") in roles
+
+
+def test_ray_result_times(tmp_path: Path) -> None:
+    # Ray Train / Tune results (from source: ray.tune.result): `time_this_iter_s` is one training iteration's time,
+    # `time_total_s` the run's so far; `_s` is their unit, not `iter/s`.
+    lines = [f"Training iteration {i}: time_this_iter_s={8.5 + 0.1 * (i % 3):.3f}, time_total_s={8.6 * i:.1f}, "
+             f"loss={2.5 - i / 100:.4f}" for i in range(1, 31)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(8.6)
+    assert ("time_this_iter_s", "step_time") in roles and ("time_total_s", "cum_time") in roles
