@@ -54,9 +54,12 @@ COUNTING_LINES = 3
 
 def counting_labels(text: pl.Series, source: pl.Series) -> pl.Series:
     """Per line, whether its `N: ` opening is the line's counter rather than srun's task label (see above)."""
-    label = text.str.extract(_TASK_LABEL, 1).cast(pl.Int64, strict=False)
-    if label.null_count() == label.len():
+    # most lines open with no `N: `: an anchored test without a capture first, the label read on the rest only
+    idx = text.str.contains(_TASK_LABEL).fill_null(False).arg_true()
+    if idx.len() == 0:
         return pl.repeat(False, text.len(), eager=True)
+    label = pl.repeat(None, text.len(), dtype=pl.Int64, eager=True).scatter(
+        idx, text.gather(idx).str.extract(_TASK_LABEL, 1).cast(pl.Int64, strict=False))
     frame = pl.DataFrame({"source": source, "label": label}).with_row_index("_i")
     labelled = frame.filter(pl.col("label").is_not_null())
     per = (labelled.group_by("source")
