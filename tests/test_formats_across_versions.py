@@ -149,6 +149,13 @@ def _steady(tmp_path: Path, lines: list[str]) -> tuple[object, list[tuple[str, s
     return diagnose(m).metrics.steps, [(r.name, r.role) for r in stream.roles]
 
 
+def _reads_as(tmp_path: Path, lines: list[str], p50: float, *roles: tuple[str, str], rel: float = 1e-6) -> None:
+    """The lines' step clock has this median step and these (name, role) pairs among its roles."""
+    steps, got = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(p50, rel=rel), steps
+    assert not [r for r in roles if r not in got], got
+
+
 def test_maxtext_completed_step_lines(tmp_path: Path) -> None:
     # MaxText's train.py (from source): `completed step: {step}, seconds: {step_time:.3f}, TFLOP/s/device: ...,
     # Tokens/s/device: ..., total_weights: ..., loss: ...` every step; `seconds` is that step's time.
@@ -243,10 +250,8 @@ def test_espnet_phase_times_are_parts_of_the_step(tmp_path: Path, stamped: bool)
         lines.append((stamp if stamped else "") + f"1epoch:train:{i * 10 - 9}-{i * 10}batch: iter_time=1.234e-04, "
                      f"forward_time={0.3 * t:.3f}, loss_ctc=123.456, loss={60 - i:.3f}, backward_time={0.45 * t:.3f}, "
                      f"optim_step_time={0.05 * t:.3f}, optim0_lr0=2.000e-05, train_time={t:.3f}")
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.86)
-    assert ("train_time", "step_time") in roles
-    assert ("forward_time", "phase_time") in roles and ("backward_time", "phase_time") in roles
+    _reads_as(tmp_path, lines, 0.86, ("train_time", "step_time"), ("forward_time", "phase_time"),
+              ("backward_time", "phase_time"))
 
 
 def test_an_unnamed_duration_times_the_step(tmp_path: Path) -> None:
@@ -254,9 +259,7 @@ def test_an_unnamed_duration_times_the_step(tmp_path: Path) -> None:
     # %.1f%% bf16 MFU | %.0f tok/s`: the step's time has a unit and no name.
     lines = [f"step {s:4d}/74 | loss {7.5 - s / 100:7.6f} (+0.12z)| norm 1.2345 (-0.30z)| lr 1.00e-04 | "
              f"{850 + 10 * (s % 3):.2f} ms | 41.2% bf16 MFU | 616838 tok/s" for s in range(1, 31)]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.86)
-    assert ("#8", "step_time") in roles and ("bfN MFU", "mfu") in roles
+    _reads_as(tmp_path, lines, 0.86, ("#8", "step_time"), ("bfN MFU", "mfu"))
 
 
 def test_a_name_that_is_a_unit(tmp_path: Path) -> None:
@@ -264,9 +267,7 @@ def test_a_name_that_is_a_unit(tmp_path: Path) -> None:
     # ms/batch {:5.2f} | loss {:5.2f} | ppl {:8.2f}`: `ms/batch` names the time of a batch in ms.
     lines = [f"| epoch   1 | {b:5d}/ 2983 batches | lr 20.00 | ms/batch {45.21 + b % 3:5.2f} | loss  7.63 | "
              f"ppl  2063.39" for b in range(200, 6200, 200)]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.04621)
-    assert ("ms/batch", "step_time") in roles
+    _reads_as(tmp_path, lines, 0.04621, ("ms/batch", "step_time"))
 
 
 def test_paddle_reader_cost_is_the_data_wait(tmp_path: Path) -> None:
@@ -309,9 +310,7 @@ def test_a_time_that_climbs_is_no_total(tmp_path: Path) -> None:
     # A step's unnamed time that rises 1.0x -> 1.8x on every line is a slowdown, not an elapsed time.
     lines = [f"step {s:4d}/300 | loss 2.5 | lr 1.00e-04 | {850 * (1 + 0.8 * s / 30):.2f} ms | 600000 tok/s"
              for s in range(1, 31)]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.85 * (1 + 0.8 * 15.5 / 30), rel=0.05)
-    assert ("#5", "step_time") in roles
+    _reads_as(tmp_path, lines, 0.85 * (1 + 0.8 * 15.5 / 30), ("#5", "step_time"), rel=0.05)
 
 
 def test_tensorflow_estimator_rate_record_times_the_step(tmp_path: Path) -> None:
@@ -322,9 +321,7 @@ def test_tensorflow_estimator_rate_record_times_the_step(tmp_path: Path) -> None
         t = 0.85 + 0.01 * (i % 3)
         lines += [f"INFO:tensorflow:global_step/sec: {1 / t:.5g}",
                   f"INFO:tensorflow:loss = {2.5 - i / 100}, step = {i * 100} ({100 * t:.3f} sec)"]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.86, rel=0.01)
-    assert ("global_step/sec", "iter_rate") in roles and ("#3", "interval_time") in roles
+    _reads_as(tmp_path, lines, 0.86, ("global_step/sec", "iter_rate"), ("#3", "interval_time"), rel=0.01)
 
 
 def test_mindspore_time_monitor_is_the_loss_lines_record(tmp_path: Path) -> None:
@@ -337,9 +334,7 @@ def test_mindspore_time_monitor_is_the_loss_lines_record(tmp_path: Path) -> None
         lines += [f"epoch: 1 step: {i * 10}, loss is {2.5 - i / 100:.4f}",
                   f"epoch time: {10 * t:.3f} ms, per step time: {t:.3f} ms"]
     m = _model(tmp_path, *lines)
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.86)
-    assert ("step", "counter") in roles and ("per step time", "step_time") in roles
+    _reads_as(tmp_path, lines, 0.86, ("step", "counter"), ("per step time", "step_time"))
     assert m.frames["steps"]["global_step"].to_list()[:3] == [10, 20, 30]
 
 
@@ -352,9 +347,7 @@ def test_stable_baselines3_table_records(tmp_path: Path) -> None:
                   f"|    fps             | {2048 / 8.5:.0f}    |", f"|    iterations      | {i}      |",
                   f"|    time_elapsed    | {int(8.5 * i)}     |", f"|    total_timesteps | {2048 * i}  |",
                   "-----------------------------"]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(8.5, rel=0.07)
-    assert ("iterations", "counter") in roles and ("time_elapsed", "cum_time") in roles
+    _reads_as(tmp_path, lines, 8.5, ("iterations", "counter"), ("time_elapsed", "cum_time"), rel=0.07)
 
 
 def test_open_clip_train_lines(tmp_path: Path) -> None:
@@ -365,9 +358,7 @@ def test_open_clip_train_lines(tmp_path: Path) -> None:
              f"37.647/s/gpu LR: 0.000300 Logit Scale: 14.286 Contrastive_loss: 2.4833 (2.5833) Loss: 2.4833 (2.5833)"
              for i in range(1, 31)]
     m = _model(tmp_path, *lines)
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.86)
-    assert ("Data (t)", "data_time") in roles and ("Batch (t)", "step_time") in roles
+    _reads_as(tmp_path, lines, 0.86, ("Data (t)", "data_time"), ("Batch (t)", "step_time"))
     ts = m.frames["steps"]["ts"]
     assert ts.null_count() == 0 and (ts[1] - ts[0]).total_seconds() == 9  # the stamp with a comma is read
 
@@ -380,9 +371,7 @@ def test_a_loop_that_counts_epochs_and_prints_their_time(tmp_path: Path) -> None
         stamp = f"2024-01-05 {10 + e * 86 // 3600:02d}:{e * 86 // 60 % 60:02d}:{e * 86 % 60:02d}.123456: "
         lines += [stamp + f"Epoch {e}", stamp + "Current learning rate: 0.00982", stamp + f"train_loss {-0.1 * e:.4f}",
                   stamp + "val_loss -0.4", stamp + f"Epoch time: {85.3 + e % 3:.2f} s"]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(86.3)
-    assert ("Epoch", "counter") in roles and ("Epoch time", "step_time") in roles
+    _reads_as(tmp_path, lines, 86.3, ("Epoch", "counter"), ("Epoch time", "step_time"))
 
 
 def test_chinese_names_and_units(tmp_path: Path) -> None:
@@ -390,9 +379,7 @@ def test_chinese_names_and_units(tmp_path: Path) -> None:
     # the vocabulary's as the English ones are.
     lines = [f"2024-01-05 10:{int(8.5 * i) // 60:02d}:{int(8.5 * i) % 60:02d} 第 {i * 10} 步, 损失: {2.5 - i / 100:.4f}, "
              f"学习率: 3.0e-04, 耗时: {850 + 10 * (i % 3)} 毫秒" for i in range(1, 31)]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(0.86)
-    assert ("损失", "loss") in roles and ("学习率", "lr") in roles and ("耗时", "step_time") in roles
+    _reads_as(tmp_path, lines, 0.86, ("损失", "loss"), ("学习率", "lr"), ("耗时", "step_time"))
 
 
 def test_ray_result_times(tmp_path: Path) -> None:
@@ -400,6 +387,4 @@ def test_ray_result_times(tmp_path: Path) -> None:
     # `time_total_s` the run's so far; `_s` is their unit, not `iter/s`.
     lines = [f"Training iteration {i}: time_this_iter_s={8.5 + 0.1 * (i % 3):.3f}, time_total_s={8.6 * i:.1f}, "
              f"loss={2.5 - i / 100:.4f}" for i in range(1, 31)]
-    steps, roles = _steady(tmp_path, lines)
-    assert steps is not None and steps.p50_s == pytest.approx(8.6)
-    assert ("time_this_iter_s", "step_time") in roles and ("time_total_s", "cum_time") in roles
+    _reads_as(tmp_path, lines, 8.6, ("time_this_iter_s", "step_time"), ("time_total_s", "cum_time"))
