@@ -510,7 +510,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         elif s.clock or (s.scale is not None and s.unit):
             # an unnamed duration: cumulative when it only grows, a countdown (eta) when it only falls
             st = stats[s.index]
-            if st["up"] >= CUMULATIVE_SHARE and (ordinal or n < 5 or _total_like(wide, f"s{s.index}", f"s{counter}")):
+            if st["up"] >= CUMULATIVE_SHARE and (ordinal or n < 3 or _total_like(wide, f"s{s.index}", f"s{counter}")):
                 roles[s.index] = ("cum_time", "statistics")
             elif st["up_or_hold"] <= 1 - CUMULATIVE_SHARE:
                 roles[s.index] = ("eta", "statistics")
@@ -799,7 +799,8 @@ def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: 
     `roles`."""
     cands = [i for i, (r, _) in sorted(roles.items()) if r == "step_time"]
     flat = [i for i, (r, how) in sorted(roles.items())
-            if r == "cum_time" and how == "name" and stats[i]["up"] < CUMULATIVE_SHARE]
+            if r == "cum_time" and how == "name"
+            and (stats[i]["up"] < CUMULATIVE_SHARE or not _total_like(frame, f"s{i}", "global_step"))]
     if not cands or len(cands) + len(flat) < 2:
         return
     wall, every = _wall_per_step(frame) if has_ts else (None, None)
@@ -832,14 +833,15 @@ def _nan_low(v: float) -> float:
 
 def _agrees(slot: _Slot, median: float, wall: float, every: float | None, other_unit: bool, per_print: bool) -> bool:
     """Whether a printed duration agrees with the stamps' wall time per step (UNIT_AGREEMENT): in its printed unit
-    (seconds where none) or, with `other_unit`, in ms or minutes where none is printed; per step, or with
-    `per_print` as a total over the steps between prints."""
+    (seconds where none) or, with `other_unit`, in ms where none is printed (of several durations on a line, one in
+    minutes among others in seconds would be odd, and a phase's seconds read as minutes can match); per step, or
+    with `per_print` as a total over the steps between prints."""
     if not median or math.isnan(median):
         return False
     if other_unit:
         if slot.scale is not None:
             return False
-        scales = [1e-3, 60.0]
+        scales = [1e-3]
     else:
         scales = [slot.scale or 1.0]
     if per_print and not (every and every > 1):

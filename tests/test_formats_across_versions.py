@@ -388,3 +388,16 @@ def test_ray_result_times(tmp_path: Path) -> None:
     lines = [f"Training iteration {i}: time_this_iter_s={8.5 + 0.1 * (i % 3):.3f}, time_total_s={8.6 * i:.1f}, "
              f"loss={2.5 - i / 100:.4f}" for i in range(1, 31)]
     _reads_as(tmp_path, lines, 8.6, ("time_this_iter_s", "step_time"), ("time_total_s", "cum_time"))
+
+
+def test_three_lines_pasted(tmp_path: Path) -> None:
+    # A user pastes three lines. llm.c's unnamed time rises on both (816, 850, 884 ms) and is still a step's: it is
+    # no total (not through the origin with the counter, not fourfold). ESPnet's train_time rises too, and the
+    # stamps still pick it over a phase whose seconds read as minutes would match them.
+    llmc = [f"step {s:4d}/600 | loss 2.48 (+0.12z)| norm 0.9300 (-0.30z)| lr 3.00e-04 | {782 + 3.4 * s:.2f} ms | "
+            f"41.2% bf16 MFU | 616809 tok/s" for s in (10, 20, 30)]
+    _reads_as(tmp_path, llmc, 0.85, ("#8", "step_time"))
+    espnet = [f"[gpu01] 2026-01-05 10:00:{8 + 8.5 * i:02.0f},123 (trainer:762) INFO: 1epoch:train:{10 * i - 9}-{10 * i}"
+              f"batch: iter_time={0.017:.3e}, forward_time=0.255, loss=60.000, backward_time=0.383, "
+              f"optim_step_time=0.043, optim0_lr0=2.000e-05, train_time={0.782 + 0.034 * i:.3f}" for i in (1, 2, 3)]
+    _reads_as(tmp_path, espnet, 0.85, ("train_time", "step_time"), ("iter_time", "phase_time"), rel=0.05)
