@@ -636,7 +636,8 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
         values = (rows.select("source", "line", pl.col("vals").list.get(slot.index, null_on_oob=True).alias("_v"))
                   .sort("line"))
         # A record printed before its clock line (TensorFlow's `global_step/sec: v` before `loss = ..., step = N`)
-        # belongs to the next one; one printed after, to the one before.
+        # belongs to the next one; one printed after, to the one before. One a step at most: a template printed more
+        # often leaves most of its lines unmatched (a micro-batch's).
         ahead = values.height > 0 and clock.height > 0 and values["line"][0] < clock["_at"][0]
         near = (values.join_asof(clock, left_on="line", right_on="_at", strategy="forward" if ahead else "backward")
                 .filter((pl.col("line").cast(pl.Int64) - pl.col("_at").cast(pl.Int64)).abs() <= RECORD_SPAN)
@@ -645,7 +646,7 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
             continue
         v = pl.col("_v") * (slot.scale or 1.0)
         # a running total (Stable-Baselines3's `|    time_elapsed    | 17 |`): its growth over the steps between
-        # records; one printed coarser than a step lasts (whole seconds) gives the records' mean
+        # records
         grown = (pl.col("_v").diff() * (slot.scale or 1.0) / pl.col("global_step").diff()).over("rank")
         timing: dict[str, tuple[str | None, pl.Expr]] = {
             "cum_time": ("step_time_s", pl.when(grown > 0).then(grown)),
