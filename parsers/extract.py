@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from diagnose.parsers import prose
+from diagnose.parsers import prose, tables
 from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT,
                                     SETTING_PREFILTER, SETTING_RE, TIMER_FAMILIES, LineKind)
@@ -626,7 +626,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
     out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
     # Those that hold a number: their templates are learned once the source is read (parsers/templates.py); the
     # general progress kind's rows on them may give way to a learned stream.
-    free = unclaimed.filter(pl.col("text").str.contains(r"\d"))
+    # A table's rows take their header's names (parsers/tables.py) before their templates are mined.
+    free = tables.named_rows(unclaimed).filter(pl.col("text").str.contains(r"\d"))
     if free.height:
         if source_id is not None:
             free = free.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source"))

@@ -1,0 +1,73 @@
+"""Tables whose names sit on a header row: a metrics CSV (Lightning's CSVLogger `epoch,step,train_loss`), fastai's
+`epoch  train_loss  valid_loss  accuracy  time` per-epoch table, Chainer's PrintReport. A row of numbers under such a
+header says nothing by itself (`0,49,2.31,0.85`; and `0,100` reads as one number with a thousands separator), so
+each row is given its header's names, `epoch: 0, step: 49, train_loss: 2.31, step_time: 0.85`, before templates are
+mined from it (parsers/templates.py): the template reader then names and times it like any `name: value` line.
+
+A header is a line of at least three names (letters first; `/`, `.`, `(`, `)`, `-` and digits inside) separated by
+commas, tabs or runs of spaces; a row, a line of as many numbers or clock durations (`01:25`) separated the same
+way, a CSV row's empty fields left out. A row takes the nearest header above it in its source whose separator and
+width it shares. Most lines start with neither, and a literal-free anchored test turns them away at their first
+letter.
+"""
+from __future__ import annotations
+
+import re
+
+import polars as pl
+
+_NAME = r"[A-Za-z_][\w./()%\-]*"
+_SEP = r"(?:[ \t]*,[ \t]*|\t+| {2,})"
+HEADER = rf"^[ \t]*{_NAME}(?:{_SEP}{_NAME}){{2,}}[ \t]*$"
+# What a row may hold: digits, signs, points, exponents, clock colons, separators (`nan` and `inf` rows are rare
+# enough to leave to the template reader as they are).
+ROW_HINT = rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}[-+.\deE:]*){{2,}}[ \t]*$"
+_VALUE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?")
+MIN_COLUMNS = 3
+
+
+def _split(text: str) -> tuple[str, list[str]]:
+    """A line's separator kind and its fields: `,` (CSV, empty fields kept), tab, or runs of white space."""
+    if "," in text:
+        return ",", [f.strip() for f in text.strip().split(",")]
+    if "\t" in text:
+        return "\t", [f.strip() for f in text.strip().split("\t")]
+    return " ", text.split()
+
+
+def named_rows(lines: pl.DataFrame) -> pl.DataFrame:
+    """`lines` (text, line, source where several sources share the frame) with each table row's text rewritten as
+    `name: value, ...` from its header (see above); other lines as they were."""
+    text = lines["text"]
+    rows = text.str.contains(ROW_HINT).fill_null(False)
+    if not rows.any():
+        return lines
+    heads = text.str.contains(HEADER).fill_null(False)
+    if not heads.any():
+        return lines
+    idx = (rows | heads).arg_true()
+    source = lines["source"].gather(idx).to_list() if "source" in lines.columns else [None] * idx.len()
+    current: dict[object, tuple[str, list[str]]] = {}
+    out: list[str] = []
+    at: list[int] = []
+    for i, src, line, is_head in zip(idx.to_list(), source, text.gather(idx).to_list(), heads.gather(idx).to_list()):
+        if is_head:
+            sep, names = _split(line)
+            if len(names) >= MIN_COLUMNS:
+                current[src] = (sep, names)
+            continue
+        header = current.get(src)
+        if header is None:
+            continue
+        sep, fields = _split(line)
+        names = header[1]
+        if sep != header[0] or len(fields) != len(names):
+            continue
+        pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v]
+        if len(pairs) < 2 or not all(_VALUE.fullmatch(v) for v in fields if v):
+            continue
+        out.append(", ".join(pairs))
+        at.append(i)
+    if not at:
+        return lines
+    return lines.with_columns(text.scatter(at, out))
