@@ -181,9 +181,12 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     slot of integers that steps up and no time named as a step's. Their count stays in `templates` (the report lists
     them as not understood); their rows are dropped here, not held until the source ends."""
     big = templates.filter((pl.col("n") >= PRUNE_ROWS) & ~pl.col("template").str.contains(_PER_STEP_TIME))
-    # a one-number line of a timing role may be a field of a multi-line record (_attach_records): kept for learning
+    # a one-number line of a timing role may be a field of a multi-line record (_attach_records): kept for learning,
+    # and a line timed as a step's by name is one step a line (_stream's ordinal streams: Pax's `train_step() took
+    # 0.85 seconds`), whatever its text says to the literal test above
     record = [tid for tid, template, clocks in big.select("tid", "template", "clocks").iter_rows()
-              if _record_slot(template, clocks or "") is not None]
+              if _record_slot(template, clocks or "") is not None
+              or any(s.name_role == "step_time" and _PER_STEP.search(s.norm) for s in _slots(template, clocks or ""))]
     if record:
         big = big.filter(~pl.col("tid").is_in(record))
     if big.height == 0:

@@ -401,3 +401,11 @@ def test_three_lines_pasted(tmp_path: Path) -> None:
               f"batch: iter_time={0.017:.3e}, forward_time=0.255, loss=60.000, backward_time=0.383, "
               f"optim_step_time=0.043, optim0_lr0=2.000e-05, train_time={0.782 + 0.034 * i:.3f}" for i in (1, 2, 3)]
     _reads_as(tmp_path, espnet, 0.85, ("train_time", "step_time"), ("iter_time", "phase_time"), rel=0.05)
+
+
+def test_pax_step_lines_without_a_counter(tmp_path: Path) -> None:
+    # Pax/Praxis (from source, programs.py): `[PAX STATUS]: train_step() took {:.6f} seconds.` a step, glog-stamped,
+    # with no step number: one step a line, kept from pruning however many lines a chunk holds.
+    lines = [f"I0105 10:{int(0.85 * i) // 60:02d}:{0.85 * i % 60:09.6f} 140000000 programs.py:436] [PAX STATUS]: "
+             f"train_step() took {0.85 + 0.01 * (i % 3):.6f} seconds." for i in range(1, 41)]
+    _reads_as(tmp_path, lines, 0.86, ("train_step() took", "step_time"))
