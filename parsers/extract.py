@@ -11,7 +11,7 @@ from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT,
                                     SETTING_PREFILTER, SETTING_RE, TIMER_FAMILIES, LineKind)
 from diagnose.parsers.literals import any_of
-from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX
+from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX, outer_extent
 from diagnose.parsers.schema import schema
 from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
@@ -626,8 +626,12 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
     out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
     # Those that hold a number: their templates are learned once the source is read (parsers/templates.py); the
     # general progress kind's rows on them may give way to a learned stream.
-    # A table's rows take their header's names (parsers/tables.py) before their templates are mined.
-    free = tables.named_rows(unclaimed).filter(pl.col("text").str.contains(r"\d"))
+    free = unclaimed.filter(pl.col("text").str.contains(r"\d"))
+    if free.height:
+        # The prefixes' lengths once (mining and the table reader use them); a table's rows take their header's
+        # names (parsers/tables.py) before their templates are mined.
+        extent = outer_extent(free["text"])
+        free = tables.named_rows(free, unclaimed, extent).with_columns(extent.alias("_extent"))
     if free.height:
         if source_id is not None:
             free = free.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source"))

@@ -38,10 +38,16 @@ LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:
 _OUTER_WHOLE = re.sub(r"\?P<\w+>", "?:", OUTER_PREFIX)  # the same pattern without its names: only its extent is used
 
 
-def strip_outer(text: pl.Series) -> pl.Series:
+def outer_extent(text: pl.Series) -> pl.Series:
+    """The length of each line's outer prefix (0 where none): one whole match (the pattern matches every line)."""
+    return text.str.extract(_OUTER_WHOLE, 0).str.len_chars()
+
+
+def strip_outer(text: pl.Series, extent: pl.Series | None = None) -> pl.Series:
     """Each line without its outer prefix (`str.replace(OUTER_PREFIX, "")`): the prefix's length taken from a whole
-    match and sliced off costs half of the replace, which rebuilds every string through the regex."""
-    return text.str.slice(text.str.extract(_OUTER_WHOLE, 0).str.len_chars())
+    match and sliced off costs half of the replace, which rebuilds every string through the regex. `extent`: the
+    lengths, where the caller has them (outer_extent)."""
+    return text.str.slice(outer_extent(text) if extent is None else extent)
 
 
 # srun -l's task label (`3: `) and a line that opens with its own counter (darknet's ` 120: 2.48, 2.58 avg loss,
@@ -50,12 +56,19 @@ def strip_outer(text: pl.Series) -> pl.Series:
 # each in order from 0 (`0: ...`, `1: ...`, `2: ...`) stay labels.
 _TASK_LABEL = r"^[ \t]*(\d{1,5}): "
 COUNTING_LINES = 3
+_LABEL_EXTENT = 9  # the longest outer prefix that is a task label alone: two blanks, five digits, `: `
 
 
-def counting_labels(text: pl.Series, source: pl.Series) -> pl.Series:
-    """Per line, whether its `N: ` opening is the line's counter rather than srun's task label (see above)."""
-    # most lines open with no `N: `: an anchored test without a capture first, the label read on the rest only
-    idx = text.str.contains(_TASK_LABEL).fill_null(False).arg_true()
+def counting_labels(text: pl.Series, source: pl.Series, extent: pl.Series | None = None) -> pl.Series:
+    """Per line, whether its `N: ` opening is the line's counter rather than srun's task label (see above).
+    `extent`: the outer prefixes' lengths (outer_extent), where the caller has them: a label is a prefix of at most
+    _LABEL_EXTENT characters, so the label's pattern runs on those lines only (a pdsh host or a container stamp is
+    longer, and a line with no prefix has none)."""
+    if extent is None:
+        idx = text.str.contains(_TASK_LABEL).fill_null(False).arg_true()
+    else:
+        near = ((extent > 0) & (extent <= _LABEL_EXTENT)).fill_null(False).arg_true()
+        idx = near.gather(text.gather(near).str.contains(_TASK_LABEL).fill_null(False).arg_true())
     if idx.len() == 0:
         return pl.repeat(False, text.len(), eager=True)
     label = pl.repeat(None, text.len(), dtype=pl.Int64, eager=True).scatter(

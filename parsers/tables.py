@@ -35,23 +35,36 @@ def _split(text: str) -> tuple[str, list[str]]:
     return " ", text.split()
 
 
-def named_rows(lines: pl.DataFrame) -> pl.DataFrame:
-    """`lines` (text, line, source where several sources share the frame) with each table row's text rewritten as
-    `name: value, ...` from its header (see above); other lines as they were."""
-    text = lines["text"]
-    rows = text.str.contains(ROW_HINT).fill_null(False)
-    if not rows.any():
-        return lines
-    heads = text.str.contains(HEADER).fill_null(False)
-    if not heads.any():
-        return lines
-    idx = (rows | heads).arg_true()
-    source = lines["source"].gather(idx).to_list() if "source" in lines.columns else [None] * idx.len()
+def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl.Series | None = None
+               ) -> pl.DataFrame:
+    """`rows` (text, line, source where several sources share the frame) with each table row's text rewritten as
+    `name: value, ...` from its header (see above); other lines as they were. `lines`: where the headers are looked
+    for (every line of the chunk; a header holds no digit more often than not), `rows` where not given. `extent`:
+    the rows' outer prefix lengths (prefixes.outer_extent): a table's row opens its line, so only rows with none are
+    tested (a launcher's log, every line behind a host or a rank, costs nothing here)."""
+    text = rows["text"]
+    if extent is None:
+        ridx = text.str.contains(ROW_HINT).fill_null(False).arg_true()
+    else:
+        bare = (extent == 0).fill_null(False).arg_true()
+        ridx = bare.gather(text.gather(bare).str.contains(ROW_HINT).fill_null(False).arg_true())
+    if ridx.len() == 0:
+        return rows
+    lines = rows if lines is None else lines
+    hidx = lines["text"].str.contains(HEADER).fill_null(False).arg_true()
+    if hidx.len() == 0:
+        return rows
+    keys = ["source", "line"] if "source" in rows.columns else ["line"]
+    events = pl.concat([
+        lines[hidx].select(*keys, "text").with_columns(pl.lit(-1, pl.Int64).alias("_row")),
+        rows[ridx].select(*keys, "text").with_columns(ridx.cast(pl.Int64).alias("_row")),
+    ]).sort(keys)
+    source = events["source"].to_list() if "source" in events.columns else [None] * events.height
     current: dict[object, tuple[str, list[str]]] = {}
     out: list[str] = []
     at: list[int] = []
-    for i, src, line, is_head in zip(idx.to_list(), source, text.gather(idx).to_list(), heads.gather(idx).to_list()):
-        if is_head:
+    for src, line, i in zip(source, events["text"].to_list(), events["_row"].to_list()):
+        if i < 0:
             sep, names = _split(line)
             if len(names) >= MIN_COLUMNS:
                 current[src] = (sep, names)
@@ -69,5 +82,5 @@ def named_rows(lines: pl.DataFrame) -> pl.DataFrame:
         out.append(", ".join(pairs))
         at.append(i)
     if not at:
-        return lines
-    return lines.with_columns(text.scatter(at, out))
+        return rows
+    return rows.with_columns(text.scatter(at, out))

@@ -31,7 +31,7 @@ import polars as pl
 
 from diagnose.parsers import vocabulary as vocab
 from diagnose.parsers.literals import any_of
-from diagnose.parsers.prefixes import counting_labels, strip_outer
+from diagnose.parsers.prefixes import counting_labels, outer_extent, strip_outer
 from diagnose.parsers.stamps import LEADING, LEADING_HINT, STAMP, STAMP_HINT
 from diagnose.parsers.scalars import number, whole
 
@@ -108,8 +108,9 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     clocks, n); the caller adds rank and time to the rows. Vectorised over the chunk: one pass finds the rows that
     hold anything rare
     (a stamp, an id, a path, a bar, a digit inside a name), and only those go through the masks for them."""
-    body = strip_outer(rows["text"])
-    counting = counting_labels(rows["text"], rows["source"])
+    extent = rows["_extent"] if "_extent" in rows.columns else outer_extent(rows["text"])
+    body = strip_outer(rows["text"], extent)
+    counting = counting_labels(rows["text"], rows["source"], extent)
     if counting.any():  # darknet's ` 120: 2.48, ...`: the opening number is the line's counter, not a task label
         body = body.scatter(counting.arg_true(), rows["text"].filter(counting).str.strip_chars_start())
     idx = body.str.contains(_RARE).fill_null(False).arg_true()

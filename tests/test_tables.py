@@ -61,6 +61,7 @@ def test_fastai_and_chainer_epoch_tables(tmp_path: Path) -> None:
 
 
 def test_rows_without_a_header_or_of_another_width_stay_as_printed() -> None:
-    lines = pl.DataFrame({"text": ["0,49,2.31", "epoch,step,loss", "0,99,2.2", "1,2,3,4", "step 5: loss 2.1"]})
+    text = ["0,49,2.31", "epoch,step,loss", "0,99,2.2", "1,2,3,4", "step 5: loss 2.1"]
+    lines = pl.DataFrame({"line": list(range(len(text))), "text": text})
     assert named_rows(lines)["text"].to_list() == ["0,49,2.31", "epoch,step,loss", "epoch: 0, step: 99, loss: 2.2",
                                                    "1,2,3,4", "step 5: loss 2.1"]
