@@ -51,6 +51,8 @@ COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is print
 # An unnamed duration that grows this many fold over a log is a total (elapsed time), not a step time slowing down:
 # the slowdowns of the corpus and the zoo are 1.3-2x over a run; an elapsed time over 60 prints grows 60-fold.
 TOTAL_GROWTH = 4.0
+# Seconds since 1970 that are a date between 2001 and 2036: a value named as a time in this range is an instant.
+EPOCH_SECONDS = (1.0e9, 2.1e9)
 # A step is its phases and a little more (data wait, the loss, logging): a total of a step up to twice the sum of
 # the phases printed beside it is that step's; one of ten steps is not (ESPnet2's trainer: forward + backward + optim
 # step are 80-95% of train_time).
@@ -532,9 +534,18 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
             if s.index not in roles and not s.clock and s.unit and s.scale is not None and s.name_role is None \
                     and s.unit_role is None:
                 roles[s.index] = ("step_time", "unit")
+    # A "time" that is a wall-clock instant (MLPerf's `"time_ms": 1736071208123`): epoch seconds, not a duration. It
+    # stamps the line where nothing else does, and the stamps then time the steps.
+    for i, (role, _) in list(roles.items()):
+        seconds = stats[i]["median"] * (slots[i].scale or 1.0)
+        if role in vocab.DURATION_ROLES and EPOCH_SECONDS[0] <= seconds <= EPOCH_SECONDS[1]:
+            roles[i] = ("stamp", "statistics")
+            if wide["ts"].null_count() == wide.height:
+                ms = (pl.col(f"s{i}") * (slots[i].scale or 1.0) * 1000).cast(pl.Int64, strict=False)
+                wide = wide.with_columns(pl.from_epoch(ms, time_unit="ms").cast(pl.Datetime("ms")).alias("ts"))
     lead = _lead(template)
     is_eval = bool(vocab.EVAL_WORDS.search(display(lead)))
-    has_ts = sub["ts"].null_count() < sub.height
+    has_ts = wide["ts"].null_count() < wide.height
     # A loop that counts epochs only (nnU-Net's `Epoch 10`, then its lines) steps by them: an epoch's time is its
     # step's, and a line that prints the epoch alone heads its record as `[batch=N]:` does.
     by_epoch = not ordinal and slots[counter].name_role == "epoch"

@@ -17,7 +17,7 @@ from typing import Literal
 
 Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "eta", "data_time", "iter_rate",
                "sec_per_iter", "samples_per_sec", "tokens_per_sec", "loss", "lr", "grad_norm", "mem", "mfu", "tflops",
-               "generate_time", "train_phase_time", "phase_time", "epoch_time", "interval_time", "count"]
+               "generate_time", "train_phase_time", "phase_time", "epoch_time", "interval_time", "stamp", "count"]
 
 # role -> the names it is printed under, normalised (see above). Sources: the layouts of ../shared/reference/formats
 # (each library's printing code) and the trainers of the shared corpus.

@@ -409,3 +409,12 @@ def test_pax_step_lines_without_a_counter(tmp_path: Path) -> None:
     lines = [f"I0105 10:{int(0.85 * i) // 60:02d}:{0.85 * i % 60:09.6f} 140000000 programs.py:436] [PAX STATUS]: "
              f"train_step() took {0.85 + 0.01 * (i % 3):.6f} seconds." for i in range(1, 41)]
     _reads_as(tmp_path, lines, 0.86, ("train_step() took", "step_time"))
+
+
+def test_mlperf_time_ms_is_an_instant(tmp_path: Path) -> None:
+    # MLPerf's mllog (from source, mlperf_logging.mllog): `:::MLLOG {"namespace": "", "time_ms": <epoch ms>, ...,
+    # "metadata": {..., "step": N}}`. `time_ms` is when the line was logged, not a duration: it stamps the line.
+    lines = [f':::MLLOG {{"namespace": "", "time_ms": {1767607200000 + int(8600 * i)}, "event_type": "POINT_IN_TIME", '
+             f'"key": "tracked_stats", "value": {{"throughput": 297.67}}, "metadata": {{"file": "train.py", '
+             f'"lineno": 100, "step": {10 * i}}}}}' for i in range(1, 31)]
+    _reads_as(tmp_path, lines, 0.86, ("time_ms", "stamp"), ("step", "counter"))
