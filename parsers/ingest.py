@@ -19,7 +19,8 @@ from diagnose.parsers.kinds import BLOCK_HEADERS
 from diagnose.parsers.lines import Chunk, ChunkStats, Dense, iter_chunks, lines_frame
 from diagnose.parsers.schema import FRAMES, conform
 from diagnose.parsers.stamps import settle
-from diagnose.parsers.templates import PASTE_MAX_LINES, TEMPLATES_SCHEMA, Learned, close_padding, learn
+from diagnose.parsers.templates import (PASTE_MAX_LINES, TEMPLATES_SCHEMA, Learned, close_magnitudes, close_padding,
+                                        learn)
 from diagnose.parsers.thinning import THINNED_FRAMES, Sampling, Summary, Thinner, prepare
 
 
@@ -214,7 +215,7 @@ def _learn_streams(parts: dict[str, list[pl.DataFrame]], templates: list[pl.Data
     tpls = pl.concat(templates).group_by("source", "tid", maintain_order=True).agg(
         pl.col("template", "sample", "clocks").first(), pl.col("n").sum()) if templates else \
         pl.DataFrame(schema=TEMPLATES_SCHEMA)
-    rows, tpls = close_padding(rows, tpls)
+    rows, tpls = close_magnitudes(*close_padding(rows, tpls))
     learned = learn(settle(rows.drop("claimed")), tpls, paste)
     if learned.steps:
         parts.setdefault("steps", []).extend(conform("steps", [s]) for s in learned.steps)

@@ -162,6 +162,54 @@ def close_padding(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataF
     return rows, templates
 
 
+# A magnitude letter glued to a number (`617K`, `1.53K`, `5.24M`), then no letter or digit: nanotron's human_format
+# and tqdm's unit_scale print counts and rates that way.
+_MAGNITUDE = "\x06([" + "".join(vocab.MAGNITUDES) + "])(?:[^A-Za-z0-9]|$)"
+
+
+def close_magnitudes(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A number printed with a magnitude letter (`850`, then `1.53K` ms a step) is one slot in its base unit: the
+    templates that differ only by such letters are made one and their rows' values scaled (on the templates table,
+    once per source, as close_padding). A memory value's letter is its unit (`3.62G`, `980M`) and stays, as does an
+    unnamed number's."""
+    marked = templates.filter(pl.col("template").str.contains(_MAGNITUDE))
+    if marked.height == 0:
+        return rows, templates
+    fixed: dict[int, tuple[str, list[float]]] = {}  # tid -> (template without the letters, each slot's factor)
+    for tid, template, clocks in marked.select("tid", "template", "clocks").unique("tid").iter_rows():
+        slots = _slots(template, clocks or "")
+        pieces = _SLOTS.split(template)
+        scale = [1.0] * len(slots)
+        for s in slots:
+            letter = pieces[s.index + 1][:1]
+            after = pieces[s.index + 1][1:2]
+            if letter in vocab.MAGNITUDES and not (after.isalnum() and after.isascii()) and s.norm \
+                    and s.name_role != "mem":
+                scale[s.index] = vocab.MAGNITUDES[letter]
+                pieces[s.index + 1] = pieces[s.index + 1][1:]
+        if any(f != 1.0 for f in scale):
+            fixed[tid] = (SLOT_MARK.join(pieces), scale)
+    if not fixed:
+        return rows, templates
+    plain = [t for t, _ in fixed.values()]
+    table = pl.DataFrame({"tid": list(fixed), "_to": pl.Series(plain, dtype=pl.String).hash(),
+                          "_scale": [f for _, f in fixed.values()]},
+                         schema={"tid": pl.UInt64, "_to": pl.UInt64, "_scale": pl.List(pl.Float64)})
+    rows = (rows.join(table, on="tid", how="left")
+            .with_columns(pl.when(pl.col("_to").is_not_null()).then(pl.col("vals") * pl.col("_scale"))
+                          .otherwise(pl.col("vals")).alias("vals"),
+                          pl.coalesce("_to", "tid").alias("tid"))
+            .drop("_to", "_scale"))
+    template = pl.col("tid").replace_strict(list(fixed), plain, default=pl.col("template"),
+                                            return_dtype=pl.String)
+    templates = (templates.with_columns(template.alias("template"))
+                 .with_columns(pl.col("tid").replace(table["tid"], table["_to"]))
+                 .group_by("source", "tid", maintain_order=True)
+                 .agg(pl.col("template", "sample", "clocks").first(), pl.col("n").sum())
+                 .select(templates.columns))
+    return rows, templates
+
+
 def _values(body: pl.Expr) -> pl.Expr:
     """A line's slots as numbers: clock durations in seconds, `80,314` without its separators."""
     el = pl.element()
@@ -831,10 +879,12 @@ def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: 
                 how = "timestamps"
                 break
     if chosen is None:
-        # Without stamps a flat total is the step's where it holds the phases and not many steps' worth of them.
-        seconds = {i: _nan_low(stats[i]["median"] * (slots[i].scale or 1.0)) for i in cands + flat}
-        parts = sum(max(seconds[i], 0.0) for i in cands)
-        whole = [i for i in flat if max(seconds[i] for i in cands) <= seconds[i] <= PHASES_SLACK * parts]
+        # Without stamps a flat total is the step's where it holds the phases and not many steps' worth of them (the
+        # phases named as such, `forward_time`, among them).
+        phases = [i for i, (r, _) in sorted(roles.items()) if r == "phase_time"]
+        seconds = {i: _nan_low(stats[i]["median"] * (slots[i].scale or 1.0)) for i in cands + flat + phases}
+        parts = sum(max(seconds[i], 0.0) for i in cands + phases)
+        whole = [i for i in flat if max(seconds[i] for i in cands + phases) <= seconds[i] <= PHASES_SLACK * parts]
         chosen = max(whole or cands, key=lambda i: seconds[i])
         how = roles[chosen][1]
     for i in cands:

@@ -30,7 +30,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "time_per_iteration", "elapsed_time_per_iteration", "iteration_time", "step_timing",
                   "train_step_timing", "train_step_time", "timing_s_step", "timing_step", "step_latency", "latency",
                   "e2e_latency", "last_time", "batch_time_avg", "sec_per_step", "seconds_per_step", "time_iter",
-                  "train_time_per_step", "forward_backward_time", "step_duration", "time_delta", "delta",
+                  "train_time_per_step", "step_duration", "time_delta", "delta",
                   "delta_time", "iteration_time_s", "time_cost", "cost_time", "batch_cost", "seconds", "took",
                   "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时",
                   "time_this_iter", "time_this_iter_s"),  # Ray Train / Tune results
@@ -131,6 +131,9 @@ def _canonical_unit(key: str) -> tuple[Role, float | None] | None:
 # Memory units -> GB (of 2**30 bytes, as DeepSpeed and PyTorch print them).
 MEM_UNITS: dict[str, float] = {"gb": 1.0, "gib": 1.0, "g": 1.0, "mb": 1 / 1024, "mib": 1 / 1024, "m": 1 / 1024,
                                "kb": 1 / 2**20, "kib": 1 / 2**20}
+# A magnitude letter glued to a number (`617K`, `5.24M`, `1.2k`): nanotron's human_format (K, M, G, T, P) and tqdm's
+# unit_scale (k, M, G). Never a lower-case `m` (minutes) or `B` (bytes or billions: a model's size, not a count).
+MAGNITUDES: dict[str, float] = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 # A unit word at the end of a name: `(ms)`, `_ms`, ` in s`, `_s` (seconds per unit).
 NAME_UNITS: dict[str, float] = {"ms": 1e-3, "msec": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "seconds": 1.0,
                                 "in_s": 1.0, "in_ms": 1e-3, "min": 60.0, "us": 1e-6}
@@ -183,15 +186,25 @@ def memory_name(norm: str) -> tuple[str, float] | None:
 _BY_NAME: dict[str, Role] = {n: role for role, names in NAMES.items() for n in names}
 
 
+# Words that name a part of a step (InternEvo's `fwd_bwd_time`, ESPnet's `forward_time`, `optim_step_time`): a time
+# whose name holds one before its `time` is that part's, not the whole step's.
+PHASE_WORDS = frozenset({"fwd", "bwd", "forward", "backward", "optim", "optimizer", "opt", "allreduce", "comm",
+                         "communication", "allgather", "reduce", "backprop"})
+
+
 def role_of(norm: str) -> Role | None:
-    """The role of a normalised name: the whole name, else its longest tail that starts after a `_`."""
+    """The role of a normalised name: the whole name, else its longest tail that starts after a `_` (a step's time
+    there, with a phase word before it, is that phase's)."""
     if norm in _BY_NAME:
         return _BY_NAME[norm]
     parts = norm.split("_")
     for i in range(1, len(parts)):
         tail = "_".join(parts[i:])
         if tail in _BY_NAME:
-            return _BY_NAME[tail]
+            role = _BY_NAME[tail]
+            if role == "step_time" and PHASE_WORDS.intersection(parts[:i]):
+                return "phase_time"
+            return role
     return None
 
 

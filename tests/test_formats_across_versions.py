@@ -418,3 +418,54 @@ def test_mlperf_time_ms_is_an_instant(tmp_path: Path) -> None:
              f'"key": "tracked_stats", "value": {{"throughput": 297.67}}, "metadata": {{"file": "train.py", '
              f'"lineno": 100, "step": {10 * i}}}}}' for i in range(1, 31)]
     _reads_as(tmp_path, lines, 0.86, ("time_ms", "stamp"), ("step", "counter"))
+
+
+def _human(num: float) -> str:
+    """nanotron's human_format (from source, src/nanotron/logging.py): three significant digits, then K, M, G, T."""
+    if abs(num) < 1:
+        return f"{num:.3g}"
+    num, magnitude = float(f"{num:.3g}"), 0
+    while abs(num) >= 1000 and magnitude < 4:
+        magnitude, num = magnitude + 1, num / 1000.0
+    return f"{num:f}".rstrip("0").rstrip(".") + ["", "K", "M", "G", "T"][magnitude]
+
+
+def test_magnitude_letters_are_one_layout_in_base_units(tmp_path: Path) -> None:
+    # nanotron's iteration line (from source, trainer.py): every value through human_format, so a step of 850 ms
+    # prints `850` and one of 1,010 ms `1.01K`: one layout, the letter a factor of the number, not a unit or a
+    # word of the template.
+    ms = [820 + 12 * i for i in range(30)]
+    lines = [f"12/05/2025 10:{i // 60:02d}:{i % 60:02d} [INFO|DP=0|PP=0|TP=0|ip-26-0-160-225]: "
+             f"iteration: {i + 1} / 30 | consumed_tokens: {_human((i + 1) * 524288)} "
+             f"| elapsed_time_per_iteration_ms: {_human(m)} "
+             f"| tokens_per_sec: {_human(524288 / m * 1000)} | tokens_per_sec_per_gpu: {_human(65536 / m * 1000)} "
+             f"| global_batch_size: 256 | lm_loss: {_human(9.8 - i / 10)} | lr: 0.0003 | model_tflops_per_gpu: 128 "
+             f"| hardware_tflops_per_gpu: 128 | grad_norm: 0.93" for i, m in enumerate(ms)]
+    assert "_ms: 988 |" in lines[14] and "_ms: 1.01K |" in lines[16]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    roles = [(r.name, r.role) for r in stream.roles]
+    assert stream.lines == 30 and ("elapsed_time_per_iteration_ms", "step_time") in roles
+    steps = m.frames["steps"].sort("line")
+    assert steps["step_time_s"].to_list() == pytest.approx([float(_human(v).replace("K", "e3")) / 1000 for v in ms])
+    assert steps["tokens_per_sec"][0] == pytest.approx(639_000.0)  # `639K`
+
+
+def test_a_memory_letter_stays_its_unit(tmp_path: Path) -> None:
+    # A letter after a memory value is its unit (GB), not a factor; after a rate it is a factor.
+    lines = [f"iter {i} | time: {850 + i} ms | tokens/s: 61.7K | mem: 30.1G" for i in range(1, 21)]
+    s = _model(tmp_path, *lines).frames["steps"]
+    assert s["max_mem_alloc_gb"].to_list() == [30.1] * 20 and s["tokens_per_sec"][0] == pytest.approx(61_700.0)
+
+
+def test_a_phase_named_time_is_not_the_step(tmp_path: Path) -> None:
+    # InternEvo's record_current_batch_training_metrics line (from source): `k=v` pairs, one step a line;
+    # `fwd_bwd_time` is the forward and backward alone, without the optimizer step, so the stamps time the step.
+    lines = []
+    for s in range(1, 41):
+        at = 0.85 * s
+        lines.append(f"2026-01-05 10:{int(at) // 60:02d}:{int(at) % 60:02d},{int(at * 1000) % 1000:03d}\tINFO "
+                     f"training_internlm.py:580 in record_current_batch_training_metrics -- tflops=128.4 step={s} "
+                     f"loss={9.8 - s / 10:.4f} tgs (tokens/gpu/second)=77101.18 lr=0.0003 loss_scale=65536.0 "
+                     f"grad_norm={{'0_default': 0.93}} micro_num=4 num_consumed_tokens={s * 524288} fwd_bwd_time=0.68")
+    _reads_as(tmp_path, lines, 0.85, ("fwd_bwd_time", "phase_time"), rel=0.03)
