@@ -586,8 +586,47 @@ def _number_epoch_bars(steps: pl.DataFrame) -> pl.DataFrame:
     stream = ["source", "rank", "node"]
     first = pl.col("epoch").filter(per_epoch).min().over(stream)
     before = ((pl.col("epoch") - first) * pl.col("total_steps")).cast(pl.Int64, strict=False)
-    return steps.with_columns(pl.when(per_epoch).then(pl.col("global_step") + before)
-                              .otherwise(pl.col("global_step")).alias("global_step"))
+    steps = steps.with_columns(pl.when(per_epoch).then(pl.col("global_step") + before)
+                               .otherwise(pl.col("global_step")).alias("global_step"))
+    return _number_restarted_bars(steps)
+
+
+# A training bar that ends and a bar of the same length that starts again are the next epoch's (ultralytics'
+# `1/2 ... 300/300` then `2/2 ... 10/300`, llama-recipes' `Training Epoch: 2/3, step 10/300`), where no `Epoch N`
+# says so: the last count shown at least this share of the total, the next bar's first count at most the other
+# share of it (a paste printed every N steps shows neither end exactly). A count that falls back elsewhere (a run
+# relaunched from a checkpoint) is left as printed.
+BAR_END_SHARE = 0.9
+BAR_START_SHARE = 0.1
+
+
+def _number_restarted_bars(steps: pl.DataFrame) -> pl.DataFrame:
+    """Each epoch's bar numbered on from the bars before it, where no epoch is printed (_number_epoch_bars)."""
+    if "epoch" not in steps.columns or steps.height == 0:
+        return steps
+    stream = ["source", "rank", "node"]
+    tqdm = (pl.col("origin") == "tqdm") & pl.col("epoch").is_null() & pl.col("total_steps").is_not_null() \
+        & pl.col("global_step").is_not_null()
+    rows = steps.lazy().with_row_index("_i").filter(tqdm).filter(
+        pl.col("total_steps") == pl.col("total_steps").max().over(stream)).select(
+        "_i", *stream, "line", "global_step", "total_steps").collect().sort(*stream, "line", "_i")
+    if rows.height == 0:
+        return steps
+    new = (pl.col("global_step") < pl.col("global_step").shift(1).over(stream)).fill_null(False)
+    rows = rows.with_columns(new.cum_sum().over(stream).alias("_bar"))
+    bars = (rows.group_by(*stream, "_bar", maintain_order=True)
+            .agg(pl.col("global_step").first().alias("_first"), pl.col("global_step").max().alias("_last"),
+                 pl.col("total_steps").first().alias("_total"))
+            .sort(*stream, "_bar"))
+    ended = pl.col("_last").shift(1).over(stream) >= BAR_END_SHARE * pl.col("_total").shift(1).over(stream)
+    started = pl.col("_first") <= BAR_START_SHARE * pl.col("_total")
+    carried = pl.when(ended & started).then(pl.col("_total").shift(1).over(stream)).otherwise(0).fill_null(0)
+    bars = bars.with_columns(carried.cum_sum().over(stream).alias("_before")).filter(pl.col("_before") > 0)
+    if bars.height == 0:
+        return steps
+    moved = rows.join(bars.select(*stream, "_bar", "_before"), on=[*stream, "_bar"], how="inner", nulls_equal=True)
+    numbered = steps["global_step"].scatter(moved["_i"], moved["global_step"] + moved["_before"])
+    return steps.with_columns(numbered)
 
 
 def _number_hf_steps(steps: pl.DataFrame, steps_per_epoch: int | None,

@@ -166,3 +166,38 @@ def test_a_dataset_map_bar_with_a_larger_total_is_not_the_training_bar(
     steps = diagnose(parse([str(log)])).metrics.steps
     assert steps is not None and steps.source == "tqdm" and steps.p50_s == pytest.approx(2.1, rel=0.02)
     assert steps.n > 700
+
+
+def _bar_per_epoch(monkeypatch: pytest.MonkeyPatch, epochs: int, per_epoch: int, stop_at: int | None = None) -> str:
+    """llama-recipes' train loop (from source, utils/train_utils.py): a new tqdm bar each epoch, its description
+    `Training Epoch: e/E, step i/n completed (loss: ...)`, no `Epoch N` a reader would know. `stop_at`: the first
+    bar ends there (a crash) and the next starts from the beginning again (a relaunch)."""
+    clock = _clocked(monkeypatch)
+    out = io.StringIO()
+    for epoch in range(epochs):
+        bar = tqdm.tqdm(total=per_epoch, file=out, mininterval=0, miniters=1, ncols=100, dynamic_ncols=False)
+        for i in range(1, per_epoch + 1):
+            clock[0] += STEP_S
+            bar.update(1)
+            bar.set_description(f"Training Epoch: {epoch + 1}/{epochs}, step {i}/{per_epoch} completed "
+                                f"(loss: {2.0 / (epoch * per_epoch + i):.4f})")
+            if stop_at is not None and epoch == 0 and i == stop_at:
+                break
+        bar.close()
+        out.write("\n")
+    return out.getvalue()
+
+
+def test_a_new_bar_each_epoch_counts_on_from_the_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    text = _bar_per_epoch(monkeypatch, epochs=3, per_epoch=100)
+    assert "Training Epoch: 2/3, step 1/100" in text and "Epoch 1:" not in text
+    steps = _steps(text, tmp_path)
+    assert steps["global_step"].max() == 300 and steps.height >= 290
+    assert steps["step_time_s"].median() == pytest.approx(STEP_S, rel=0.02)
+
+
+def test_a_bar_that_starts_over_before_its_end_is_a_relaunch_not_an_epoch(monkeypatch: pytest.MonkeyPatch,
+                                                                          tmp_path: Path) -> None:
+    text = _bar_per_epoch(monkeypatch, epochs=2, per_epoch=100, stop_at=50)
+    steps = _steps(text, tmp_path)
+    assert steps["global_step"].max() == 100  # the second bar's counts as printed, not 50 + 100
