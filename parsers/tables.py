@@ -4,11 +4,11 @@ header says nothing by itself (`0,49,2.31,0.85`; and `0,100` reads as one number
 each row is given its header's names, `epoch: 0, step: 49, train_loss: 2.31, step_time: 0.85`, before templates are
 mined from it (parsers/templates.py): the template reader then names and times it like any `name: value` line.
 
-A header is a line of at least three names (letters first; `/`, `.`, `(`, `)`, `-` and digits inside) separated by
-commas, tabs or runs of spaces; a row, a line of as many numbers or clock durations (`01:25`) separated the same
-way, a CSV row's empty fields left out. A row takes the nearest header above it in its source whose separator and
-width it shares. Most lines start with neither, and a literal-free anchored test turns them away at their first
-letter.
+A header is a line of at least three names (letters first; `/`, `.`, `(`, `)`, `-` and digits inside; in a CSV also
+single spaces, and the first name may be empty: an index column) separated by commas, tabs or runs of spaces; a row,
+a line of as many numbers or clock durations (`01:25`) separated the same way, a CSV row's empty fields left out. A
+row takes the nearest header above it in its source whose separator and width it shares. Most lines start with
+neither, and a literal-free anchored test turns them away at their first letter.
 """
 from __future__ import annotations
 
@@ -18,7 +18,11 @@ import polars as pl
 
 _NAME = r"[A-Za-z_][\w./()%\-]*"
 _SEP = r"(?:[ \t]*,[ \t]*|\t+| {2,})"
-HEADER = rf"^[ \t]*{_NAME}(?:{_SEP}{_NAME}){{2,}}[ \t]*$"
+# A CSV header's names may hold single spaces (TensorBoard's export: `Wall time,Step,Value`), and its first may be
+# empty (pandas' index column: `,_step,_runtime,_timestamp,train/loss`, W&B's `run.history().to_csv()`).
+_CSV_NAME = rf"{_NAME}(?: {_NAME})*"
+HEADER = (rf"^[ \t]*{_NAME}(?:{_SEP}{_NAME}){{2,}}[ \t]*$"
+          rf"|^[ \t]*(?:{_CSV_NAME})?(?:[ \t]*,[ \t]*{_CSV_NAME}){{2,}}[ \t]*$")
 # What a row may hold: digits, signs, points, exponents, clock colons, separators (`nan` and `inf` rows are rare
 # enough to leave to the template reader as they are).
 ROW_HINT = rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}[-+.\deE:]*){{2,}}[ \t]*$"
@@ -76,7 +80,7 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
         names = header[1]
         if sep != header[0] or len(fields) != len(names):
             continue
-        pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v]
+        pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n]
         if len(pairs) < 2 or not all(_VALUE.fullmatch(v) for v in fields if v):
             continue
         out.append(", ".join(pairs))

@@ -65,3 +65,25 @@ def test_rows_without_a_header_or_of_another_width_stay_as_printed() -> None:
     lines = pl.DataFrame({"line": list(range(len(text))), "text": text})
     assert named_rows(lines)["text"].to_list() == ["0,49,2.31", "epoch,step,loss", "epoch: 0, step: 99, loss: 2.2",
                                                    "1,2,3,4", "step 5: loss 2.1"]
+
+
+def test_tensorboard_scalars_exported_as_csv(tmp_path: Path) -> None:
+    # TensorBoard's "Download CSV" of a scalar: `Wall time,Step,Value`, the wall time in epoch seconds; the steps'
+    # time is the wall time's difference over the steps between rows.
+    rows = ["Wall time,Step,Value"] + [f"{1767607200 + 0.85 * s:.3f},{s},{2.5 - s / 1000:.4f}"
+                                       for s in range(10, 610, 10)]
+    m, steps, roles = _read(tmp_path, "run-train-tag-loss.csv", rows)
+    assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=1e-3)
+    assert ("Step", "counter") in roles and ("Wall time", "stamp") in roles
+
+
+def test_a_history_saved_by_pandas_with_its_index_column(tmp_path: Path) -> None:
+    # `run.history().to_csv(...)` (W&B's API, pandas): an unnamed index column first, then `_step`, `_runtime`
+    # (seconds since the start) and `_timestamp` (epoch seconds).
+    rows = [",_step,_runtime,_timestamp,train/loss,train/learning_rate"] + [
+        f"{i},{s},{0.85 * s:.2f},{1767607200 + 0.85 * s:.2f},{2.5 - s / 1000:.4f},0.0003"
+        for i, s in enumerate(range(10, 610, 10))]
+    m, steps, roles = _read(tmp_path, "history.csv", rows)
+    assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=1e-3)
+    assert ("_step", "counter") in roles and ("train/loss", "loss") in roles
+    assert m.frames["steps"]["global_step"].to_list()[:2] == [10, 20]
