@@ -570,11 +570,14 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
                 roles[s.index] = ("eta", "statistics")
     # A time named like a per-step one that only grows, in step with the counter, is the run's elapsed time
     # (`time: 0.5s ... time: 412s`); one that grows while the steps slow down is not.
+    # In a paste too short to tell a climb from a total, the stamps tell: a total grows as they do (flair's `time
+    # (sec): 8.16 ... 16.66 ... 25.50` beside stamps 8.5 s apart), a step's time does not.
     for i, (role, how) in list(roles.items()):
-        if role in ("step_time", "avg_step_time") and slots[i].norm in GENERIC_TIME and n >= 5 and not ordinal \
+        if role in ("step_time", "avg_step_time") and slots[i].norm in GENERIC_TIME and not ordinal \
                 and stats[i]["up"] >= CUMULATIVE_SHARE \
-                and _through_origin(wide, f"s{i}", f"s{counter}"):
-            roles[i] = ("cum_time", "statistics")
+                and ((n >= 5 and _through_origin(wide, f"s{i}", f"s{counter}"))
+                     or _grows_with_stamps(wide, f"s{i}", slots[i].scale or 1.0)):
+            roles[i] = ("cum_time", "statistics" if n >= 5 else "timestamps")
     # An unnamed duration that neither only grows nor only falls (`| 850.00 ms |`, darknet's `0.816 seconds`) times
     # the step where nothing named does.
     if not any(r in _CLOCK_ROLES for r, _ in roles.values()):
@@ -768,6 +771,21 @@ def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:
     rate = number(d.median())
     ends = (rows.row(0), rows.row(rows.height - 1))
     return all(rate > 0 and c > 0 and 0.5 <= v / (c * rate) <= 2.0 for v, c in ends if v is not None and c is not None)
+
+
+def _grows_with_stamps(frame: pl.DataFrame, value: str, scale: float) -> bool:
+    """Whether a value grows by as much as the line stamps between its lines (UNIT_AGREEMENT): a running total of
+    wall time, whatever the number of lines."""
+    if frame["ts"].null_count() == frame.height:
+        return False
+    d = (frame.sort("rank", "line").select(
+        (pl.col(value).diff().over("rank") * scale).alias("v"),
+        (pl.col("ts").diff().over("rank").dt.total_milliseconds() / 1000.0).alias("t"))
+        .filter((pl.col("t") > 0) & pl.col("v").is_not_null()))
+    if d.height < 2:
+        return False
+    ratio = number((d["v"] / d["t"]).median())
+    return abs(ratio - 1.0) <= UNIT_AGREEMENT
 
 
 # A duration whose name says it is a step's (`train_step_time`, `iter_time`, `Time/step`): the only kind of line that

@@ -469,3 +469,29 @@ def test_a_phase_named_time_is_not_the_step(tmp_path: Path) -> None:
                      f"loss={9.8 - s / 10:.4f} tgs (tokens/gpu/second)=77101.18 lr=0.0003 loss_scale=65536.0 "
                      f"grad_norm={{'0_default': 0.93}} micro_num=4 num_consumed_tokens={s * 524288} fwd_bwd_time=0.68")
     _reads_as(tmp_path, lines, 0.85, ("fwd_bwd_time", "phase_time"), rel=0.03)
+
+
+def _flair(i: int, per_step: float, stamped_every: float) -> str:
+    at = stamped_every * i
+    return (f"2026-01-05 10:{int(at) // 60:02d}:{int(at) % 60:02d},500 epoch 1 - iter {10 * i}/300 - loss "
+            f"{2.5 - i / 100:.8f} - time (sec): {per_step:.2f} - samples/sec: 301.18 - lr: 0.000300 "
+            "- momentum: 0.000000")
+
+
+def test_a_short_paste_of_a_running_total_is_told_by_its_stamps(tmp_path: Path) -> None:
+    # Flair's ModelTrainer (from source): `time (sec)` is the seconds since the epoch began, printed every tenth of
+    # an epoch. Three lines pasted are too few to see it start from zero; the stamps show it grows as they do.
+    lines = [_flair(i, 8.5 * i, 8.5) for i in range(1, 4)]
+    m = _model(tmp_path, "Training is slow, here is the log:", "", "```", *lines, "```")
+    stream = next(s for s in m.streams if s.step_clock)
+    assert ("time (sec)", "cum_time") in [(r.name, r.role) for r in stream.roles]
+    from diagnose.engine import diagnose
+    assert "progressive-slowdown" not in [f.id for f in diagnose(m).findings]
+
+
+def test_a_short_paste_of_step_times_stays_step_times(tmp_path: Path) -> None:
+    # The same layout printing a step's own time (0.85 s, every 10 steps): it does not grow with the stamps.
+    lines = [_flair(i, 0.85 + 0.01 * i, 8.5) for i in range(1, 4)]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert ("time (sec)", "step_time") in [(r.name, r.role) for r in stream.roles]
