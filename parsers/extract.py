@@ -134,7 +134,7 @@ _OTHER_MARKS = any_of(("[rank", "]<std"))
 # epoch seconds stand at the line's start, behind at most two prefix words (an anchored test of a few bytes).
 _CLOCK_COLON = any_of(f":{d}" for d in range(10))
 _CLOCK_TIME = r"\d:\d\d"
-_EPOCH_LEAD = r"^(?:\s*\S{1,40}: ){0,2}\[?1\d{9}"
+_EPOCH_LEAD = r"^(?:\s*\S{1,40}: |\[[a-z_]*\d+\]:){0,2}\[?1\d{9}"  # torchrun's tee `[default0]:` has no space
 
 
 def _any_stamp_hint(text: pl.Series) -> pl.Series:

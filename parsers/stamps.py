@@ -1,11 +1,12 @@
 """Wall-clock stamps wherever a line holds them: ISO and space-separated date-times with any fraction of a second, in
 brackets or not, `YYYY/MM/DD`, `MM/DD/YYYY`, the year-less `MM/DD HH:MM:SS` and `MM-DD HH:MM:SS` of detectron2,
-MMEngine and OpenRLHF's loggers, behind any launcher prefix. One pattern finds the first stamp of a line; the formats
+MMEngine and OpenRLHF's loggers, month names (syslog's `Jan  5 10:00:08`, ctime's `Mon Jan  5 10:00:08 2026`,
+`05 Jan 2026 10:04:15`), behind any launcher prefix. One pattern finds the first stamp of a line; the formats
 are tried as polars expressions over the whole column (no per-line Python).
 
 Three shapes count only where they open a line (prefixes peeled), since elsewhere they are as likely a duration or
 a count: a clock time alone (`12:03:44 INFO`, `[12:03:44.120]`), glog's `I1202 12:03:44.123456` (absl, TensorFlow,
-JAX, Paddle), and epoch seconds (`1701234567.25`, 2001 to 2033).
+JAX, Paddle), and epoch seconds (`1701234567.25`, 2001 to 2033) or milliseconds (`1701234567250`).
 
 A year-less stamp is placed in YEARLESS_YEAR, a leap year so that `02/29` parses: only differences between stamps
 are ever used, and a stream does not cross New Year often enough to matter (a difference that goes negative is not
@@ -25,9 +26,15 @@ _YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,]" + _HMS
 _MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
 _MD_SLASH = r"\d\d/\d\d " + _HMS
 _MD_DASH = r"\d\d-\d\d " + _HMS
-STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MD_SLASH, _MD_DASH))
-# The cheap pre-filter: a clock time with seconds next to a date-like part.
-STAMP_HINT = r"\d[-/]\d\d[ T,]+\d\d:\d\d:\d\d|\d{4}[ T]\d\d:\d\d:\d\d"
+# Month names: syslog's and journald's `Jan  5 10:00:08` (no year), C's ctime `Mon Jan  5 10:00:08 2026` (`date`
+# in a job script, the year after the time), and `05 Jan 2026 10:04:15.600` (redis, RFC 2822 without the weekday).
+MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MON = "(?:" + "|".join(MONTHS) + ")"
+_MON_D = rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} [ \d]\d {_HMS}(?: \d{{4}}\b)?"
+_D_MON_Y = rf"\b\d{{1,2}} {_MON} \d{{4}},? {_HMS}"
+STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y))
+# The cheap pre-filter: a clock time with seconds next to a date-like part (a month's name ends in a letter).
+STAMP_HINT = r"\d[-/]\d\d[ T,]+\d\d:\d\d:\d\d|\d{4}[ T]\d\d:\d\d:\d\d|[a-z] [ \d]\d \d\d:\d\d:\d\d"
 # Cheaper still, tried first: a pattern with no leading literal costs a regex step per byte of the line, and this
 # one (a third of the cost of STAMP_HINT on the benchmark's timer lines) turns most lines away.
 _CLOCK_HINT = r"\d\d:\d\d:\d\d"
@@ -41,6 +48,7 @@ def _parse(stamp: pl.Expr) -> pl.Expr:
     fmt = "%Y-%m-%d %H:%M:%S%.f"
     mdy = s.str.extract(r"^(\d{1,2})/(\d{1,2})/(\d{4})", 0)
     return pl.coalesce(
+        pl.when(s.str.contains(_MON)).then(_by_month_name(s).str.to_datetime(fmt, strict=False, time_unit="ms")),
         pl.when(s.str.contains(r"^\d{4}[-/]")).then(iso.str.to_datetime(fmt, strict=False, time_unit="ms")),
         pl.when(mdy.is_not_null()).then(
             s.str.replace(r"^(\d{1,2})/(\d{1,2})/(\d{4})", "${3}-${1}-${2}")
@@ -50,6 +58,17 @@ def _parse(stamp: pl.Expr) -> pl.Expr:
             (pl.lit(YEARLESS_YEAR + "-") + s.str.replace("/", "-", literal=True))
             .str.to_datetime(fmt, strict=False, time_unit="ms")),
     )
+
+
+def _by_month_name(s: pl.Expr) -> pl.Expr:
+    """`[Mon ]Jan  5 10:00:08[ 2026]` and `05 Jan 2026 10:04:15` -> `YYYY-MM-DD HH:MM:SS...` (YEARLESS_YEAR where the
+    stamp has none)."""
+    month = s.str.extract("(" + _MON + ")", 1).replace_strict(
+        list(MONTHS), [f"{i:02d}" for i in range(1, 13)], default=None, return_dtype=pl.String)
+    day = s.str.extract(rf"{_MON} +(\d\d?) ", 1).fill_null(s.str.extract(rf"^(\d\d?) {_MON}", 1)).str.zfill(2)
+    clock = s.str.extract(r"(\d\d:\d\d:\d\d(?:\.\d{1,9})?)", 1)
+    year = s.str.extract(r"\b(\d{4})\b", 1).fill_null(pl.lit(YEARLESS_YEAR))
+    return pl.concat_str(year, pl.lit("-"), month, pl.lit("-"), day, pl.lit(" "), clock)
 
 
 def has_stamp(text: pl.Series) -> pl.Series:
@@ -63,13 +82,15 @@ CLOCK_ONLY_DAY = "1900-01-01"
 ROLLOVER_BACK_S = 12 * 3600  # a clock time this far below the one before it is the next day's
 _CLOCK = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
 _EPOCH = r"1\d{9}(?:\.\d{1,9})?"
+_EPOCH_MS = r"1\d{12}"  # epoch milliseconds (Java's and JavaScript's clocks, MLflow's and many JSON loggers')
 _LEAD_HMS = rf"^\[?({_CLOCK})\]?(?:\s|$)"
 _LEAD_EPOCH = rf"^\[?({_EPOCH})\]?(?:\s|$)"
+_LEAD_EPOCH_MS = rf"^\[?({_EPOCH_MS})\]?(?:\s|$)"
 _LEAD_GLOG = r"^\[?[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"  # torch wraps it: `[rank0]:[E1120 ...`
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
-LEADING_HINT = r"^\[?(?:\d\d:\d\d:\d\d|1\d{9}\b|[IWEF]\d{4} \d\d:)"
-# The stamp itself, as templates mask it: the three shapes above (their groups dropped).
-LEADING = rf"^\[?(?:{_CLOCK}|{_EPOCH})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
+LEADING_HINT = r"^\[?(?:\d\d:\d\d:\d\d|1\d{9}\b|1\d{12}\b|[IWEF]\d{4} \d\d:)"
+# The stamp itself, as templates mask it: the shapes above (their groups dropped).
+LEADING = rf"^\[?(?:{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
 
 
 def leading_stamp(text: pl.Series) -> pl.Series:
@@ -78,7 +99,8 @@ def leading_stamp(text: pl.Series) -> pl.Series:
     fmt = "%Y-%m-%d %H:%M:%S%.f"
     hms = text.str.extract(_LEAD_HMS, 1).str.replace(",", ".", literal=True)
     glog = text.str.extract_groups(_LEAD_GLOG).struct
-    epoch = text.str.extract(_LEAD_EPOCH, 1).cast(pl.Float64, strict=False)
+    epoch = text.str.extract(_LEAD_EPOCH, 1).cast(pl.Float64, strict=False).fill_null(
+        text.str.extract(_LEAD_EPOCH_MS, 1).cast(pl.Float64, strict=False) / 1000)
     return pl.select(pl.coalesce(
         (pl.lit(CLOCK_ONLY_DAY + " ") + pl.lit(hms)).str.to_datetime(fmt, strict=False, time_unit="ms"),
         pl.concat_str(pl.lit(YEARLESS_YEAR + "-"), pl.lit(glog.field("1")), pl.lit("-"), pl.lit(glog.field("2")),

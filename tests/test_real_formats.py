@@ -166,6 +166,31 @@ def test_glog_and_epoch_second_stamps_that_open_a_line(tmp_path: Path) -> None:
     assert leading_stamp(pl.Series(["tokens: 1701234567 seen", "12:61:00 x", "100:00:00 x"])).null_count() == 3
 
 
+def test_month_name_stamps_and_epoch_milliseconds(tmp_path: Path) -> None:
+    """syslog's and journald's `Jan  5 10:00:08 host prog[pid]: ` (no year), C's ctime `Mon Jan  5 10:00:08 2026` (a
+    job script's `date`), and epoch milliseconds opening a line, also behind torchrun's tee prefix: each times the
+    steps where the lines print no duration."""
+    import datetime as dt
+
+    t0 = dt.datetime(2026, 1, 5, 10, 0, 0)
+    at = [t0 + dt.timedelta(seconds=2.5 * i) for i in range(1, 11)]
+    shapes = {
+        "syslog": [f"{t:%b} {t.day:2d} {t:%H:%M:%S} gpu-node-1 python3[12345]: step {i} loss 2.5"
+                   for i, t in enumerate(at, 1)],
+        "ctime": [f"{t:%a %b} {t.day:2d} {t:%H:%M:%S %Y}: step {i} loss 2.5" for i, t in enumerate(at, 1)],
+        "epoch_ms": [f"{int(t.timestamp() * 1000)} step {i} loss 2.5" for i, t in enumerate(at, 1)],
+    }
+    shapes["epoch_ms_teed"] = [f"[default0]:{line}" for line in shapes["epoch_ms"]]
+    assert shapes["syslog"][0].startswith("Jan  5 10:00:02 ") and shapes["ctime"][0].startswith("Mon Jan  5 ")
+    for name, lines in shapes.items():
+        m = _model(tmp_path, *lines, name=f"{name}.log")
+        d = diagnose(m)
+        assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(2.5), name
+    from diagnose.parsers.stamps import find_stamp
+    found = find_stamp(pl.Series(["1:M 05 Jan 2026 10:04:15.600 * Background saving", "May be slow: 12 10:00:00"]))
+    assert found.to_list() == [dt.datetime(2026, 1, 5, 10, 4, 15, 600000), None]
+
+
 def test_topology_lines_of_plain_pytorch_elastic_mpi_and_lightning(tmp_path: Path) -> None:
     barrier = _model(tmp_path, *(f"[2023-05-15 14:14:38,444][torch.distributed.distributed_c10d][INFO] - Rank {r}: "
                                  "Completed store-based barrier for key:store_based_barrier_key:1 with 24 nodes."
