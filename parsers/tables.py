@@ -18,25 +18,32 @@ import polars as pl
 
 _NAME = r"[A-Za-z_][\w./()%\-]*"
 _SEP = r"(?:[ \t]*,[ \t]*|\t+| {2,})"
-# A CSV header's names may hold single spaces (TensorBoard's export: `Wall time,Step,Value`), and its first may be
-# empty (pandas' index column: `,_step,_runtime,_timestamp,train/loss`, W&B's `run.history().to_csv()`).
-_CSV_NAME = rf"{_NAME}(?: {_NAME})*"
-HEADER = (rf"^[ \t]*{_NAME}(?:{_SEP}{_NAME}){{2,}}[ \t]*$"
-          rf"|^[ \t]*(?:{_CSV_NAME})?(?:[ \t]*,[ \t]*{_CSV_NAME}){{2,}}[ \t]*$")
+# A name of a CSV header, or of one whose columns are set apart by tabs or runs of spaces, may hold single spaces
+# (TensorBoard's export `Wall time,Step,Value`, spaCy's `LOSS TOK2VEC`); a CSV header's first name may be empty
+# (pandas' index column: `,_step,_runtime,_timestamp,train/loss`, W&B's `run.history().to_csv()`).
+_SPACED_NAME = rf"{_NAME}(?: [A-Za-z_(][\w./()%\-]*)*"  # a later word may be a unit: `step time (s)`
+HEADER = (rf"^[ \t]*{_SPACED_NAME}(?:(?:\t+| {{2,}}){_SPACED_NAME}){{2,}}[ \t]*$"
+          rf"|^[ \t]*(?:{_SPACED_NAME})?(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[ \t]*$"
+          # two tab-separated columns: a notebook's table copied as text (the HF Trainer's `Step  Training Loss`)
+          rf"|^[ \t]*{_SPACED_NAME}\t+{_SPACED_NAME}[ \t]*$")
 # What a row may hold: digits, signs, points, exponents, clock colons, separators (`nan` and `inf` rows are rare
 # enough to leave to the template reader as they are).
-ROW_HINT = rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}[-+.\deE:]*){{2,}}[ \t]*$"
+ROW_HINT = (rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}[-+.\deE:]*){{2,}}[ \t]*$"
+            r"|^[ \t]*[-+.\d][-+.\deE:]*\t+[-+.\deE:]+[ \t]*$")
 _VALUE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?")
+# Columns a header needs: three (two words apart are as likely prose), or two set apart by a tab.
 MIN_COLUMNS = 3
+MIN_TAB_COLUMNS = 2
 
 
-def _split(text: str) -> tuple[str, list[str]]:
-    """A line's separator kind and its fields: `,` (CSV, empty fields kept), tab, or runs of white space."""
+def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
+    """A line's separator kind and its fields: `,` (CSV, empty fields kept), tab, or runs of white space (a header's
+    runs of two or more: its names may hold one)."""
     if "," in text:
         return ",", [f.strip() for f in text.strip().split(",")]
     if "\t" in text:
         return "\t", [f.strip() for f in text.strip().split("\t")]
-    return " ", text.split()
+    return " ", (re.split(r" {2,}", text.strip()) if header else text.split())
 
 
 def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl.Series | None = None
@@ -69,8 +76,8 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
     at: list[int] = []
     for src, line, i in zip(source, events["text"].to_list(), events["_row"].to_list()):
         if i < 0:
-            sep, names = _split(line)
-            if len(names) >= MIN_COLUMNS:
+            sep, names = _split(line, header=True)
+            if len(names) >= (MIN_TAB_COLUMNS if sep == "\t" else MIN_COLUMNS):
                 current[src] = (sep, names)
             continue
         header = current.get(src)

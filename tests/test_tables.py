@@ -11,6 +11,12 @@ from diagnose.parsers import parse
 from diagnose.parsers.tables import named_rows
 
 
+def _write(tmp_path: Path, name: str, lines: list[str]) -> Path:
+    p = tmp_path / name
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
 def _read(tmp_path: Path, name: str, lines: list[str]):
     p = tmp_path / name
     p.write_text("\n".join(lines) + "\n")
@@ -87,3 +93,24 @@ def test_a_history_saved_by_pandas_with_its_index_column(tmp_path: Path) -> None
     assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=1e-3)
     assert ("_step", "counter") in roles and ("train/loss", "loss") in roles
     assert m.frames["steps"]["global_step"].to_list()[:2] == [10, 20]
+
+
+def test_a_notebook_table_of_two_tab_separated_columns(tmp_path: Path) -> None:
+    # The HF Trainer's notebook table copied as text (a Jupyter or Colab cell pasted into an issue): `Step` and
+    # `Training Loss`, set apart by a tab. Two words apart by spaces stay prose.
+    rows = ["Step\tTraining Loss"] + [f"{s}\t{2.5 - s / 1000:.6f}" for s in range(10, 110, 10)]
+    m = parse([str(_write(tmp_path, "cell.txt", rows))])
+    s = m.frames["steps"].sort("line")
+    assert s["global_step"].to_list()[:3] == [10, 20, 30] and s["loss"][0] == pytest.approx(2.49)
+    prose = ["Step  Loss"] + [f"{s}  {2.5 - s / 1000:.6f}" for s in range(10, 110, 10)]
+    assert "Step: 10" not in named_rows(pl.DataFrame({"line": list(range(1, 12)), "text": prose}))["text"].to_list()[1]
+
+
+def test_header_names_of_several_words(tmp_path: Path) -> None:
+    # Columns set apart by runs of spaces whose names hold single spaces (spaCy's `LOSS TOK2VEC`, a custom loop's
+    # `step time (s)`): each name whole.
+    rows = ["step    train loss    step time (s)"] + [f"{s:<7d} {2.5 - s / 1000:<13.4f} {0.85 + 0.01 * (s % 3):.3f}"
+                                                      for s in range(10, 310, 10)]
+    m, steps, roles = _read(tmp_path, "table.log", rows)
+    assert ("step time (s)", "step_time") in roles and ("train loss", "loss") in roles
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
