@@ -380,9 +380,16 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
 _SEPARATORS = (",", ";", "|")
 
 
+# A scalar printed in its repr (NumPy 2's `np.float64(2.48)`, torch's `tensor(2.4800, device='cuda:0')`, JAX's
+# `Array(2.48, dtype=float32)`): the wrapper stands between the name and the number (its digits masked as \x02).
+_WRAPPER = re.compile(r"(?:(?:np|numpy|jnp|torch|tf)\.(?:float|int|uint|bfloat)\x02?|tensor|Tensor|array|Array|"
+                      r"DeviceArray)\($")
+
+
 def _name(pre: str) -> str:
-    """The name printed right before a number (`loss: `, `'grad_norm': `, `| lr `), '' when none."""
-    stripped = pre.rstrip(" :=|,'\"[\t#")
+    """The name printed right before a number (`loss: `, `'grad_norm': `, `| lr `, `'loss': np.float64(`), '' when
+    none."""
+    stripped = _WRAPPER.sub("", pre).rstrip(" :=|,'\"[\t#")
     m = _NAME.search(stripped) if stripped and stripped[-1:] not in "([/<" else None
     name = m.group(1).strip(" -") if m else ""
     if name.lower() in _LEVELS or name.lower().split(" ")[-1] in _LEVELS:  # `- INFO - [ 9/5000]`: no name

@@ -495,3 +495,16 @@ def test_a_short_paste_of_step_times_stays_step_times(tmp_path: Path) -> None:
     m = _model(tmp_path, *lines)
     stream = next(s for s in m.streams if s.step_clock)
     assert ("time (sec)", "step_time") in [(r.name, r.role) for r in stream.roles]
+
+
+def test_scalars_printed_in_their_repr_keep_their_names(tmp_path: Path) -> None:
+    # A metrics dict printed as it stands: NumPy 2 prints its scalars as `np.float64(2.48)` (NEP 51), torch a 0-d
+    # tensor as `tensor(2.4800, device='cuda:0', grad_fn=<...>)`; the name is the key before the wrapper.
+    numpy = [f"{{'step': {s}, 'loss': np.float64({2.5 - s / 1000}), 'lr': 0.0003, "
+             f"'step_time': np.float64({0.85 + 0.01 * (s % 3):.3f}), 'grad_norm': np.float32(0.93)}}"
+             for s in range(10, 310, 10)]
+    _reads_as(tmp_path, numpy, 0.86, ("loss", "loss"), ("step_time", "step_time"), ("grad_norm", "grad_norm"))
+    torch = [f"step {s}: {{'loss': tensor({2.5 - s / 1000:.4f}, device='cuda:0', grad_fn=<NllLossBackward0>), "
+             f"'lr': 0.0003, 'time': {0.85 + 0.01 * (s % 3):.4f}}}" for s in range(10, 310, 10)]
+    _reads_as(tmp_path, torch, 0.86, ("loss", "loss"), ("time", "step_time"))
+    assert _model(tmp_path, *torch).frames["steps"].sort("line")["loss"][0] == pytest.approx(2.49)
