@@ -409,6 +409,10 @@ def _slot(i: int, name: str, clock: bool, unit: str, unit_role: str | None, unit
         name_role, mem = vocab.role_of(named_mem[0]), named_mem[1]
     if name_role is None and unit and post[:1] != " " and (counted := vocab.count_unit(unit)) is not None:
         name_role, unit = counted, ""  # `100batch`, `1epoch`: a count, not a quantity in a unit
+    if name_role == "counter" and name_scale is not None and name_scale < 1.0:
+        name_role = "step_time"  # `batch_ms`, `iter_ms`: a count's name with a unit of time is the time per count
+    if name_role == "count" and unit_scale is not None:
+        name_role = None  # `total: 0.85s`: a name that counts, printed with a unit of time, is a time (the unit's)
     return _Slot(i, name, norm, clock, unit, name_role, unit_role,
                  unit_scale if unit_scale is not None else name_scale, total_of, avg_of, mem)
 

@@ -33,7 +33,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "train_time_per_step", "step_duration", "time_delta", "delta",
                   "delta_time", "iteration_time_s", "time_cost", "cost_time", "batch_cost", "seconds", "took",
                   "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时",
-                  "time_this_iter", "time_this_iter_s"),  # Ray Train / Tune results
+                  "time_this_iter", "time_this_iter_s",  # Ray Train / Tune results
+                  "t_iter", "t_step", "t_batch", "iter_t", "step_t"),
     "avg_step_time": ("step_avg", "avg_step_time", "step_time_avg", "avg_iter_time", "iter_time_avg", "time_avg",
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
@@ -46,7 +47,11 @@ NAMES: dict[Role, tuple[str, ...]] = {
     "data_time": ("data", "data_time", "data_wait", "dataloader_time", "data_loader_time", "load_time",
                   "load_data_time", "data_load_time", "dt_data", "data_loading", "data_loading_time", "batch_load_time",
                   "get_batch", "time_data", "input_time", "data_wait_time", "last_data_time", "timing_s_data",
-                  "batch_generator", "data_cost", "reader_cost", "data_t"),
+                  "batch_generator", "data_cost", "reader_cost", "data_t",
+                  # waits named for what they wait on: I/O, a fetch, the loader
+                  "io", "io_time", "io_wait", "fetch", "fetch_time", "data_fetch", "data_fetch_time", "dataloader",
+                  "dataloader_wait", "loader", "loader_time", "loader_wait", "input_wait", "batch_wait", "wait_data",
+                  "load"),
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",

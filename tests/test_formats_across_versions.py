@@ -508,3 +508,26 @@ def test_scalars_printed_in_their_repr_keep_their_names(tmp_path: Path) -> None:
              f"'lr': 0.0003, 'time': {0.85 + 0.01 * (s % 3):.4f}}}" for s in range(10, 310, 10)]
     _reads_as(tmp_path, torch, 0.86, ("loss", "loss"), ("time", "step_time"))
     assert _model(tmp_path, *torch).frames["steps"].sort("line")["loss"][0] == pytest.approx(2.49)
+
+
+@pytest.mark.parametrize("layout", [
+    # custom loops' wordings of a data wait and a step time that the vocabulary did not list
+    "step {s} | loss 2.48 | step_time {t:.3f}s | fetch_time {d:.3f}s",
+    "iter {s}/600: loss=2.483 iter_time={tm:.1f}ms io_time={dm:.1f}ms",
+    "[step {s}] loss: 2.48, total: {t:.3f}s, dataloader wait: {d:.3f}s, compute: {c:.3f}s",
+    "it {s} t_iter {t:.3f} t_data {d:.3f} loss 2.483",
+    "epoch 0 batch {s}/600 loss 2.4833 batch_ms {tm:.1f} load_ms {dm:.1f}",
+])
+def test_data_waits_and_step_times_under_other_names(tmp_path: Path, layout: str) -> None:
+    # `batch_ms`: a count's name with a unit of time is the time per count; `total: 0.85s`: a counting name printed
+    # with a unit of time is a time; `io_time`, `fetch_time`, `dataloader wait`, `load_ms`: waits named for what
+    # they wait on. A step of 0.85 s that waits 0.51 s for data is input-bound.
+    from diagnose.engine import diagnose
+    lines = []
+    for i in range(1, 41):
+        t = 0.85 + 0.01 * (i % 3)
+        lines.append(layout.format(s=10 * i, t=t, d=0.6 * t, c=0.3 * t, tm=1000 * t, dm=600 * t))
+    m = _model(tmp_path, *lines)
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
+    assert "input-bound" in [f.id for f in d.findings[:3]]
