@@ -26,7 +26,8 @@ from diagnose.parsers.stamps import lend_years, settle
 from diagnose.parsers.templates import Learned, Stream, Unread, unread_order
 from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, is_program, open_input, read_text
 from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
-from diagnose.parsers.tqdm_clock import tqdm_step_times
+from diagnose.parsers.tqdm_clock import STREAM as BAR_STREAM
+from diagnose.parsers.tqdm_clock import number_bars, tqdm_step_times
 
 CONFIG_MAX_BYTES = 4 * 1024 * 1024  # configs and launch scripts are small; anything bigger is read as a log
 # Frames whose rows a rule reads; `facts`, `env` and `nccl` feed RunFacts and stay for evidence.
@@ -601,30 +602,27 @@ BAR_START_SHARE = 0.1
 
 
 def _number_restarted_bars(steps: pl.DataFrame) -> pl.DataFrame:
-    """Each epoch's bar numbered on from the bars before it, where no epoch is printed (_number_epoch_bars)."""
+    """Each epoch's bar numbered on from the bars before it, where no epoch is printed (_number_epoch_bars). The
+    bars are the tqdm clock's (number_bars: the longest bar of each stream, a count that falls back starts one)."""
     if "epoch" not in steps.columns or steps.height == 0:
         return steps
-    stream = ["source", "rank", "node"]
-    tqdm = (pl.col("origin") == "tqdm") & pl.col("epoch").is_null() & pl.col("total_steps").is_not_null() \
-        & pl.col("global_step").is_not_null()
-    rows = steps.lazy().with_row_index("_i").filter(tqdm).filter(
-        pl.col("total_steps") == pl.col("total_steps").max().over(stream)).select(
-        "_i", *stream, "line", "global_step", "total_steps").collect().sort(*stream, "line", "_i")
+    unmarked = (pl.col("origin") == "tqdm") & pl.col("epoch").is_null() & pl.col("global_step").is_not_null()
+    rows = steps.lazy().with_row_index("_i").filter(unmarked).select(
+        "_i", "source", "rank", "node", "origin", "line", "global_step", "total_steps").collect()
     if rows.height == 0:
         return steps
-    new = (pl.col("global_step") < pl.col("global_step").shift(1).over(stream)).fill_null(False)
-    rows = rows.with_columns(new.cum_sum().over(stream).alias("_bar"))
-    bars = (rows.group_by(*stream, "_bar", maintain_order=True)
+    rows = number_bars(rows)
+    bars = (rows.group_by(*BAR_STREAM, "_bar")
             .agg(pl.col("global_step").first().alias("_first"), pl.col("global_step").max().alias("_last"),
                  pl.col("total_steps").first().alias("_total"))
-            .sort(*stream, "_bar"))
-    ended = pl.col("_last").shift(1).over(stream) >= BAR_END_SHARE * pl.col("_total").shift(1).over(stream)
+            .sort(*BAR_STREAM, "_bar"))
+    ended = pl.col("_last").shift(1).over(BAR_STREAM) >= BAR_END_SHARE * pl.col("_total").shift(1).over(BAR_STREAM)
     started = pl.col("_first") <= BAR_START_SHARE * pl.col("_total")
-    carried = pl.when(ended & started).then(pl.col("_total").shift(1).over(stream)).otherwise(0).fill_null(0)
-    bars = bars.with_columns(carried.cum_sum().over(stream).alias("_before")).filter(pl.col("_before") > 0)
+    carried = pl.when(ended & started).then(pl.col("_total").shift(1).over(BAR_STREAM)).otherwise(0).fill_null(0)
+    bars = bars.with_columns(carried.cum_sum().over(BAR_STREAM).alias("_before")).filter(pl.col("_before") > 0)
     if bars.height == 0:
         return steps
-    moved = rows.join(bars.select(*stream, "_bar", "_before"), on=[*stream, "_bar"], how="inner", nulls_equal=True)
+    moved = rows.join(bars.select(*BAR_STREAM, "_bar", "_before"), on=[*BAR_STREAM, "_bar"])
     numbered = steps["global_step"].scatter(moved["_i"], moved["global_step"] + moved["_before"])
     return steps.with_columns(numbered)
 

@@ -145,6 +145,14 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     return out, small
 
 
+def merge_templates(templates: pl.DataFrame) -> pl.DataFrame:
+    """One row per source and template id (chunks' tables, or templates made one): the first text, sample and clocks,
+    the counts summed."""
+    return (templates.group_by("source", "tid", maintain_order=True)
+            .agg(pl.col("template", "sample", "clocks").first(), pl.col("n").sum())
+            .select(list(TEMPLATES_SCHEMA)))
+
+
 def close_padding(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Templates that differ only by a number's padding after a bracket made one (their rows take the one's id): on
     the templates table, once per source, not on every line. An id is its template's hash, as mine() makes it."""
@@ -155,11 +163,7 @@ def close_padding(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataF
     old, new = templates.filter(changed)["tid"], fixed.filter(changed).hash()
     pairs = pl.DataFrame({"tid": old, "_to": new}).unique("tid")
     rows = rows.with_columns(pl.col("tid").replace(pairs["tid"], pairs["_to"]))
-    templates = (templates.with_columns(fixed.alias("template"), fixed.hash().alias("tid"))
-                 .group_by("source", "tid", maintain_order=True)
-                 .agg(pl.col("template", "sample", "clocks").first(), pl.col("n").sum())
-                 .select(templates.columns))
-    return rows, templates
+    return rows, merge_templates(templates.with_columns(fixed.alias("template"), fixed.hash().alias("tid")))
 
 
 # A magnitude letter glued to a number (`617K`, `1.53K`, `5.24M`), then no letter or digit: nanotron's human_format
@@ -202,12 +206,8 @@ def close_magnitudes(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
             .drop("_to", "_scale"))
     template = pl.col("tid").replace_strict(list(fixed), plain, default=pl.col("template"),
                                             return_dtype=pl.String)
-    templates = (templates.with_columns(template.alias("template"))
-                 .with_columns(pl.col("tid").replace(table["tid"], table["_to"]))
-                 .group_by("source", "tid", maintain_order=True)
-                 .agg(pl.col("template", "sample", "clocks").first(), pl.col("n").sum())
-                 .select(templates.columns))
-    return rows, templates
+    return rows, merge_templates(templates.with_columns(template.alias("template"),
+                                                        pl.col("tid").replace(table["tid"], table["_to"])))
 
 
 def _values(body: pl.Expr) -> pl.Expr:

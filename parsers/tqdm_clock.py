@@ -64,7 +64,7 @@ def _elapsed_s(rows: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
     return _nth_in_line(rows, "_i").join(elapsed, on=["source", "line", "_o"], how="left").drop("_o")
 
 
-def _bars(rows: pl.DataFrame) -> pl.DataFrame:
+def number_bars(rows: pl.DataFrame) -> pl.DataFrame:
     """The tqdm rows of the longest bar of each source and rank (the training bar, not an evaluation's or a
     checkpoint writer's), numbered into bars: a count that falls back starts a new one."""
     # One bar per source, host and rank (pdsh and srun prefixes name the host where the rank is not printed); the
@@ -152,7 +152,7 @@ def tqdm_step_times(steps: pl.DataFrame, side: pl.DataFrame) -> pl.DataFrame:
         "_i", "source", "line", "rank", "node", "origin", "total_steps", "global_step", "step_time_s").collect()
     if rows.height < MIN_REFRESHES:
         return steps
-    bars = _bars(_elapsed_s(rows, side))
+    bars = number_bars(_elapsed_s(rows, side))
     # Which lines are refreshes: those whose rate changed (other lines of an averaging bar repeat its rate with a
     # newer count: a redraw after `tqdm.write`, a postfix set with refresh), or every line whose count advanced. A
     # cumulative bar computes its rate at every print, so there each line is read (a steady stretch prints one rate
