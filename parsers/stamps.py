@@ -67,7 +67,7 @@ def _by_month_name(s: pl.Expr) -> pl.Expr:
         list(MONTHS), [f"{i:02d}" for i in range(1, 13)], default=None, return_dtype=pl.String)
     day = s.str.extract(rf"{_MON} +(\d\d?) ", 1).fill_null(s.str.extract(rf"^(\d\d?) {_MON}", 1)).str.zfill(2)
     clock = s.str.extract(r"(\d\d:\d\d:\d\d(?:\.\d{1,9})?)", 1)
-    year = s.str.extract(r"\b(\d{4})\b", 1).fill_null(pl.lit(YEARLESS_YEAR))
+    year = s.str.extract(r"(?:^|\s)(\d{4})(?:[\s,]|$)", 1).fill_null(pl.lit(YEARLESS_YEAR))  # not `08.1234`
     return pl.concat_str(year, pl.lit("-"), month, pl.lit("-"), day, pl.lit(" "), clock)
 
 

@@ -4,11 +4,11 @@ header says nothing by itself (`0,49,2.31,0.85`; and `0,100` reads as one number
 each row is given its header's names, `epoch: 0, step: 49, train_loss: 2.31, step_time: 0.85`, before templates are
 mined from it (parsers/templates.py): the template reader then names and times it like any `name: value` line.
 
-A header is a line of at least three names (letters first; `/`, `.`, `(`, `)`, `-` and digits inside; in a CSV also
-single spaces, and the first name may be empty: an index column) separated by commas, tabs or runs of spaces; a row,
-a line of as many numbers or clock durations (`01:25`) separated the same way, a CSV row's empty fields left out. A
-row takes the nearest header above it in its source whose separator and width it shares. Most lines start with
-neither, and a literal-free anchored test turns them away at their first letter.
+A header is a line of at least three names (letters first; `/`, `.`, `(`, `)`, `-` and digits inside; single spaces
+too, where commas, tabs or runs of spaces set the columns apart; a CSV's first name may be empty: an index column), or
+of two names set apart by a tab; a row, a line of as many numbers or clock durations (`01:25`) separated the same way,
+a CSV row's empty fields left out. A row takes the nearest header above it in its source whose separator and width
+it shares. Most lines start with neither, and a literal-free anchored test turns them away at their first letter.
 """
 from __future__ import annotations
 

@@ -187,8 +187,10 @@ def test_month_name_stamps_and_epoch_milliseconds(tmp_path: Path) -> None:
         d = diagnose(m)
         assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(2.5), name
     from diagnose.parsers.stamps import find_stamp
-    found = find_stamp(pl.Series(["1:M 05 Jan 2026 10:04:15.600 * Background saving", "May be slow: 12 10:00:00"]))
-    assert found.to_list() == [dt.datetime(2026, 1, 5, 10, 4, 15, 600000), None]
+    found = find_stamp(pl.Series(["1:M 05 Jan 2026 10:04:15.600 * Background saving", "May be slow: 12 10:00:00",
+                                  "Jan  5 10:00:08.1234 host kernel: a fraction of four digits is no year"]))
+    assert found.to_list() == [dt.datetime(2026, 1, 5, 10, 4, 15, 600000), None,
+                               dt.datetime(2000, 1, 5, 10, 0, 8, 123000)]  # stamps are kept to the millisecond
 
 
 def test_topology_lines_of_plain_pytorch_elastic_mpi_and_lightning(tmp_path: Path) -> None:
