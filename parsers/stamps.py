@@ -24,6 +24,10 @@ _HMS = r"\d\d:\d\d:\d\d" + _FRAC
 _YMD = r"\d{4}-\d\d-\d\d[T ,]" + _HMS  # `,`: open_clip's datefmt '%Y-%m-%d,%H:%M:%S'
 _YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,]" + _HMS
 _MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
+# A two-digit year: `%m/%d/%y` (`01/05/26 10:00:08`) or log4j's `yy/MM/dd` (Spark's `26/01/05 10:00:08`). Read as the
+# month first where the first part can be a month, else as the year first: only differences between stamps are used,
+# and either reading keeps a log's days in order as long as the log keeps one layout.
+_MDY2 = r"\b\d\d/\d\d/\d\d,? " + _HMS
 _MD_SLASH = r"\d\d/\d\d " + _HMS
 _MD_DASH = r"\d\d-\d\d " + _HMS
 # Month names: syslog's and journald's `Jan  5 10:00:08` (no year), C's ctime `Mon Jan  5 10:00:08 2026` (`date`
@@ -32,7 +36,7 @@ MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", 
 _MON = "(?:" + "|".join(MONTHS) + ")"
 _MON_D = rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} [ \d]\d {_HMS}(?: \d{{4}}\b)?"
 _D_MON_Y = rf"\b\d{{1,2}} {_MON} \d{{4}},? {_HMS}"
-STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y))
+STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MDY2, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y))
 # The cheap pre-filter: a clock time with seconds next to a date-like part (a month's name ends in a letter).
 STAMP_HINT = r"\d[-/]\d\d[ T,]+\d\d:\d\d:\d\d|\d{4}[ T]\d\d:\d\d:\d\d|[a-z] [ \d]\d \d\d:\d\d:\d\d"
 # Cheaper still, tried first: a pattern with no leading literal costs a regex step per byte of the line, and this
@@ -53,6 +57,10 @@ def _parse(stamp: pl.Expr) -> pl.Expr:
         pl.when(mdy.is_not_null()).then(
             s.str.replace(r"^(\d{1,2})/(\d{1,2})/(\d{4})", "${3}-${1}-${2}")
             .str.replace(r"^(\d{4})-(\d)-", "${1}-0${2}-").str.replace(r"^(\d{4}-\d\d)-(\d) ", "${1}-0${2} ")
+            .str.to_datetime(fmt, strict=False, time_unit="ms")),
+        pl.when(s.str.contains(r"^\d\d/\d\d/\d\d ")).then(
+            s.str.replace(r"^(0\d|1[0-2])/(\d\d)/(\d\d) ", "20${3}-${1}-${2} ")
+            .str.replace(r"^(\d\d)/(\d\d)/(\d\d) ", "20${1}-${2}-${3} ")
             .str.to_datetime(fmt, strict=False, time_unit="ms")),
         pl.when(s.str.contains(r"^\d\d[-/]\d\d ")).then(
             (pl.lit(YEARLESS_YEAR + "-") + s.str.replace("/", "-", literal=True))

@@ -531,3 +531,15 @@ def test_data_waits_and_step_times_under_other_names(tmp_path: Path, layout: str
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
     assert "input-bound" in [f.id for f in d.findings[:3]]
+
+
+def test_two_digit_year_stamps() -> None:
+    # `%m/%d/%y` (Python logging's datefmt in many repos) and log4j's `yy/MM/dd` (Spark's executors): read whole,
+    # not as a year-less `05/26 10:00:08` inside them, so a log that runs past midnight keeps its order.
+    import datetime as dt
+
+    from diagnose.parsers.stamps import find_stamp
+    got = find_stamp(pl.Series(["[01/05/26 23:59:58] fairseq2 - step", "[01/06/26 00:00:06] fairseq2 - step",
+                                "26/01/05 10:00:08 INFO TorchDistributor: step 10", "2026/01/05 10:00:08 x"]))
+    assert got.to_list() == [dt.datetime(2026, 1, 5, 23, 59, 58), dt.datetime(2026, 1, 6, 0, 0, 6),
+                             dt.datetime(2026, 1, 5, 10, 0, 8), dt.datetime(2026, 1, 5, 10, 0, 8)]
