@@ -237,7 +237,7 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     # 0.85 seconds`), whatever its text says to the literal test above
     record = [tid for tid, template, clocks in big.select("tid", "template", "clocks").iter_rows()
               if _record_slot(template, clocks or "") is not None
-              or any(s.name_role == "step_time" and _PER_STEP.search(s.norm) for s in _slots(template, clocks or ""))]
+              or any(_per_step(s) for s in _slots(template, clocks or ""))]
     if record:
         big = big.filter(~pl.col("tid").is_in(record))
     if big.height == 0:
@@ -409,8 +409,9 @@ def _slot(i: int, name: str, clock: bool, unit: str, unit_role: str | None, unit
         name_role, mem = vocab.role_of(named_mem[0]), named_mem[1]
     if name_role is None and unit and post[:1] != " " and (counted := vocab.count_unit(unit)) is not None:
         name_role, unit = counted, ""  # `100batch`, `1epoch`: a count, not a quantity in a unit
-    if name_role == "counter" and name_scale is not None and name_scale < 1.0:
-        name_role = "step_time"  # `batch_ms`, `iter_ms`: a count's name with a unit of time is the time per count
+    if name_role == "counter" and ((name_scale is not None and name_scale < 1.0) or unit_scale is not None):
+        # `batch_ms`, `iter_ms`, `batch: 0.850s`: a count's name with a unit of time is the time per count
+        name_role = "step_time"
     if name_role == "count" and unit_scale is not None:
         name_role = None  # `total: 0.85s`: a name that counts, printed with a unit of time, is a time (the unit's)
     return _Slot(i, name, norm, clock, unit, name_role, unit_role,
@@ -558,11 +559,15 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     if counter is None:
         # No counter, but a time named as a step's (`load_data_time: 0.0001, train_step_time: 0.665`): each line
         # is one step, numbered in line order.
-        if not any(s.name_role == "step_time" and _PER_STEP.search(s.norm) for s in slots):
+        if not any(_per_step(s) for s in slots):
             return None
         ordinal = True
         counter = len(slots)
-        wide = wide.with_columns(pl.int_range(1, pl.len() + 1).over("rank").cast(pl.Float64).alias(f"s{counter}"))
+        # A print that closes an `n/n` (Keras' `10/10 - 8s - 816ms/step` at each epoch's end) stands for n steps.
+        every = next((stats[t]["max"] for t in totals if stats[totals[t]]["max"] == stats[t]["max"]
+                      and stats[t]["constant"]), 1.0)
+        wide = wide.with_columns((pl.int_range(1, pl.len() + 1).over("rank") * every).cast(pl.Float64)
+                                 .alias(f"s{counter}"))
     else:
         roles[counter] = ("counter", "name" if slots[counter].name_role in ("counter", "epoch") else "statistics")
     for s in slots:
@@ -802,6 +807,12 @@ def _grows_with_stamps(frame: pl.DataFrame, value: str, scale: float) -> bool:
 # A duration whose name says it is a step's (`train_step_time`, `iter_time`, `Time/step`): the only kind of line that
 # is read as one step per line without a counter (a benchmark's `duration: 1.4 sec` is not a training step).
 _PER_STEP = re.compile(r"step|iter|batch")
+
+
+def _per_step(slot: _Slot) -> bool:
+    """A duration named as a step's, or printed in a unit per step (`816ms/step`)."""
+    return (slot.name_role == "step_time" and bool(_PER_STEP.search(slot.norm))) or \
+        (slot.unit_role == "step_time" and bool(_PER_STEP.search(slot.unit)))
 _PER_STEP_TIME = r"(?i)(?:step|iter|batch)\w*[ _/]?time|time/(?:step|it)|timing"
 
 
@@ -868,7 +879,10 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
     if "cum_time" in by_role:
         # the first total that grows (fairseq's `train_wall` is the interval's, reset at each print; its `wall` grows)
         totals = [j for j, (role, _) in sorted(roles.items()) if role == "cum_time"]
-        i = next((j for j in totals if stats[j]["up"] >= CUMULATIVE_SHARE), by_role["cum_time"])
+        # that is a running total of the steps where one is (a per-print time that climbs in a slowdown grows too)
+        growing = [j for j in totals if stats[j]["up"] >= CUMULATIVE_SHARE]
+        i = next((j for j in growing if _total_like(frame, f"s{j}", "global_step")),
+                 growing[0] if growing else by_role["cum_time"])
         scale = slots[i].scale or 1.0
         v, c = pl.col(f"s{i}"), pl.col("global_step")
         d = v.diff().over("rank") * scale / c.diff().over("rank")
@@ -894,6 +908,18 @@ def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: 
     flat = [i for i, (r, how) in sorted(roles.items())
             if r == "cum_time" and how == "name"
             and (stats[i]["up"] < CUMULATIVE_SHARE or not _total_like(frame, f"s{i}", "global_step"))]
+    if not cands and flat and has_ts:
+        # No step time but a total by name that is no running total (fairseq2's `Elapsed Time: 8.5s` per print
+        # beside its growing `Wall Time`): the step's where the stamps say it is a step's or a print interval's.
+        wall, every = _wall_per_step(frame)
+        if wall is not None:
+            for per_print in (False, True):
+                found = next((i for i in flat if _agrees(slots[i], stats[i]["median"], wall, every, False, per_print)),
+                             None)
+                if found is not None:
+                    roles[found] = ("step_time", "timestamps")
+                    return
+        return
     if not cands or len(cands) + len(flat) < 2:
         return
     wall, every = _wall_per_step(frame) if has_ts else (None, None)

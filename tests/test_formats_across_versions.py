@@ -533,6 +533,27 @@ def test_data_waits_and_step_times_under_other_names(tmp_path: Path, layout: str
     assert "input-bound" in [f.id for f in d.findings[:3]]
 
 
+def test_a_per_print_time_named_elapsed_beside_a_running_total(tmp_path: Path) -> None:
+    # A trainer that prints each interval's time under a name of a total (`Elapsed Time`) beside the run's total
+    # (`Wall Time`): in a slowdown both grow, and the step clock is the total that runs through the origin, or the
+    # per-print time the stamps confirm; the interval's 8.5 s is ten steps' worth. `[%m/%d/%y %H:%M:%S]` stamps.
+    from diagnose.engine import diagnose
+    lines, wall = [], 0.0
+    for i in range(1, 41):
+        t = 0.85 * (1 + 0.8 * i / 40)
+        wall += 10 * t
+        lines.append(f"[01/05/26 10:{int(wall) // 60:02d}:{int(wall) % 60:02d}] fairseq2 - Train Metrics (step "
+                     f"{10 * i}) - Loss: 2.483 | Elapsed Time: {10 * t:.1f}s | Wall Time: {wall:.0f}s")
+    m = _model(tmp_path, *lines)
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(1.2, rel=0.1)
+    assert "progressive-slowdown" in [f.id for f in d.findings[:3]]
+    assert "input-bound" not in [f.id for f in d.findings]
+    steady = [f"[01/05/26 10:{int(8.5 * i) // 60:02d}:{int(8.5 * i) % 60:02d}] fairseq2 - Train Metrics (step "
+              f"{10 * i}) - Loss: 2.483 | Elapsed Time: {8.5 + 0.1 * (i % 3):.1f}s" for i in range(1, 41)]
+    _reads_as(tmp_path, steady, 0.86, ("Elapsed Time", "step_time"), rel=0.02)
+
+
 def test_two_digit_year_stamps() -> None:
     # `%m/%d/%y` (Python logging's datefmt in many repos) and log4j's `yy/MM/dd` (Spark's executors): read whole,
     # not as a year-less `05/26 10:00:08` inside them, so a log that runs past midnight keeps its order.
@@ -543,3 +564,24 @@ def test_two_digit_year_stamps() -> None:
                                 "26/01/05 10:00:08 INFO TorchDistributor: step 10", "2026/01/05 10:00:08 x"]))
     assert got.to_list() == [dt.datetime(2026, 1, 5, 23, 59, 58), dt.datetime(2026, 1, 6, 0, 0, 6),
                              dt.datetime(2026, 1, 5, 10, 0, 8), dt.datetime(2026, 1, 5, 10, 0, 8)]
+
+
+def test_keras_epoch_lines_time_the_step_by_their_unit(tmp_path: Path) -> None:
+    # Keras' `fit(verbose=2)` (from source, ProgbarLogger): `Epoch N/M`, then one line an epoch, `steps/steps - Ts -
+    # Tms/step - metric: v`: no counter steps up, but `ms/step` is a step's time and the print closes `10/10`.
+    lines = []
+    for e in range(1, 31):
+        lines += [f"Epoch {e}/30", f"10/10 - 9s - {850 + 10 * (e % 3)}ms/step - accuracy: 0.9000 - loss: 0.2500"]
+    m = _model(tmp_path, *lines)
+    _reads_as(tmp_path, lines, 0.86, ("#4", "step_time"))
+    assert m.frames["steps"].sort("line")["global_step"].to_list()[:3] == [10, 20, 30]
+
+
+def test_a_counters_name_printed_with_a_unit_of_time_is_its_time(tmp_path: Path) -> None:
+    # `batch: 0.850s` beside `data: 0.510s`: a step's time under a count's name, and an input-bound step.
+    from diagnose.engine import diagnose
+    lines = [f"[{10 * i}/600] loss: 2.4833, data: {0.51 + 0.006 * (i % 3):.3f}s, batch: {0.85 + 0.01 * (i % 3):.3f}s"
+             for i in range(1, 41)]
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86)
+    assert "input-bound" in [f.id for f in d.findings[:3]]
