@@ -9,6 +9,11 @@ too, where commas, tabs or runs of spaces set the columns apart; a CSV's first n
 of two names set apart by a tab; a row, a line of as many numbers or clock durations (`01:25`) separated the same way,
 a CSV row's empty fields left out. A row takes the nearest header above it in its source whose separator and width
 it shares. Most lines start with neither, and a literal-free anchored test turns them away at their first letter.
+
+A bordered table (`| iter | total time (s) | loss |`, tabulate's and Ray Tune's status tables, the same drawn with
+`│`) is read the same way once its borders are taken off, its columns set apart by the inner bars or, where it has
+none, by runs of spaces. Its rows may hold words beside the numbers (a trial's name, its status, `host:port`): the
+numbers take their columns' names and the words are left out.
 """
 from __future__ import annotations
 
@@ -26,19 +31,33 @@ HEADER = (rf"^[ \t]*{_SPACED_NAME}(?:(?:\t+| {{2,}}){_SPACED_NAME}){{2,}}[ \t]*$
           rf"|^[ \t]*(?:{_SPACED_NAME})?(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[ \t]*$"
           # two tab-separated columns: a notebook's table copied as text (the HF Trainer's `Step  Training Loss`)
           rf"|^[ \t]*{_SPACED_NAME}\t+{_SPACED_NAME}[ \t]*$")
+_BAR = "[|\u2502]"  # a bordered table's column rule: `|`, or the box-drawing `│`
+_CELL = rf"[ \t]*{_SPACED_NAME}[ \t]*"
+HEADER += rf"|^[ \t]*{_BAR}{_CELL}(?:(?:{_BAR}| {{2,}}){_CELL}){{2,}}{_BAR}[ \t]*$"
 # What a row may hold: digits, signs, points, exponents, clock colons, separators (`nan` and `inf` rows are rare
-# enough to leave to the template reader as they are).
+# enough to leave to the template reader as they are); a bordered row anything between its borders.
 ROW_HINT = (rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}[-+.\deE:]*){{2,}}[ \t]*$"
-            r"|^[ \t]*[-+.\d][-+.\deE:]*\t+[-+.\deE:]+[ \t]*$")
+            r"|^[ \t]*[-+.\d][-+.\deE:]*\t+[-+.\deE:]+[ \t]*$"
+            rf"|^[ \t]*{_BAR}[^\d]*\d.*{_BAR}[ \t]*$")
 _VALUE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?")
 # Columns a header needs: three (two words apart are as likely prose), or two set apart by a tab.
 MIN_COLUMNS = 3
 MIN_TAB_COLUMNS = 2
 
 
+_BORDERED = re.compile(r"^[ \t]*([|\u2502])(.*)\1[ \t]*$")
+
+
 def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
-    """A line's separator kind and its fields: `,` (CSV, empty fields kept), tab, or runs of white space (a header's
-    runs of two or more: its names may hold one)."""
+    """A line's separator kind and its fields: a bordered table's bars (`|`, or runs of spaces between the borders:
+    `| `), `,` (CSV, empty fields kept), tab, or runs of white space (a header's runs of two or more: its names may
+    hold one)."""
+    bordered = _BORDERED.match(text)
+    if bordered is not None:
+        bar, inner = bordered.groups()
+        if bar in inner:
+            return "|", [f.strip() for f in inner.split(bar)]
+        return "| ", re.split(r" {2,}", inner.strip())
     if "," in text:
         return ",", [f.strip() for f in text.strip().split(",")]
     if "\t" in text:
@@ -87,8 +106,13 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
         names = header[1]
         if sep != header[0] or len(fields) != len(names):
             continue
-        pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n]
-        if len(pairs) < 2 or not all(_VALUE.fullmatch(v) for v in fields if v):
+        if sep.startswith("|"):  # a bordered row: its numbers, the words beside them left out
+            pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n and _VALUE.fullmatch(v)]
+        else:
+            pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n]
+            if not all(_VALUE.fullmatch(v) for v in fields if v):
+                continue
+        if len(pairs) < 2:
             continue
         out.append(", ".join(pairs))
         at.append(i)

@@ -577,6 +577,20 @@ def test_keras_epoch_lines_time_the_step_by_their_unit(tmp_path: Path) -> None:
     assert m.frames["steps"].sort("line")["global_step"].to_list()[:3] == [10, 20, 30]
 
 
+@pytest.mark.parametrize("bar", ["|", "\u2502"])
+def test_bordered_tables_of_a_status_reporter(tmp_path: Path, bar: str) -> None:
+    # Ray Tune's CLIReporter (tabulate, `psql` layout) and its newer box-drawn table: a header between borders,
+    # then a row a report whose words (trial name, status, host:port) stand beside the numbers.
+    lines = []
+    for i in range(1, 31):
+        lines += ["== Status ==", "+-----------------+----------+------+------------------+-------+",
+                  f"{bar} Trial name      {bar} status   {bar} loc             {bar}   iter {bar}   total time (s) {bar}"
+                  f"   loss {bar}",
+                  f"{bar} train_fn_00000  {bar} RUNNING  {bar} 10.0.0.1:12345  {bar} {10 * i:6d} {bar} "
+                  f"{8.5 * i + 0.1 * (i % 3):16.1f} {bar} {2.5 - i / 100:6.3f} {bar}"]
+    _reads_as(tmp_path, lines, 0.85, ("iter", "counter"), ("total time (s)", "cum_time"), rel=0.02)
+
+
 def test_a_counters_name_printed_with_a_unit_of_time_is_its_time(tmp_path: Path) -> None:
     # `batch: 0.850s` beside `data: 0.510s`: a step's time under a count's name, and an input-bound step.
     from diagnose.engine import diagnose
