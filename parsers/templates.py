@@ -374,7 +374,19 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
         total_of = i - 1 if i > 0 and pre.strip() == "/" else None
         slots.append(_slot(i, name, kind == "clock", unit, unit_role, unit_scale, post, total_of, avg_of))
+    # The last number may be named by the words after it, where none stand before it: a duration followed by a
+    # word or two that a bracket or the line's end closes (`(0.816 s/step, 0.490 s data)`).
+    if slots and not slots[-1].name and slots[-1].unit_role is None and slots[-1].scale is not None:
+        last = slots[-1]
+        rest = pieces[-1].lstrip()[len(last.unit):]
+        if (after := _AFTER_NAME.match(rest)) is not None:
+            slots[-1] = _slot(last.index, after.group(1), last.clock, last.unit, last.unit_role, last.scale, "",
+                              last.total_of, last.avg_of)
     return slots
+
+
+# One or two words after a number's unit, then a closing bracket, a separator or the line's end.
+_AFTER_NAME = re.compile(r"\s([A-Za-z][A-Za-z_]*(?: [A-Za-z_]+)?)\s*(?:[)\],;|]|$)")
 
 
 _SEPARATORS = (",", ";", "|")

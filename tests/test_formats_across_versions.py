@@ -599,3 +599,17 @@ def test_a_counters_name_printed_with_a_unit_of_time_is_its_time(tmp_path: Path)
     d = diagnose(_model(tmp_path, *lines))
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86)
     assert "input-bound" in [f.id for f in d.findings[:3]]
+
+
+def test_a_duration_named_by_the_words_after_it(tmp_path: Path) -> None:
+    # `(0.816 s/step, 0.490 s data)`: the last number of a line, with no name before it, takes the words that a
+    # bracket closes after its unit; `input` (an input pipeline's time, in µs) is a data wait.
+    from diagnose.engine import diagnose
+    for layout in ("step {s}/600 loss 2.4833 ({t:.3f} s/step, {d:.3f} s data)",
+                   "iter {s} | loss 2.4833 | fwd+bwd {tu:.0f} \u00b5s | input {du:.0f} \u00b5s"):
+        lines = [layout.format(s=10 * i, t=0.85 + 0.01 * (i % 3), d=0.51 + 0.006 * (i % 3),
+                               tu=1e6 * (0.85 + 0.01 * (i % 3)), du=1e6 * (0.51 + 0.006 * (i % 3)))
+                 for i in range(1, 41)]
+        d = diagnose(_model(tmp_path, *lines))
+        assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86), layout
+        assert "input-bound" in [f.id for f in d.findings[:3]], layout
