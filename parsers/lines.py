@@ -43,6 +43,15 @@ _BAR_GLUED = re.compile(r"^.*?\d\s?(?:[A-Za-z]+/s|s/[A-Za-z]+)(?:, [^\]\r]*)?\](
 
 
 _MESSY_RE = re.compile(_MESSY)
+# Marks a person adds when quoting an excerpt of a log, taken off before anything reads the line: a Markdown
+# blockquote (`> `, nested `> > `), `cat -n`'s line number (right-aligned in six columns, then a tab), and the file
+# name that `grep -H` puts first (`logs/train.log:`). A line number after it, or `grep -n`'s alone (`123:step 10`), is
+# left as printed: a loop's own `{step}:` looks the same.
+_EXCERPT = r"^(?:(?:[ ]{0,3}>[ \t]?)+| {1,5}\d{1,5}\t|[\w./-]+\.(?:log|txt|out|err|o\d+|e\d+):)"
+_EXCERPT_RE = re.compile(_EXCERPT)
+# A trainer's log has none of them: a long chunk is looked at only where its first lines have them.
+EXCERPT_PROBE_ROWS = 64
+EXCERPT_MAX_ROWS = 20_000
 _REDRAW = b"\r\x00"  # a `\r` as lines_frame marks it: NUL never ends a real line before a newline
 
 
@@ -53,7 +62,9 @@ def plain_text(text: str) -> str:
     lines = text.split("\n")
     for i, line in enumerate(lines):
         if _MESSY_RE.search(line):
-            lines[i] = _BAR_GLUED.sub("", _REDRAWN.sub("", _ANSI_RE.sub("", line)))
+            line = lines[i] = _BAR_GLUED.sub("", _REDRAWN.sub("", _ANSI_RE.sub("", line)))
+        if _EXCERPT_RE.match(line):
+            lines[i] = _EXCERPT_RE.sub("", line, count=1)
     return "\n".join(lines)
 
 
@@ -246,6 +257,7 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
                 .filter(pl.col("text").str.strip_chars() != "")
             )
             frame = pl.concat([frame.filter(~messy_mask), messy]).sort("line", maintain_order=True)
+    frame = _unquoted(frame)
     long = frame.select(pl.col("text").str.len_bytes() > MAX_LINE_BYTES).to_series()
     if cut or long.any():
         last_long = bool(long[-1]) if frame.height else False
@@ -253,3 +265,14 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
         frame = frame.with_columns(pl.when(long).then(pl.col("text").str.slice(0, MAX_LINE_BYTES))
                                    .otherwise(pl.col("text")).alias("text"))
     return frame.select("line", "text")
+
+
+def _unquoted(frame: pl.DataFrame) -> pl.DataFrame:
+    """The lines without the marks of a quoted excerpt (_EXCERPT), where the chunk is short or opens with them."""
+    text = frame["text"]
+    if text.len() > EXCERPT_MAX_ROWS and not text.head(EXCERPT_PROBE_ROWS).str.contains(_EXCERPT).any():
+        return frame
+    at = text.str.contains(_EXCERPT).fill_null(False).arg_true()
+    if at.len() == 0:
+        return frame
+    return frame.with_columns(text.scatter(at, text.gather(at).str.replace(_EXCERPT, "")))

@@ -83,6 +83,33 @@ def test_crlf_ansi_and_line_numbers(tmp_path: Path) -> None:
     assert m.facts.versions["wandb"] == "0.31.0"
 
 
+@pytest.mark.parametrize("quote", [
+    lambda i, line: f"> {line}",                  # a Markdown blockquote in an issue
+    lambda i, line: f"> > {line}",                # a reply quoting the quote
+    lambda i, line: f"{i:6d}\t{line}",            # cat -n
+    lambda i, line: f"logs/train.log:{line}",     # grep -H
+])
+def test_an_excerpt_quoted_by_hand_reads_as_the_log(tmp_path: Path, quote) -> None:
+    # The marks a person adds when quoting a log come off before anything reads it: the line's own counter (here
+    # a catboost-style `10:` that opens the line) stays the counter, and a stamp that opens the line still stamps it.
+    from diagnose.engine import diagnose
+    lines = [f"{10 * i}:\tlearn: 0.6428571\ttotal: {8.5 * i + 0.1 * (i % 3):.2f}s\tremaining: 1m" for i in range(1, 13)]
+    m = _parse_text(tmp_path, "Here is my log:\n\n" + "\n".join(quote(i + 3, l) for i, l in enumerate(lines)) + "\n",
+                    name="issue.md")
+    steps = diagnose(m).metrics.steps
+    assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=0.02)
+    assert m.frames["steps"].sort("line")["global_step"].to_list()[:3] == [10, 20, 30]
+    from diagnose.parsers.lines import plain_text
+    assert plain_text("> torchrun --nproc_per_node=8 train.py\n  > > x") == "torchrun --nproc_per_node=8 train.py\nx"
+
+
+def test_a_loops_own_line_opening_counter_is_no_excerpt_mark(tmp_path: Path) -> None:
+    # `grep -n`'s `123:` is not taken off: a loop that prints `{step}:` glued to its text looks the same.
+    lines = [f"{10 * i}:loss 2.48 time {0.85 + 0.01 * (i % 3):.3f}" for i in range(1, 31)]
+    m = _parse_text(tmp_path, "\n".join(lines) + "\n")
+    assert m.frames["steps"].sort("line")["global_step"].to_list()[:3] == [10, 20, 30]
+
+
 def test_invalid_utf8_is_counted_and_the_rest_read(tmp_path: Path) -> None:
     text = b"\xff\xfe garbage\n" + STEP_LINE.encode() + b"\n\xc3\x28 more garbage\n"
     m = _parse_text(tmp_path, text)
