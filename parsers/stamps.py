@@ -1,5 +1,6 @@
 """Wall-clock stamps wherever a line holds them: ISO and space-separated date-times with any fraction of a second, in
-brackets or not, `YYYY/MM/DD`, `MM/DD/YYYY`, the year-less `MM/DD HH:MM:SS` and `MM-DD HH:MM:SS` of detectron2,
+brackets or not, `YYYY/MM/DD`, `MM/DD/YYYY`, a two-digit year (`%m/%d/%y`, log4j's `yy/MM/dd`), the year-less
+`MM/DD HH:MM:SS` and `MM-DD HH:MM:SS` of detectron2,
 MMEngine and OpenRLHF's loggers, month names (syslog's `Jan  5 10:00:08`, ctime's `Mon Jan  5 10:00:08 2026`,
 `05 Jan 2026 10:04:15`), behind any launcher prefix. One pattern finds the first stamp of a line; the formats
 are tried as polars expressions over the whole column (no per-line Python).

@@ -362,6 +362,13 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
             prev_unit = slots[-1].unit
             if prev_unit and pre.lstrip().startswith(prev_unit):
                 pre = pre.lstrip()[len(prev_unit):]
+            # A duration with no name before it is named by the words its bracket closes after it (`816 ms (490 ms
+            # waiting for data), loss`).
+            if _unnamed_duration(slots[-1]) and (closed := _BRACKET_NAME.match(pre)) is not None:
+                prev = slots[-1]
+                slots[-1] = _slot(prev.index, closed.group(1), prev.clock, prev.unit, prev.unit_role, prev.scale, "",
+                                  prev.total_of, prev.avg_of)
+                pre = pre[closed.end():]
             # A separator says whose words stand between two numbers: `2.58 avg loss, 0.0003 rate,` names each
             # number by the words after it (darknet), `loss 2.3, lr 0.1` by the words before.
             cut = max(pre.rfind(sep) for sep in _SEPARATORS)
@@ -374,9 +381,9 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
         total_of = i - 1 if i > 0 and pre.strip() == "/" else None
         slots.append(_slot(i, name, kind == "clock", unit, unit_role, unit_scale, post, total_of, avg_of))
-    # The last number may be named by the words after it, where none stand before it: a duration followed by a
-    # word or two that a bracket or the line's end closes (`(0.816 s/step, 0.490 s data)`).
-    if slots and not slots[-1].name and slots[-1].unit_role is None and slots[-1].scale is not None:
+    # The last number may be named by the words after it, where none stand before it: a duration followed by a few
+    # words that a bracket or the line's end closes (`(0.816 s/step, 0.490 s data)`, `(490 ms waiting for data)`).
+    if slots and _unnamed_duration(slots[-1]):
         last = slots[-1]
         rest = pieces[-1].lstrip()[len(last.unit):]
         if (after := _AFTER_NAME.match(rest)) is not None:
@@ -385,8 +392,14 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
     return slots
 
 
-# One or two words after a number's unit, then a closing bracket, a separator or the line's end.
-_AFTER_NAME = re.compile(r"\s([A-Za-z][A-Za-z_]*(?: [A-Za-z_]+)?)\s*(?:[)\],;|]|$)")
+# One to three words after a number's unit, then a closing bracket, a separator or the line's end; mid-line, a
+# closing bracket only (before a separator the words may be the next number's name).
+_AFTER_NAME = re.compile(r"\s([A-Za-z][A-Za-z_]*(?: [A-Za-z_]+){0,2})\s*(?:[)\],;|]|$)")
+_BRACKET_NAME = re.compile(r"\s([A-Za-z][A-Za-z_]*(?: [A-Za-z_]+){0,2})\s*[)\]]")
+
+
+def _unnamed_duration(slot: _Slot) -> bool:
+    return not slot.name and slot.unit_role is None and slot.scale is not None
 
 
 _SEPARATORS = (",", ";", "|")

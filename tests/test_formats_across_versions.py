@@ -584,8 +584,8 @@ def test_bordered_tables_of_a_status_reporter(tmp_path: Path, bar: str) -> None:
     lines = []
     for i in range(1, 31):
         lines += ["== Status ==", "+-----------------+----------+------+------------------+-------+",
-                  f"{bar} Trial name      {bar} status   {bar} loc             {bar}   iter {bar}   total time (s) {bar}"
-                  f"   loss {bar}",
+                  f"{bar} Trial name      {bar} status   {bar} loc             {bar}   iter {bar}"
+                  f"   total time (s) {bar}   loss {bar}",
                   f"{bar} train_fn_00000  {bar} RUNNING  {bar} 10.0.0.1:12345  {bar} {10 * i:6d} {bar} "
                   f"{8.5 * i + 0.1 * (i % 3):16.1f} {bar} {2.5 - i / 100:6.3f} {bar}"]
     _reads_as(tmp_path, lines, 0.85, ("iter", "counter"), ("total time (s)", "cum_time"), rel=0.02)
@@ -602,13 +602,16 @@ def test_a_counters_name_printed_with_a_unit_of_time_is_its_time(tmp_path: Path)
 
 
 def test_a_duration_named_by_the_words_after_it(tmp_path: Path) -> None:
-    # `(0.816 s/step, 0.490 s data)`: the last number of a line, with no name before it, takes the words that a
-    # bracket closes after its unit; `input` (an input pipeline's time, in µs) is a data wait.
+    # `(0.816 s/step, 0.490 s data)`, `(490 ms waiting for data), loss`: a duration with no name before it takes
+    # the words that a bracket (or, last on the line, the line's end) closes after its unit; `input` (an input
+    # pipeline's time, in µs) is a data wait.
     from diagnose.engine import diagnose
     for layout in ("step {s}/600 loss 2.4833 ({t:.3f} s/step, {d:.3f} s data)",
+                   "Step {s}: {tm:.0f} ms ({dm:.0f} ms waiting for data), loss 2.483",
                    "iter {s} | loss 2.4833 | fwd+bwd {tu:.0f} \u00b5s | input {du:.0f} \u00b5s"):
         lines = [layout.format(s=10 * i, t=0.85 + 0.01 * (i % 3), d=0.51 + 0.006 * (i % 3),
-                               tu=1e6 * (0.85 + 0.01 * (i % 3)), du=1e6 * (0.51 + 0.006 * (i % 3)))
+                               tu=1e6 * (0.85 + 0.01 * (i % 3)), du=1e6 * (0.51 + 0.006 * (i % 3)),
+                               tm=1e3 * (0.85 + 0.01 * (i % 3)), dm=1e3 * (0.51 + 0.006 * (i % 3)))
                  for i in range(1, 41)]
         d = diagnose(_model(tmp_path, *lines))
         assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86), layout
