@@ -702,7 +702,8 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
 # role, printed once per line of the step clock and within RECORD_SPAN lines after one, belongs to that step.
 RECORD_SPAN = 40
 RECORD_ROLES = frozenset({"step_time", "sec_per_iter", "iter_rate", "samples_per_sec", "tokens_per_sec", "data_time",
-                          "cum_time", "epoch_time"})  # an epoch's time: where the clock counts epochs
+                          "cum_time", "epoch_time",  # an epoch's time: where the clock counts epochs
+                          "generate_time", "train_phase_time"})  # an RL step's phases (NeMo-RL's `Timing:` record)
 RECORD_MATCHED = 0.8  # at least this share of a record template's lines must fall within a step's record
 
 

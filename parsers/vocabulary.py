@@ -76,10 +76,12 @@ NAMES: dict[Role, tuple[str, ...]] = {
                "throughput_per_gpu_tflop_s_gpu", "average_tflops", "tflops_gpu", "tflops_per_second",
                "tflop_s_device"),
     "generate_time": ("timing_s_gen", "timing_gen", "gen_time", "generate_time", "generation_time", "rollout_time",
+                      "generation",  # NeMo-RL's `Timing:` record
                       "timing_s_generate_sequences", "timing_s_rollout", "make_experience", "timing_make_experience"),
     # The training phase of an RL step (verl's actor update; DeepSpeed-Chat's own line kind reads its `Training time`)
     "train_phase_time": ("timing_s_update_actor", "timing_update_actor", "update_actor", "timing_s_update_policy",
-                         "timing_s_train", "timing_train", "actor_update_time", "policy_update_time"),
+                         "timing_s_train", "timing_train", "actor_update_time", "policy_update_time",
+                         "policy_training"),
     # Counts that grow with the run but are not the step (a monotone integer a counter must not be taken from).
     "count": ("consumed_samples", "consumed_tokens", "samples_seen", "tokens_seen", "consumed", "global_batch_size",
               "batch_size", "frames", "num_tokens", "tokens", "samples", "seen", "total", "num_samples", "rank",

@@ -616,3 +616,19 @@ def test_a_duration_named_by_the_words_after_it(tmp_path: Path) -> None:
         d = diagnose(_model(tmp_path, *lines))
         assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86), layout
         assert "input-bound" in [f.id for f in d.findings[:3]], layout
+
+
+def test_an_rl_steps_timing_record_names_its_phases(tmp_path: Path) -> None:
+    # NeMo-RL's step report (from memory of its printing code): a banner with the step, then bulleted results and a
+    # `Timing:` block, one phase a line. The phases are the step's record: generation 60% of the step is the cause.
+    from diagnose.engine import diagnose
+    lines = []
+    for i in range(1, 31):
+        t = 0.85 + 0.01 * (i % 3)
+        lines += [f"========================= Step {i}/300 =========================", "\u25b6 Preparing batch...",
+                  "\U0001f4ca Training Results:", f"  \u2022 Loss: {2.5 - i / 100:.4f}", "\u23f1\ufe0f  Timing:",
+                  f"  \u2022 Total step time: {t:.2f}s", f"  \u2022 generation: {0.6 * t:.2f}s",
+                  f"  \u2022 policy_training: {0.3 * t:.2f}s"]
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86)
+    assert d.findings and d.findings[0].id == "rlhf-generation-bound"
