@@ -833,13 +833,13 @@ def _grows_with_stamps(frame: pl.DataFrame, value: str, scale: float) -> bool:
 # A duration whose name says it is a step's (`train_step_time`, `iter_time`, `Time/step`): the only kind of line that
 # is read as one step per line without a counter (a benchmark's `duration: 1.4 sec` is not a training step).
 _PER_STEP = re.compile(r"step|iter|batch")
+_PER_STEP_TIME = r"(?i)(?:step|iter|batch)\w*[ _/]?time|time/(?:step|it)|timing"
 
 
 def _per_step(slot: _Slot) -> bool:
     """A duration named as a step's, or printed in a unit per step (`816ms/step`)."""
     return (slot.name_role == "step_time" and bool(_PER_STEP.search(slot.norm))) or \
         (slot.unit_role == "step_time" and bool(_PER_STEP.search(slot.unit)))
-_PER_STEP_TIME = r"(?i)(?:step|iter|batch)\w*[ _/]?time|time/(?:step|it)|timing"
 
 
 def _counter(slots: list[_Slot], stats: list[dict[str, float]], totals: dict[int, int],
@@ -904,8 +904,8 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
         return 1.0 / pl.col(f"s{i}"), roles[i][1]
     if "cum_time" in by_role:
         # the first total that grows (fairseq's `train_wall` is the interval's, reset at each print; its `wall` grows)
+        # and runs through the origin with the steps, where one does (a per-print time grows too in a slowdown)
         totals = [j for j, (role, _) in sorted(roles.items()) if role == "cum_time"]
-        # that is a running total of the steps where one is (a per-print time that climbs in a slowdown grows too)
         growing = [j for j in totals if stats[j]["up"] >= CUMULATIVE_SHARE]
         i = next((j for j in growing if _total_like(frame, f"s{j}", "global_step")),
                  growing[0] if growing else by_role["cum_time"])
@@ -928,7 +928,8 @@ def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: 
     `train_time`; `fwd 0.3 s ... 0.85 s`), the step's is the one that agrees with the line stamps, else the largest:
     a step's phases are parts of it. The others become `phase_time`. A total by name that does not grow (ESPnet's
     per-step `train_time`) is a candidate where the stamps confirm it or, without stamps, where it is at least the
-    largest phase and at most PHASES_SLACK times their sum (an interval's total is many steps' worth). Rewrites
+    largest phase and at most PHASES_SLACK times their sum (an interval's total is many steps' worth). Where no
+    duration claims the step, such a total is the step's if the stamps confirm it per step or per print. Rewrites
     `roles`."""
     cands = [i for i, (r, _) in sorted(roles.items()) if r == "step_time"]
     flat = [i for i, (r, how) in sorted(roles.items())
