@@ -26,8 +26,8 @@ _YMD = r"\d{4}-\d\d-\d\d[T ,]" + _HMS  # `,`: open_clip's datefmt '%Y-%m-%d,%H:%
 _YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,]" + _HMS
 _MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
 # A two-digit year: `%m/%d/%y` (`01/05/26 10:00:08`) or log4j's `yy/MM/dd` (Spark's `26/01/05 10:00:08`). Read as the
-# month first where the first part can be a month, else as the year first: only differences between stamps are used,
-# and either reading keeps a log's days in order as long as the log keeps one layout.
+# month first where the first part can be a month, else as the year first. A day-first `%d/%m/%y` is not told apart
+# (no single line says which it is): its stamps are right within a day and jump a month at midnight.
 _MDY2 = r"\b\d\d/\d\d/\d\d,? " + _HMS
 _MD_SLASH = r"\d\d/\d\d " + _HMS
 _MD_DASH = r"\d\d-\d\d " + _HMS
