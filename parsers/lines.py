@@ -63,8 +63,8 @@ def plain_text(text: str) -> str:
     for i, line in enumerate(lines):
         if _MESSY_RE.search(line):
             line = lines[i] = _BAR_GLUED.sub("", _REDRAWN.sub("", _ANSI_RE.sub("", line)))
-        if _EXCERPT_RE.match(line):
-            lines[i] = _EXCERPT_RE.sub("", line, count=1)
+        if (quoted := _EXCERPT_RE.match(line)) is not None:
+            lines[i] = line[quoted.end():]
     return "\n".join(lines)
 
 

@@ -365,17 +365,13 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
             # A duration with no name before it is named by the words its bracket closes after it (`816 ms (490 ms
             # waiting for data), loss`).
             if _unnamed_duration(slots[-1]) and (closed := _BRACKET_NAME.match(pre)) is not None:
-                prev = slots[-1]
-                slots[-1] = _slot(prev.index, closed.group(1), prev.clock, prev.unit, prev.unit_role, prev.scale, "",
-                                  prev.total_of, prev.avg_of)
+                slots[-1] = _renamed(slots[-1], closed.group(1))
                 pre = pre[closed.end():]
             # A separator says whose words stand between two numbers: `2.58 avg loss, 0.0003 rate,` names each
             # number by the words after it (darknet), `loss 2.3, lr 0.1` by the words before.
             cut = max(pre.rfind(sep) for sep in _SEPARATORS)
             if cut > 0 and not slots[-1].name and not _name(pre[cut + 1:]) and (trail := _name(pre[:cut])):
-                prev = slots[-1]
-                slots[-1] = _slot(prev.index, trail, prev.clock, prev.unit, prev.unit_role, prev.scale, "",
-                                  prev.total_of, prev.avg_of)
+                slots[-1] = _renamed(slots[-1], trail)
                 pre = pre[cut:]
         name = _name(pre)
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
@@ -384,18 +380,21 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
     # The last number may be named by the words after it, where none stand before it: a duration followed by a few
     # words that a bracket or the line's end closes (`(0.816 s/step, 0.490 s data)`, `(490 ms waiting for data)`).
     if slots and _unnamed_duration(slots[-1]):
-        last = slots[-1]
-        rest = pieces[-1].lstrip()[len(last.unit):]
-        if (after := _AFTER_NAME.match(rest)) is not None:
-            slots[-1] = _slot(last.index, after.group(1), last.clock, last.unit, last.unit_role, last.scale, "",
-                              last.total_of, last.avg_of)
+        if (after := _AFTER_NAME.match(pieces[-1].lstrip()[len(slots[-1].unit):])) is not None:
+            slots[-1] = _renamed(slots[-1], after.group(1))
     return slots
+
+
+def _renamed(slot: _Slot, name: str) -> _Slot:
+    """A slot named by words printed elsewhere than right before it, its unit and place kept."""
+    return _slot(slot.index, name, slot.clock, slot.unit, slot.unit_role, slot.scale, "", slot.total_of, slot.avg_of)
 
 
 # One to three words after a number's unit, then a closing bracket, a separator or the line's end; mid-line, a
 # closing bracket only (before a separator the words may be the next number's name).
-_AFTER_NAME = re.compile(r"\s([A-Za-z][A-Za-z_]*(?: [A-Za-z_]+){0,2})\s*(?:[)\],;|]|$)")
-_BRACKET_NAME = re.compile(r"\s([A-Za-z][A-Za-z_]*(?: [A-Za-z_]+){0,2})\s*[)\]]")
+_WORDS_AFTER = r"\s([A-Za-z][A-Za-z_]*(?: [A-Za-z_]+){0,2})\s*"
+_AFTER_NAME = re.compile(_WORDS_AFTER + r"(?:[)\],;|]|$)")
+_BRACKET_NAME = re.compile(_WORDS_AFTER + r"[)\]]")
 
 
 def _unnamed_duration(slot: _Slot) -> bool:
@@ -935,19 +934,9 @@ def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: 
     flat = [i for i, (r, how) in sorted(roles.items())
             if r == "cum_time" and how == "name"
             and (stats[i]["up"] < CUMULATIVE_SHARE or not _total_like(frame, f"s{i}", "global_step"))]
-    if not cands and flat and has_ts:
-        # No step time but a total by name that is no running total (fairseq2's `Elapsed Time: 8.5s` per print
-        # beside its growing `Wall Time`): the step's where the stamps say it is a step's or a print interval's.
-        wall, every = _wall_per_step(frame)
-        if wall is not None:
-            for per_print in (False, True):
-                found = next((i for i in flat if _agrees(slots[i], stats[i]["median"], wall, every, False, per_print)),
-                             None)
-                if found is not None:
-                    roles[found] = ("step_time", "timestamps")
-                    return
-        return
-    if not cands or len(cands) + len(flat) < 2:
+    # One duration has none to be chosen against, except a total by name that is no running total where nothing
+    # else times the step (fairseq2's `Elapsed Time: 8.5s` a print beside its growing `Wall Time`): the stamps decide.
+    if len(cands) + len(flat) < (1 if not cands and has_ts else 2):
         return
     wall, every = _wall_per_step(frame) if has_ts else (None, None)
     chosen, how = None, ""
@@ -960,6 +949,8 @@ def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: 
             if chosen is not None:
                 how = "timestamps"
                 break
+    if chosen is None and not cands:
+        return  # a total the stamps do not confirm stays a total
     if chosen is None:
         # Without stamps a flat total is the step's where it holds the phases and not many steps' worth of them (the
         # phases named as such, `forward_time`, among them).
