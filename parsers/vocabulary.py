@@ -199,15 +199,24 @@ PHASE_WORDS = frozenset({"fwd", "bwd", "forward", "backward", "optim", "optimize
                          "communication", "allgather", "reduce", "backprop"})
 
 
-def role_of(norm: str) -> Role | None:
+# Words that name a wait or a phase only beside a unit of time (`io 0.12s`, `load_ms 510`, `input 490 µs`,
+# `generation: 0.51s`): printed bare they are as often a count or a level (`input 512` tokens, a CPU's `load 3.2`, a
+# search's `generation 12`).
+TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "load", "input", "generation"})
+
+
+def role_of(norm: str, timed: bool = True) -> Role | None:
     """The role of a normalised name: the whole name, else its longest tail that starts after a `_` (a step's time
-    there, with a phase word before it, is that phase's)."""
+    there, with a phase word before it, is that phase's). `timed` False: no unit of time was printed with it, and a
+    TIMED_ONLY word names nothing."""
     if norm in _BY_NAME:
-        return _BY_NAME[norm]
+        return _BY_NAME[norm] if timed or norm not in TIMED_ONLY else None
     parts = norm.split("_")
     for i in range(1, len(parts)):
         tail = "_".join(parts[i:])
         if tail in _BY_NAME:
+            if not timed and tail in TIMED_ONLY:
+                return None
             role = _BY_NAME[tail]
             if role == "step_time" and PHASE_WORDS.intersection(parts[:i]):
                 return "phase_time"

@@ -632,3 +632,18 @@ def test_an_rl_steps_timing_record_names_its_phases(tmp_path: Path) -> None:
     d = diagnose(_model(tmp_path, *lines))
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86)
     assert d.findings and d.findings[0].id == "rlhf-generation-bound"
+
+
+def test_a_generic_word_names_a_wait_only_beside_a_unit_of_time(tmp_path: Path) -> None:
+    # `input 490 µs` is an input pipeline's wait, but `input 512 output 128` counts tokens and a CPU's `load 3.2` is
+    # a level: words such as `input`, `load`, `io`, `generation` take a timing role only with a unit of time.
+    from diagnose.engine import diagnose
+    lines = [f"step {10 * i} input 512 output 128 load 3.2 generation {i} time {0.85 + 0.01 * (i % 3):.3f}s"
+             for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86)
+    assert not {"input-bound", "rlhf-generation-bound"} & {f.id for f in d.findings}
+    roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
+    assert roles.get("input") != "data_time" and roles.get("load") != "data_time"
+    assert roles.get("generation") != "generate_time"
