@@ -717,8 +717,9 @@ def _record_slots(template: str, clocks: str = "") -> list[_Slot]:
 
 
 def _record_slot(template: str, clocks: str = "") -> _Slot | None:
-    """The one slot of a template that may be a field of a multi-line record: its name or unit says a timing role."""
-    slots = _slots(template, clocks)
+    """The one slot of a template that may be a field of a multi-line record: its name or unit says a timing role. A
+    running average printed beside it (Coqui TTS's `| > loader_time: 0.49  (0.47)`) is its own, not a second field."""
+    slots = [s for s in _slots(template, clocks) if s.avg_of is None]
     if len(slots) != 1:
         return None
     role = slots[0].name_role or slots[0].unit_role

@@ -647,3 +647,22 @@ def test_a_generic_word_names_a_wait_only_beside_a_unit_of_time(tmp_path: Path) 
     roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
     assert roles.get("input") != "data_time" and roles.get("load") != "data_time"
     assert roles.get("generation") != "generate_time"
+
+
+def test_a_record_field_printed_with_its_running_average(tmp_path: Path) -> None:
+    # Coqui TTS's trainer (from memory of its console logger): a banner line with the step, then one field a line,
+    # each value beside its running average in brackets. The loader's time is the record's data wait.
+    from diagnose.engine import diagnose
+    lines = []
+    for i in range(1, 41):
+        t = 0.85 + 0.01 * (i % 3)
+        lines += [f"   --> TIME: 2026-01-05 10:{i // 6:02d}:{(i * 9) % 60:02d} -- STEP: {i}/405 -- GLOBAL_STEP: {i}",
+                  f"     | > loss: {2.5 - i / 100:.5f}  ({2.6 - i / 100:.5f})",
+                  f"     | > step_time: {t:.4f}  ({t:.4f})", f"     | > loader_time: {0.6 * t:.4f}  ({0.6 * t:.4f})"]
+    m = _model(tmp_path, *lines)
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86)
+    assert "input-bound" in [f.id for f in d.findings[:3]]
+    roles = [(r.name, r.role) for s in m.streams if s.step_clock for r in s.roles]
+    assert ("loader_time", "data_time") in roles
+
