@@ -65,7 +65,19 @@ _SLOTS = re.compile("\x06")
 CLOCK = r"\b\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?\b"
 NUMBER = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
           r"|\b(?:nan|NaN|inf|Inf)\b")
-SLOT = f"{CLOCK}|{NUMBER}"
+# A duration in two or more units (MMF's `01m 25s 234ms`, Go's `1h2m3.5s`, `5h 29m`): one slot, read as a clock is (a
+# template is the same whether the run is minutes or hours in: `time: #s #ms` would become `time: #m #s #ms`). The
+# spaced forms are closed up first (_JOINED, on the rows that hold one) where no `/` follows: Keras's `255s
+# 850ms/step` is an epoch's time and then a step's, two numbers.
+COMPOUND = (r"\b\d+h\d+m(?:\d+(?:\.\d+)?s)?(?:\d+ms)?\b|\b\d+m\d+(?:\.\d+)?s(?:\d+ms)?\b"
+            r"|\b\d+(?:\.\d+)?s\d+ms\b")
+# Each form's parts and the character after them, in groups of their own: the replacement is all groups in order (the
+# groups of the forms that did not match are empty).
+_SPACED_COMPOUND = (r"\b(\d+h) ?(\d+m)(?: ?(\d+(?:\.\d+)?s))?(?: ?(\d+ms))?([^/\w]|$)"
+                    r"|\b(\d+m) ?(\d+(?:\.\d+)?s)(?: ?(\d+ms))?([^/\w]|$)"
+                    r"|\b(\d+(?:\.\d+)?s) ?(\d+ms)([^/\w]|$)")
+_JOINED = "".join(f"${{{i}}}" for i in range(1, 13))
+SLOT = f"{COMPOUND}|{CLOCK}|{NUMBER}"
 # Ids that are not quantities: `0x7f3a...`, UUIDs, commit hashes and digests (a long decimal tail is a number).
 _HEX = r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{40,64}\b"
 _PATH = r"(^|[\s'\"=(])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]+)+"
@@ -88,7 +100,8 @@ _SPACED = any_of(("  ", "\t"))  # white space a template folds
 # A number padded to a width after a bracket (`[  10/1000]`, `( 5%)` beside `[1000/1000]`, `(50%)`): the padding is
 # not the layout, so the bracket and the slot close up (close_padding, on the templates once a source is read).
 _PADDED = "([\\[(]) \x06"
-_RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d"))
+_RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d",
+                  r"\d[hms] \d"))
 
 
 def _rare_masks(body: pl.Series) -> pl.Series:
@@ -99,7 +112,9 @@ def _rare_masks(body: pl.Series) -> pl.Series:
     body = _only_where(body, "/", _PATH, "${1}\x04", literal_hint=True)
     body = _only_where(body, "%|", _TQDM_BAR, "%\x07", literal_hint=True)
     body = _only_where(body, r"[^\x00-\x7f]", _GLYPHS, " ")
-    body = _only_where(body, r"[A-Za-z_]\d", r"([A-Za-z_])\d+", "${1}\x02")
+    body = _only_where(body, r"\d[hms] \d", _SPACED_COMPOUND, _JOINED)
+    # A letter after a digit is a unit, not a name (`1h2m3s`, `1e5`): the digits after it stay a number.
+    body = _only_where(body, r"[A-Za-z_]\d", r"(^|[^0-9])([A-Za-z_])\d+", "${1}${2}\x02")
     body = _only_where(body, r"[A-Za-z_]\x02[A-Za-z_]+\d", r"([A-Za-z_]\x02[A-Za-z_]+)\d+", "${1}\x02")
     return _only_where(body, r"\d-\d", r"(\d)-(\d)", "${1} - ${2}")
 
@@ -129,7 +144,7 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     # Which slots are clocks (`0:08:01`) is the same on every line of a template: kept with the template, read from
     # its first line.
     el = pl.element()
-    clocks = pl.col("_body").str.extract_all(SLOT).list.eval(el.str.contains(":", literal=True).cast(pl.String))
+    clocks = pl.col("_body").str.extract_all(SLOT).list.eval(_is_clock(el).cast(pl.String))
     templates = (frame.group_by("source", "tid")
                  .agg(pl.col("template").first(), pl.col("text").first().alias("sample"), pl.col("_body").first(),
                       pl.len().cast(pl.UInt32).alias("n"))
@@ -217,9 +232,21 @@ def _values(body: pl.Expr) -> pl.Expr:
     part = [clock.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) for i in range(3)]
     clock_s = pl.when(clock.list.len() == 3).then(part[0] * 3600 + part[1] * 60 + part[2]).otherwise(
         part[0] * 60 + part[1])
-    value = pl.when(el.str.contains(":", literal=True)).then(clock_s).otherwise(
-        el.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False))
+    units = [el.str.extract(pattern, 1).cast(pl.Float64, strict=False).fill_null(0.0) * seconds
+             for pattern, seconds in _COMPOUND_UNITS]
+    value = (pl.when(el.str.contains(":", literal=True)).then(clock_s)
+             .when(_is_clock(el)).then(pl.sum_horizontal(units))
+             .otherwise(el.str.replace_all(",", "", literal=True).cast(pl.Float64, strict=False)))
     return body.str.extract_all(SLOT).list.eval(value)
+
+
+# The units of a compound duration (COMPOUND), each with its seconds: `m` not followed by `s`, which is milliseconds.
+_COMPOUND_UNITS = ((r"(\d+)h", 3600.0), (r"(\d+)m(?:[^s]|$)", 60.0), (r"(\d+(?:\.\d+)?)s", 1.0), (r"(\d+)ms", 0.001))
+
+
+def _is_clock(slot: pl.Expr) -> pl.Expr:
+    """Whether a slot's text is a duration rather than a number: a clock's colon, or a compound's unit letters."""
+    return slot.str.contains(r"[:hms]")
 
 
 # Lines of one template judged in a chunk: its first ones show whether a slot can be a counter as well as all would

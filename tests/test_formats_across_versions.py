@@ -666,3 +666,29 @@ def test_a_record_field_printed_with_its_running_average(tmp_path: Path) -> None
     roles = [(r.name, r.role) for s in m.streams if s.step_clock for r in s.roles]
     assert ("loader_time", "data_time") in roles
 
+
+def test_a_duration_in_several_units_is_one_slot(tmp_path: Path) -> None:
+    # MMF's logistics callback (from memory of its printing code) prints durations as `08s 500ms`, `01m 25s 234ms`,
+    # `05h 29m 49s 123ms`: the same line whether the run is seconds or hours in, each one value in seconds. Go's
+    # `time.Duration` prints `1h2m3.5s`. Keras's `255s 850ms/step` is an epoch's time and a step's, two values.
+    def mmf(sec: float) -> str:
+        ms = round(sec * 1000)
+        h, ms = divmod(ms, 3_600_000)
+        m, ms = divmod(ms, 60_000)
+        s, ms = divmod(ms, 1000)
+        return (f"{h:02d}h " if h else "") + (f"{m:02d}m " if h or m else "") + f"{s:02d}s {ms:03d}ms"
+    lines = [f"2026-01-05T10:{int(8.5 * i) // 60:02d}:{int(8.5 * i) % 60:02d} | mmf.trainers.callbacks.logistics: "
+             f"progress: {10 * i}/600, train/total_loss: {2.5 - i / 100:.4f}, epoch: 0, num_updates: {10 * i}, "
+             f"ups: 1.18, time: {mmf(8.5)}, time_since_start: {mmf(8.5 * i)}, eta: {mmf(8.5 * (60 - i) * 70)}"
+             for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert stream.lines == 40
+    roles = dict((r.name, r.role) for r in stream.roles)
+    assert roles["time_since_start"] == "cum_time" and roles["eta"] == "eta"
+    steps = m.frames["steps"].filter(pl.col("origin") == "learned")
+    assert steps.height == 40 and steps["step_time_s"].median() == pytest.approx(0.85)
+    from diagnose.parsers.templates import _rare_masks, _values
+    body = _rare_masks(pl.Series(["took 1h2m3.5s", "wait 2m30s ok", "300/300 [====] - 255s 850ms/step - loss: 2.1"]))
+    values = pl.DataFrame({"b": body}).select(_values(pl.col("b"))).to_series().to_list()
+    assert values == [[3723.5], [150.0], [300.0, 300.0, 255.0, 850.0, 2.1]]
