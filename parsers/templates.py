@@ -51,6 +51,10 @@ COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is print
 # An unnamed duration that grows this many fold over a log is a total (elapsed time), not a step time slowing down:
 # the slowdowns of the corpus and the zoo are 1.3-2x over a run; an elapsed time over 60 prints grows 60-fold.
 TOTAL_GROWTH = 4.0
+# A bare number (no name, no unit) that grows as a running total of the steps is read as the seconds since the start
+# only at this many seconds a step or more: an epoch's fraction (1/300 a step) and a learning rate in warm-up
+# (1e-7 a step) grow through the origin too, but far slower than any training step takes.
+BARE_TOTAL_MIN_STEP_S = 0.01
 # Seconds since 1970 that are a date between 2001 and 2036: a value named as a time in this range is an instant.
 EPOCH_SECONDS = (1.0e9, 2.1e9)
 # A step is its phases and a little more (data wait, the loss, logging): a total of a step up to twice the sum of
@@ -652,6 +656,15 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
             if s.index not in roles and not s.clock and s.unit and s.scale is not None and s.name_role is None \
                     and s.unit_role is None:
                 roles[s.index] = ("step_time", "unit")
+    # A bare number beside the counter that grows as a running total of its steps, in fractions (GPT-2 fine-tuning
+    # scripts' `[100 | 85.12] loss=2.34 avg=2.45`: seconds since the start), times the steps where nothing else
+    # does, stamps included. A count is whole; a fraction of an epoch or a warm-up's learning rate grows far slower.
+    if not ordinal and not any(r in _CLOCK_ROLES for r, _ in roles.values()) and wide["ts"].null_count() == wide.height:
+        for s in slots:
+            if s.index not in roles and not s.name and not s.unit and not s.clock and not stats[s.index]["integral"] \
+                    and stats[s.index]["up"] >= CUMULATIVE_SHARE and _bare_total(wide, f"s{s.index}", f"s{counter}"):
+                roles[s.index] = ("cum_time", "statistics")
+                break
     # A "time" that is a wall-clock instant (MLPerf's `"time_ms": 1736071208123`): epoch seconds, not a duration. It
     # stamps the line where nothing else does, and the stamps then time the steps.
     for i, (role, _) in list(roles.items()):
@@ -827,6 +840,16 @@ def _total_like(frame: pl.DataFrame, value: str, counter: str) -> bool:
         return False
     first, last = number(v.head(1).item()), number(v.tail(1).item())
     return _through_origin(frame, value, counter) or (first > 0 and last >= TOTAL_GROWTH * first) or first == 0
+
+
+def _bare_total(frame: pl.DataFrame, value: str, counter: str) -> bool:
+    """Whether a bare number is a running total of seconds: through the origin with the counter (_through_origin), at
+    BARE_TOTAL_MIN_STEP_S or more a step."""
+    if not _through_origin(frame, value, counter):
+        return False
+    d = frame.filter(pl.col(counter) > 0).select((pl.col(value).diff() / pl.col(counter).diff()).alias("r"))["r"]
+    rate = d.filter(d > 0).median()
+    return rate is not None and number(rate) >= BARE_TOTAL_MIN_STEP_S
 
 
 def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:

@@ -692,3 +692,26 @@ def test_a_duration_in_several_units_is_one_slot(tmp_path: Path) -> None:
     body = _rare_masks(pl.Series(["took 1h2m3.5s", "wait 2m30s ok", "300/300 [====] - 255s 850ms/step - loss: 2.1"]))
     values = pl.DataFrame({"b": body}).select(_values(pl.col("b"))).to_series().to_list()
     assert values == [[3723.5], [150.0], [300.0, 300.0, 255.0, 850.0, 2.1]]
+
+
+def test_a_bare_running_total_of_seconds_beside_the_counter(tmp_path: Path) -> None:
+    # nshepperd's GPT-2 `train.py` (and gpt-2-simple, from memory of its print): `[counter | seconds since start]
+    # loss=.. avg=..`, the seconds unnamed and without a unit. They grow as a running total of the steps, so they time
+    # them; a bare fraction of an epoch, a learning rate in warm-up and a count of samples grow too, but slower than
+    # any step takes or in whole numbers, and time nothing.
+    from diagnose.engine import diagnose
+    elapsed, lines = 0.0, []
+    for i in range(1, 41):
+        elapsed += 10 * (0.85 + 0.01 * (i % 3))
+        lines.append(f"[{10 * i} | {elapsed:2.2f}] loss={2.5 - i / 100:2.2f} avg={2.6 - i / 100:2.2f}")
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86)
+    # the same seconds as a line's prefix: a script's `time.perf_counter()`, or the kernel log's seconds since boot
+    for prefix in ("[{e:.2f}] ", "[{e:12.6f}] gpu-node-1 python3[12345]: "):
+        lines = [(prefix + "step {s}/600 loss 2.41 lr 3.00e-04").format(e=8.6 * i, s=10 * i) for i in range(1, 41)]
+        d = diagnose(_model(tmp_path, *lines))
+        assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86), prefix
+    for other in ("[{s} | {e:.4f}] loss=2.41", "[{s} | {lr:.8f}] loss=2.41", "[{s} | {n}] loss=2.41"):
+        lines = [other.format(s=10 * i, e=10 * i / 3000, lr=3e-7 * 10 * i, n=256 * 10 * i) for i in range(1, 41)]
+        d = diagnose(_model(tmp_path, *lines))
+        assert d.metrics.steps is None or d.metrics.steps.p50_s is None, other
