@@ -24,7 +24,8 @@ from diagnose.parsers.names import FrameName
 from diagnose.parsers.schema import FRAMES, conform
 from diagnose.parsers.stamps import lend_years, settle
 from diagnose.parsers.templates import Learned, Stream, Unread, unread_order
-from diagnose.parsers.sources import Input, gzip_truncated, head_bytes, is_binary, is_program, open_input, read_text
+from diagnose.parsers.sources import (UTF16_SNIFF_BYTES, Input, gzip_truncated, head_bytes, is_binary, is_program,
+                                      open_input, read_text, utf16_encoding)
 from diagnose.parsers.thinning import THINNED_FRAMES, Thinner
 from diagnose.parsers.tqdm_clock import STREAM as BAR_STREAM
 from diagnose.parsers.tqdm_clock import number_bars, tqdm_step_times
@@ -265,8 +266,8 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     script: launch_script.LaunchScript | None = None
     if size <= CONFIG_MAX_BYTES:
         raw: bytes | None = path.read_bytes()
-        if raw is not None and raw[:2] == b"\x1f\x8b":  # gzip: decompressed as a capped stream
-            raw = None
+        if raw is not None and (raw[:2] == b"\x1f\x8b" or utf16_encoding(raw[:UTF16_SNIFF_BYTES])):
+            raw = None  # gzip (decompressed as a capped stream) or UTF-16: read as the text they hold
         text = read_text(path) if raw is None else raw.decode("utf-8", "replace")
         sniffed = _sniff_small(inp, text)
         if sniffed is None and raw is not None and batch and _batchable(raw):
@@ -381,7 +382,9 @@ def _blank_comments(text: str) -> str:
 
 def _nul_tail(path: Path) -> bool:
     with open(path, "rb") as fh:
-        if fh.read(2) == b"\x1f\x8b":  # a gzip trailer's size field often ends in a zero byte: not a crashed tail
+        head = fh.read(UTF16_SNIFF_BYTES)
+        # a gzip trailer's size field often ends in a zero byte, UTF-16 text in one: not a crashed tail
+        if head[:2] == b"\x1f\x8b" or utf16_encoding(head):
             return False
         fh.seek(0, 2)
         if fh.tell() == 0:

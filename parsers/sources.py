@@ -5,6 +5,7 @@ from its content. Inputs are only ever opened for reading.
 """
 from __future__ import annotations
 
+import codecs
 import gzip
 import io
 import os
@@ -305,8 +306,11 @@ def download(url: str, tmpdir: Path, *, max_bytes: int = MAX_DOWNLOAD_BYTES, dea
 
 
 def head_bytes(path: Path, n: int = SNIFF_BYTES) -> bytes:
+    """The first n bytes of the file's text: gzip read through, UTF-16 as UTF-8."""
     with open(path, "rb") as fh:
         head = fh.read(n)
+        if (encoding := utf16_encoding(head)) is not None:
+            return codecs.decode(head[:len(head) - len(head) % 2], encoding, "replace").encode("utf-8")[:n]
         if head[:2] != b"\x1f\x8b":
             return head
         # A gzip stream's first n bytes, from as much of the file as that takes: a decompressor object returns
@@ -392,12 +396,69 @@ class _CappedGzip(io.RawIOBase):
 
 
 def open_input(path: Path) -> BinaryIO:
+    """The file's bytes as UTF-8 text: gzip read through (capped), UTF-16 turned into UTF-8 as it streams."""
     fh = open(path, "rb")
-    if fh.read(2) == b"\x1f\x8b":
+    head = fh.read(UTF16_SNIFF_BYTES)
+    if head[:2] == b"\x1f\x8b":
         fh.close()
         return io.BufferedReader(_CappedGzip(path), buffer_size=1 << 20)
     fh.seek(0)
+    if (encoding := utf16_encoding(head)) is not None:
+        return io.BufferedReader(_Utf16(fh, encoding), buffer_size=1 << 20)
     return fh
+
+
+# Windows PowerShell 5's `>` and `Out-File` write UTF-16 (little-endian, with a byte-order mark): a log saved that way
+# has a NUL after every ASCII character and would read as a binary file. It is read as the text it is.
+UTF16_SNIFF_BYTES = 4096
+UTF16_NUL_SHARE = 0.9  # without a byte-order mark: at least 90% of the bytes on one side of each pair are NUL
+
+
+def utf16_encoding(head: bytes) -> str | None:
+    """The codec of a UTF-16 text's first bytes (its byte-order mark, else ASCII text with a NUL beside each
+    character), or None."""
+    sample = head[:UTF16_SNIFF_BYTES - UTF16_SNIFF_BYTES % 2]
+    even, odd = sample[2::2], sample[3::2]
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        # The mark says the order (the codec drops it), where a NUL stands beside a character (a line end's, if
+        # nothing else): `\xff\xfe` before plain bytes is a UTF-8 file's damage, read as such.
+        high, low = (odd, even) if head[:2] == b"\xff\xfe" else (even, odd)
+        return "utf-16" if high.count(0) > low.count(0) else None
+    if len(sample) < 4:
+        return None
+    share = len(even) * UTF16_NUL_SHARE
+    if odd.count(0) >= share and even.count(0) == 0:
+        return "utf-16-le"
+    if even.count(0) >= share and odd.count(0) == 0:
+        return "utf-16-be"
+    return None
+
+
+class _Utf16(io.RawIOBase):
+    """A UTF-16 file's text as UTF-8 bytes, decoded as it is read (an odd last byte becomes U+FFFD)."""
+
+    def __init__(self, raw: BinaryIO, encoding: str) -> None:
+        self._raw = raw
+        self._decode = codecs.getincrementaldecoder(encoding)(errors="replace")
+        self._pending = b""
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: "memoryview | bytearray") -> int:  # type: ignore[override]  # io's stub: WriteableBuffer
+        while not self._pending and not self._done:
+            block = self._raw.read(1 << 20)
+            self._done = not block
+            self._pending = self._decode.decode(block, final=self._done).encode("utf-8")
+        n = min(len(buf), len(self._pending))
+        buf[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def gzip_truncated(fh: BinaryIO) -> bool:

@@ -288,3 +288,25 @@ def test_runs_of_carriage_returns_are_one_redraw(tmp_path: Path) -> None:
     log.write_bytes(b"\r" * 20_000_000)
     r = run_cli("report", str(log), "-f", "json", "-o", str(tmp_path / "out.json"))
     assert r.returncode == 2 and "empty" in r.stderr
+
+
+@pytest.mark.parametrize("encoding, mark", [("utf-16-le", b"\xff\xfe"), ("utf-16-be", b"\xfe\xff"),
+                                            ("utf-16-le", b""), ("utf-16-be", b"")])
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_utf16_log_is_read_as_its_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, encoding: str, mark: bytes,
+                                         streamed: bool) -> None:
+    # Windows PowerShell 5's `python train.py > train.log` writes UTF-16 with a byte-order mark: a NUL beside every
+    # ASCII character, which read as a binary file and was refused. Small files are read whole, large ones streamed.
+    from diagnose.parsers import parse
+    from diagnose.parsers import run_model
+    if streamed:
+        monkeypatch.setattr(run_model, "CONFIG_MAX_BYTES", 1024)
+    text = LOG.read_text()
+    p = tmp_path / "train.log"
+    data = mark + text.replace("\n", "\r\n").encode(encoding)
+    p.write_bytes(data)
+    got, want = parse([str(p)]), parse([str(LOG)])
+    assert got.frames["steps"]["global_step"].to_list() == want.frames["steps"]["global_step"].to_list()
+    assert got.frames["steps"].height > 10
+    assert [s.kind for s in got.sources] == [s.kind for s in want.sources]
+    assert p.read_bytes() == data  # read, never rewritten
