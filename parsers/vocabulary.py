@@ -24,7 +24,10 @@ Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "et
 NAMES: dict[Role, tuple[str, ...]] = {
     "counter": ("step", "steps", "global_step", "globalstep", "iter", "iters", "iteration", "iter_num", "it", "batch",
                 "batch_idx", "training_step", "train_step", "update", "updates", "step_num", "num_steps", "global_steps",
-                "local_step", "optimizer_step", "global_step_max_steps", "iterations", "步", "迭代", "迭代次数", "步数"),
+                "local_step", "optimizer_step", "global_step_max_steps", "iterations", "步", "迭代", "迭代次数", "步数",
+                # a count of what is done so far (Dopamine's `Steps executed: 1000`)
+                "steps_executed", "steps_done", "steps_completed", "steps_taken", "iterations_done",
+                "iterations_completed", "batches_done", "batches_processed", "updates_done", "updates_applied"),
     "epoch": ("epoch", "ep", "training_epoch", "train_epoch", "轮", "轮次", "轮数"),
     "step_time": ("time", "dt", "step_time", "iter_time", "batch_time", "time_per_step", "time_step", "time_per_iter",
                   "time_per_iteration", "elapsed_time_per_iteration", "iteration_time", "step_timing",

@@ -715,3 +715,16 @@ def test_a_bare_running_total_of_seconds_beside_the_counter(tmp_path: Path) -> N
         lines = [other.format(s=10 * i, e=10 * i / 3000, lr=3e-7 * 10 * i, n=256 * 10 * i) for i in range(1, 41)]
         d = diagnose(_model(tmp_path, *lines))
         assert d.metrics.steps is None or d.metrics.steps.p50_s is None, other
+
+
+def test_a_counter_named_by_what_is_done_so_far(tmp_path: Path) -> None:
+    # Dopamine's runner (from memory of its logging): `Steps executed: 1000 Episode length: 200 Return: 21.0` under
+    # absl stamps. `Steps executed`, like `batches processed` or `iterations done`, counts the steps; stamps time them.
+    from diagnose.engine import diagnose
+    lines = [f"I0105 10:{int(8.5 * i) // 60:02d}:{int(8.5 * i) % 60:02d}.123456 140234 run_experiment.py:310] "
+             f"Steps executed: {10 * i} Episode length: 200 Return: {20 + i / 10:.1f}" for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
+    assert roles.get("Steps executed") == "counter"
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.85, rel=0.1)
