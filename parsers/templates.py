@@ -80,7 +80,7 @@ COMPOUND = (r"\b\d+h\d+m(?:\d+(?:\.\d+)?s)?(?:\d+ms)?\b|\b\d+m\d+(?:\.\d+)?s(?:\
 _SPACED_COMPOUND = (r"\b(\d+h) ?(\d+m)(?: ?(\d+(?:\.\d+)?s))?(?: ?(\d+ms))?([^/\w]|$)"
                     r"|\b(\d+m) ?(\d+(?:\.\d+)?s)(?: ?(\d+ms))?([^/\w]|$)"
                     r"|\b(\d+(?:\.\d+)?s) ?(\d+ms)([^/\w]|$)")
-_JOINED = "".join(f"${{{i}}}" for i in range(1, 13))
+_JOINED = "".join(f"${{{i}}}" for i in range(1, re.compile(_SPACED_COMPOUND).groups + 1))
 SLOT = f"{COMPOUND}|{CLOCK}|{NUMBER}"
 # Ids that are not quantities: `0x7f3a...`, UUIDs, commit hashes and digests (a long decimal tail is a number).
 _HEX = r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{40,64}\b"
@@ -843,26 +843,31 @@ def _total_like(frame: pl.DataFrame, value: str, counter: str) -> bool:
 
 
 def _bare_total(frame: pl.DataFrame, value: str, counter: str) -> bool:
-    """Whether a bare number is a running total of seconds: through the origin with the counter (_through_origin), at
+    """Whether a bare number is a running total of seconds: through the origin with the counter, at
     BARE_TOTAL_MIN_STEP_S or more a step."""
-    if not _through_origin(frame, value, counter):
-        return False
-    d = frame.filter(pl.col(counter) > 0).select((pl.col(value).diff() / pl.col(counter).diff()).alias("r"))["r"]
-    rate = d.filter(d > 0).median()
-    return rate is not None and number(rate) >= BARE_TOTAL_MIN_STEP_S
+    rate = _origin_rate(frame, value, counter)
+    return rate is not None and rate >= BARE_TOTAL_MIN_STEP_S
 
 
 def _through_origin(frame: pl.DataFrame, value: str, counter: str) -> bool:
-    """Whether a growing value is a running total of the counter's steps: at the first and the last line it is
-    within 2x of (steps so far) x (its median growth per step). A per-step time that climbs (a slowdown) starts far
-    above that line; a cumulative time starts near it, however late in the run the log begins."""
+    """Whether a growing value is a running total of the counter's steps (_origin_rate)."""
+    return _origin_rate(frame, value, counter) is not None
+
+
+def _origin_rate(frame: pl.DataFrame, value: str, counter: str) -> float | None:
+    """A growing value's median growth per step where it is a running total of the counter's steps: at the first
+    and the last line it is within 2x of (steps so far) x that growth; else None. A per-step time that climbs (a
+    slowdown) starts far above that line; a cumulative time starts near it, however late in the run the log
+    begins."""
     rows = frame.filter(pl.col(counter) > 0).select(value, counter)
     d = rows.select((pl.col(value).diff() / pl.col(counter).diff()).alias("r")).filter(pl.col("r") > 0)["r"]
     if rows.height < 3 or d.len() < 2:
-        return False
+        return None
     rate = number(d.median())
     ends = (rows.row(0), rows.row(rows.height - 1))
-    return all(rate > 0 and c > 0 and 0.5 <= v / (c * rate) <= 2.0 for v, c in ends if v is not None and c is not None)
+    through = all(rate > 0 and c > 0 and 0.5 <= v / (c * rate) <= 2.0
+                  for v, c in ends if v is not None and c is not None)
+    return rate if through else None
 
 
 def _grows_with_stamps(frame: pl.DataFrame, value: str, scale: float) -> bool:
