@@ -27,7 +27,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                 "local_step", "optimizer_step", "global_step_max_steps", "iterations", "步", "迭代", "迭代次数", "步数",
                 # a count of what is done so far (Dopamine's `Steps executed: 1000`)
                 "steps_executed", "steps_done", "steps_completed", "steps_taken", "iterations_done",
-                "iterations_completed", "batches_done", "batches_processed", "updates_done", "updates_applied"),
+                "iterations_completed", "batches_done", "batches_processed", "updates_done", "updates_applied",
+                "nupdates"),  # OpenAI Baselines' `misc/nupdates`
     "epoch": ("epoch", "ep", "training_epoch", "train_epoch", "轮", "轮次", "轮数"),
     "step_time": ("time", "dt", "step_time", "iter_time", "batch_time", "time_per_step", "time_step", "time_per_iter",
                   "time_per_iteration", "elapsed_time_per_iteration", "iteration_time", "step_timing",
@@ -54,7 +55,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   # waits named for what they wait on: I/O, a fetch, the loader
                   "io", "io_time", "io_wait", "fetch", "fetch_time", "data_fetch", "data_fetch_time", "dataloader",
                   "dataloader_wait", "loader", "loader_time", "loader_wait", "input_wait", "batch_wait", "wait_data",
-                  "load", "input"),
+                  "load", "input", "data_load"),  # FunASR's speed stats `'data_load': '0.016'`
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -63,12 +64,15 @@ NAMES: dict[Role, tuple[str, ...]] = {
     "samples_per_sec": ("samples_s", "samples_sec", "sample_s", "samples_per_sec", "samples_per_second", "img_s",
                         "imgs_s", "images_s", "img_sec", "images_sec", "images_per_sec", "images_per_second",
                         "seqs_s", "seq_s", "sequences_per_second", "examples_s", "examples_per_sec", "fps",
-                        "samples_per_sec_per_gpu", "train_samples_per_second", "throughput_samples"),
+                        "samples_per_sec_per_gpu", "train_samples_per_second", "throughput_samples",
+                        "fps_total"),  # rl_games' `fps step: .. fps total: ..` (frames per second end to end)
     "tokens_per_sec": ("tps", "tok_s", "tokens_s", "tokens_sec", "tok_sec", "tokens_per_sec", "tokens_per_second",
                        "throughput_tokens", "tgs", "wps", "words_s", "tokens_per_sec_per_gpu", "tok_per_sec",
                        "token_throughput", "average_tokens_s", "tokens_s_device"),
     "loss": ("loss", "train_loss", "lm_loss", "total_loss", "reduced_train_loss", "loss_train", "avg_loss",
-             "policy_loss", "pg_loss", "training_loss", "mean_loss", "loss_value", "损失", "训练损失"),
+             "policy_loss", "pg_loss", "training_loss", "mean_loss", "loss_value", "损失", "训练损失",
+             # gradient boosting's default metrics, printed per round (XGBoost's `[10]\ttrain-rmse:0.51`)
+             "rmse", "logloss", "mlogloss"),
     "lr": ("lr", "learning_rate", "lrate", "actor_lr", "lr_0", "learningrate", "学习率"),
     "grad_norm": ("grad_norm", "gnorm", "grad_norm_total", "gradient_norm", "actor_grad_norm", "grad_l2_norm"),
     "mem": ("mem", "memory", "max_mem", "peak_mem", "max_memory_allocated", "max_allocated", "memory_gib",
@@ -88,7 +92,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
     # Counts that grow with the run but are not the step (a monotone integer a counter must not be taken from).
     "count": ("consumed_samples", "consumed_tokens", "samples_seen", "tokens_seen", "consumed", "global_batch_size",
               "batch_size", "frames", "num_tokens", "tokens", "samples", "seen", "total", "num_samples", "rank",
-              "world_size", "v_num", "gpu", "gpus", "node", "nodes", "acc", "accuracy", "v"),
+              "world_size", "v_num", "gpu", "gpus", "node", "nodes", "acc", "accuracy", "v",
+              "timesteps", "total_timesteps", "serial_timesteps"),  # environment steps of an RL run, not updates
 }
 
 # A unit printed right after the number (or after one space): (role where the unit alone says it, seconds per unit

@@ -728,3 +728,51 @@ def test_a_counter_named_by_what_is_done_so_far(tmp_path: Path) -> None:
     assert roles.get("Steps executed") == "counter"
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.85, rel=0.1)
+
+
+@pytest.mark.parametrize(("lines", "role"), [
+    # rl_games' a2c_common (from memory): frames per second end to end, by epoch
+    ([f"fps step: {1200 + i % 7} fps step and policy inference: {1100 + i % 5} fps total: {1000 + i % 3} "
+      f"epoch: {i}/600 frames: {i * 32768}" for i in range(1, 41)], ("fps total", "samples_per_sec")),
+    # XGBoost's evaluation log (from memory): a round and its metrics, the default regression metric a loss
+    ([f"[{i}]\ttrain-rmse:{2.5 - i / 100:.5f}\teval-rmse:{2.6 - i / 100:.5f}" for i in range(40)],
+     ("train-rmse", "loss")),
+])
+def test_loops_that_print_no_time_are_read_as_steps(tmp_path: Path, lines: list[str], role: tuple[str, str]) -> None:
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert role in [(r.name, r.role) for r in stream.roles] and stream.lines == 40
+    assert m.frames["steps"].height == 40
+
+
+def test_a_baselines_table_counts_its_updates(tmp_path: Path) -> None:
+    # OpenAI Baselines' HumanOutputFormat (from memory of logger.py): a bordered key/value table per update, keys
+    # sorted, floats as `%-8.3g`. `misc/nupdates` counts the updates and `misc/time_elapsed` is the run's elapsed
+    # time; `total_timesteps` counts environment steps, not updates.
+    from diagnose.engine import diagnose
+    lines, elapsed = [], 0.0
+    for i in range(1, 41):
+        elapsed += 10 * (0.85 + 0.01 * (i % 3))
+        rows = {"eplenmean": 200, "fps": 300 + i % 3, "loss/policy_loss": -0.00123, "misc/nupdates": 10 * i,
+                "misc/time_elapsed": elapsed, "misc/total_timesteps": 2560 * i}
+        width = max(map(len, rows))
+        rule = "-" * (width + 15)
+        lines += [rule, *(f"| {k:<{width}} | {v:<8.3g} |" for k, v in rows.items()), rule]
+    m = _model(tmp_path, *lines)
+    roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
+    assert roles.get("misc/nupdates") == "counter" and roles.get("misc/time_elapsed") == "cum_time"
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.1)
+
+
+def test_a_data_load_time_in_a_dict_of_quoted_numbers(tmp_path: Path) -> None:
+    # FunASR's trainer (from memory): its speed stats as a dict of strings, `{'data_load': '0.512', ...,
+    # 'total_time': '0.853'}`, at the end of each progress line.
+    lines = [f"[2026-01-05 10:00:{i:02d},001][root][INFO] - train, rank: 0, epoch: 0/2, step_in_epoch: {10 * i}, "
+             f"total step: {10 * i}, (loss_avg_rank: 2.483), (lr: 1.000e-04), "
+             f"{{'data_load': '{0.51 + 0.01 * (i % 3):.3f}', 'forward_and_backward_time': '0.300', "
+             f"'optim_time': '0.010', 'total_time': '0.853'}}" for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
+    assert roles.get("data_load") == "data_time"
+    assert m.frames["steps"]["data_time_s"].median() == pytest.approx(0.52)
