@@ -560,6 +560,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         tagged = with_prefix(tagged, source_id, literal_rank=rank)
     elif tagged.height:
         tagged = with_prefix(tagged, source_id)
+    yielding: list[pl.DataFrame] = []  # lines a kind read that hold more than it reads (LineKind.gives_way)
     if tagged.height:
         parts = tagged.partition_by("anchor", as_dict=True, include_key=False)
         by_anchor = {k[0]: v for k, v in parts.items()}
@@ -567,7 +568,11 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
             inputs = [by_anchor[a] for a in kind.anchors if a in by_anchor]
             if not inputs:
                 continue
-            rows = _guarded(kind, pl.concat(inputs).sort("_row") if len(inputs) > 1 else inputs[0], faults)
+            given = pl.concat(inputs).sort("_row") if len(inputs) > 1 else inputs[0]
+            rows = _guarded(kind, given, faults)
+            if kind.gives_way and rows is not None and rows.height:
+                held = given.filter(pl.col("text").str.contains(kind.gives_way))
+                yielding.append(held.with_columns(pl.lit(None, pl.String).alias("anchor")).select(anchored.columns))
             if rows is not None and rows.height:
                 if kind.frame == "memory":
                     rows = _with_memory_labels(rows, lines, key)
@@ -614,12 +619,14 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         out["_lines"] = [pl.concat(used).unique()]
     # Lines no anchored kind read: those without an anchor, and those whose anchor's kinds did not match them (a
     # rate printed as `5.2 it/s, loss 0.3` outside a progress bar). An anchor only says which kinds may read a line.
+    # Lines a kind read that hold more than it reads (LineKind.gives_way) are mined as well.
     unclaimed = anchored.filter(pl.col("anchor").is_null())
     if tagged.height:
         unmatched = tagged.select(anchored.columns).join(
             out["_lines"][0].select(pl.col(k).cast(tagged.schema[k]) for k in key), on=key, how="anti")
-        if unmatched.height:
-            unclaimed = pl.concat([unclaimed, unmatched]).sort("_row")
+        more = [f for f in (unmatched, *yielding) if f.height]
+        if more:
+            unclaimed = pl.concat([unclaimed, *more]).sort("_row")
     # Those that may state a quantity in words (parsers/prose.py), read once the source is.
     said = prose.candidates(unclaimed if source_id is None else
                             unclaimed.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source")))
@@ -640,9 +647,9 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         mined = with_prefix(mined, source_id, node=False)
         mined = mined.with_columns(pl.when(pl.col("counting")).then(None).otherwise(pl.col("rank")).alias("rank"))
         mined = mined.select(*MINED_SCHEMA)
-        # Only the anchorless kinds and the env pass read lines without an anchor: their rows say which mined
-        # lines a reader already counted (a join with every used line of the chunk would cost a pass over it).
-        loose_used = loose_keys + [part.select(key) for part in out.get("env", [])]
+        # Only the anchorless kinds, the env pass and the kinds that give way read lines mined here: their rows say
+        # which mined lines a reader already counted (a join with every used line of the chunk would cost a pass).
+        loose_used = [*loose_keys, *(p.select(key) for p in out.get("env", [])), *(y.select(key) for y in yielding)]
         if loose_used:
             claimed = pl.concat(loose_used).unique().with_columns(pl.lit(True).alias("claimed"))
             mined = mined.join(claimed, on=key, how="left").with_columns(pl.col("claimed").fill_null(False))

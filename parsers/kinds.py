@@ -19,6 +19,7 @@ import polars as pl
 
 from diagnose.parsers import fact_table
 from diagnose.parsers.schema import STRAGGLER_METRICS
+from diagnose.parsers.vocabulary import NAMES
 
 F = pl.Float64
 I = pl.Int64
@@ -70,6 +71,10 @@ class LineKind:
     # Lines in the wild and the fields they must give (after units are normalised), as lnav's formats carry their
     # samples: tests/test_reading.py runs each through extraction.
     samples: tuple[tuple[str, dict[str, object]], ...] = ()
+    # A line this kind reads that also matches this pattern holds more than the kind reads (a step counter printed
+    # before a log dict that numbers no step): it is mined too (parsers/templates.py), and where the learned step
+    # clock reads it, that row stands instead of this kind's (run_model._learned_precedence).
+    gives_way: str = ""
 
 
 def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str,
@@ -99,6 +104,13 @@ def _straggler_fields() -> tuple[dict[str, pl.DataType | type[pl.DataType]], dic
 
 
 _STRAGGLER_FIELDS, _STRAGGLER_PATTERNS = _straggler_fields()
+
+
+# A step counter named right before a log dict (jaxline's `global_step: 10, {'loss': ...}`, `step 10: {'loss': ...}`):
+# a name of the vocabulary's counters (spaces or underscores), then the number. The HF Trainer prints its dict alone.
+_COUNTER_NAMES = "|".join(sorted((n.replace("_", "[ _]") for n in NAMES["counter"] if n.isascii()), key=len,
+                                 reverse=True))
+COUNTED_DICT = rf"(?i)\b(?:{_COUNTER_NAMES})\s*[:=]?\s*\d+\]?\s*[,:;|-]?\s*\{{'loss'"
 
 
 def _hf_key(key: str) -> str:
@@ -165,6 +177,7 @@ KINDS: tuple[LineKind, ...] = (
                              "step_time_s": _hf_key(r"train_speed\(s/it\)"),
                              "iter_per_s": _hf_key(r"train_speed\(iter/s\)"),
                              "max_mem_alloc_gb": _hf_key(r"memory\(GiB\)")}, required="loss",
+             gives_way=COUNTED_DICT,
              samples=(("{'loss': '6.837', 'grad_norm': '0.8675', 'learning_rate': '0', 'epoch': '0.003906'}",
                        {"loss": 6.837, "grad_norm": 0.8675, "lr": 0.0, "epoch": 0.003906}),)),
     # Megatron-LM / Megatron-DeepSpeed / gpt-neox iteration lines: `iteration N/ M | consumed samples: | elapsed time

@@ -18,6 +18,7 @@ from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import InputError, Refused, fault
 from diagnose.parsers.extract import max_ranks, ranks_fact_rows
 from diagnose.parsers.facts import FactInputs, RunFacts, assemble
+from diagnose.parsers.kinds import KINDS
 from diagnose.parsers.ingest import ingest_batch, ingest_log
 from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.names import FrameName
@@ -180,6 +181,7 @@ def _learned_precedence(steps: pl.DataFrame, acc: _Acc) -> tuple[pl.DataFrame, p
     clocked = {s.source for s in acc.streams if s.step_clock}
     if not acc.stream_lines or not clocked:
         return steps, pl.DataFrame()
+    steps = _given_way(steps)
     lines = pl.concat(acc.stream_lines).unique()
     progress = (pl.col("origin") == "progress") & pl.col("source").is_in(sorted(clocked))
     on_stream = steps.join(lines.with_columns(pl.lit(True).alias("_on")), on=["source", "line"], how="left")
@@ -188,6 +190,20 @@ def _learned_precedence(steps: pl.DataFrame, acc: _Acc) -> tuple[pl.DataFrame, p
     events = summaries.select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
                               pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
     return kept, events
+
+
+_GIVES_WAY = [k.name for k in KINDS if k.gives_way]
+
+
+def _given_way(steps: pl.DataFrame) -> pl.DataFrame:
+    """Rows of a kind that gives way (kinds.LineKind.gives_way) on a line the learned step clock read: the clock's
+    row stands (it read the line whole: jaxline's `global_step: 10` before the log dict the HF kind reads)."""
+    kinds = pl.col("origin").is_in(_GIVES_WAY)
+    if not _GIVES_WAY or not steps.select(kinds.any()).item():
+        return steps
+    learned = steps.filter(pl.col("origin") == "learned").select("source", "line").unique()
+    return steps.join(learned.with_columns(pl.lit(True).alias("_by")), on=["source", "line"], how="left").filter(
+        ~(kinds & pl.col("_by").fill_null(False))).drop("_by")
 
 
 def _take_learned(learned: Learned, acc: _Acc, renumber: dict[int, int] | None = None) -> None:

@@ -730,6 +730,27 @@ def test_a_counter_named_by_what_is_done_so_far(tmp_path: Path) -> None:
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.85, rel=0.1)
 
 
+def test_a_step_counter_before_a_log_dict_numbers_its_steps(tmp_path: Path) -> None:
+    # jaxline (from memory of its train loop): `global_step: 10, {'loss': ..., 'steps_per_sec': ...}` under absl
+    # stamps. The HF kind reads a log dict as one step a line, its time the gap between stamps (here ten steps'
+    # worth); the counter before the dict numbers the steps and its rate times them, so the learned stream stands.
+    from diagnose.engine import diagnose
+    lines = [f"I0105 10:{int(8.5 * i) // 60:02d}:{int(8.5 * i) % 60:02d}.123456 140234 utils.py:386] "
+             f"global_step: {10 * i}, {{'loss': {2.5 - i / 100}, 'steps_per_sec': {1 / (0.85 + 0.01 * (i % 3))}, "
+             f"'top_1_acc': 0.1234}}" for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    s = m.frames["steps"]
+    assert set(s["origin"].to_list()) == {"learned"} and s["global_step"].to_list()[:3] == [10, 20, 30]
+    roles = dict((r.name, r.role) for st in m.streams if st.step_clock for r in st.roles)
+    assert roles.get("global_step") == "counter" and roles.get("steps_per_sec") == "iter_rate"
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.02)
+    # the HF Trainer's own dicts, alone on their lines, stay the HF kind's
+    hf = [f"{{'loss': {2.5 - i / 100:.4f}, 'grad_norm': 0.93, 'learning_rate': 3e-05, 'epoch': {i / 40:.2f}}}"
+          for i in range(1, 41)]
+    assert set(_model(tmp_path, *hf).frames["steps"]["origin"].to_list()) == {"hf_log"}
+
+
 @pytest.mark.parametrize(("lines", "role"), [
     # rl_games' a2c_common (from memory): frames per second end to end, by epoch
     ([f"fps step: {1200 + i % 7} fps step and policy inference: {1100 + i % 5} fps total: {1000 + i % 3} "
