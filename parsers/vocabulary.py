@@ -38,7 +38,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "delta_time", "iteration_time_s", "time_cost", "cost_time", "batch_cost", "seconds", "took",
                   "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时",
                   "time_this_iter", "time_this_iter_s",  # Ray Train / Tune results
-                  "t_iter", "t_step", "t_batch", "iter_t", "step_t"),
+                  "t_iter", "t_step", "t_batch", "iter_t", "step_t",
+                  "updt"),  # LeRobot's `updt_s:0.816 data_s:0.016`: the update, its data wait apart
     "avg_step_time": ("step_avg", "avg_step_time", "step_time_avg", "avg_iter_time", "iter_time_avg", "time_avg",
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",

@@ -517,6 +517,8 @@ def test_scalars_printed_in_their_repr_keep_their_names(tmp_path: Path) -> None:
     "[step {s}] loss: 2.48, total: {t:.3f}s, dataloader wait: {d:.3f}s, compute: {c:.3f}s",
     "it {s} t_iter {t:.3f} t_data {d:.3f} loss 2.483",
     "epoch 0 batch {s}/600 loss 2.4833 batch_ms {tm:.1f} load_ms {dm:.1f}",
+    # LeRobot's train loop (from memory): the update's time and the data wait, abbreviated
+    "step:{s} smpl:{n} ep:0 epch:0.01 loss:2.483 grdn:0.930 lr:3.0e-04 updt_s:{t:.3f} data_s:{d:.3f}",
 ])
 def test_data_waits_and_step_times_under_other_names(tmp_path: Path, layout: str) -> None:
     # `batch_ms`: a count's name with a unit of time is the time per count; `total: 0.85s`: a counting name printed
@@ -526,7 +528,7 @@ def test_data_waits_and_step_times_under_other_names(tmp_path: Path, layout: str
     lines = []
     for i in range(1, 41):
         t = 0.85 + 0.01 * (i % 3)
-        lines.append(layout.format(s=10 * i, t=t, d=0.6 * t, c=0.3 * t, tm=1000 * t, dm=600 * t))
+        lines.append(layout.format(s=10 * i, n=640 * i, t=t, d=0.6 * t, c=0.3 * t, tm=1000 * t, dm=600 * t))
     m = _model(tmp_path, *lines)
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
