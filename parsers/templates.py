@@ -81,6 +81,13 @@ _SPACED_COMPOUND = (r"\b(\d+h) ?(\d+m)(?: ?(\d+(?:\.\d+)?s))?(?: ?(\d+ms))?([^/\
                     r"|\b(\d+m) ?(\d+(?:\.\d+)?s)(?: ?(\d+ms))?([^/\w]|$)"
                     r"|\b(\d+(?:\.\d+)?s) ?(\d+ms)([^/\w]|$)")
 _JOINED = "".join(f"${{{i}}}" for i in range(1, re.compile(_SPACED_COMPOUND).groups + 1))
+# The same durations with their units spelled (Ray's `Total running time: 1hr 2min 3s`, `1 min 8 sec`, `2 hours 5
+# minutes`): each form with its letters, longest first, on the rows that hold one (_SPELLED_HINT).
+_H, _M, _S = r"(?:hours?|hrs?|h)", r"(?:minutes?|mins?|m)", r"(?:seconds?|secs?|s)"
+_SPELLED = ((rf"\b(\d+) ?{_H} ?(\d+) ?{_M} ?(\d+(?:\.\d+)?) ?{_S}([^/\w]|$)", "${1}h${2}m${3}s${4}"),
+            (rf"\b(\d+) ?{_H} ?(\d+) ?{_M}([^/\w]|$)", "${1}h${2}m${3}"),
+            (rf"\b(\d+) ?{_M} ?(\d+(?:\.\d+)?) ?{_S}([^/\w]|$)", "${1}m${2}s${3}"))
+_SPELLED_HINT = r"\d ?(?:hours?|hrs?|minutes?|mins?)\b ?\d"
 SLOT = f"{COMPOUND}|{CLOCK}|{NUMBER}"
 # Ids that are not quantities: `0x7f3a...`, UUIDs, commit hashes and digests (a long decimal tail is a number).
 _HEX = r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{40,64}\b"
@@ -105,7 +112,7 @@ _SPACED = any_of(("  ", "\t"))  # white space a template folds
 # not the layout, so the bracket and the slot close up (close_padding, on the templates once a source is read).
 _PADDED = "([\\[(]) \x06"
 _RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d",
-                  r"\d[hms] \d"))
+                  r"\d[hms] \d", _SPELLED_HINT))
 
 
 def _rare_masks(body: pl.Series) -> pl.Series:
@@ -116,6 +123,8 @@ def _rare_masks(body: pl.Series) -> pl.Series:
     body = _only_where(body, "/", _PATH, "${1}\x04", literal_hint=True)
     body = _only_where(body, "%|", _TQDM_BAR, "%\x07", literal_hint=True)
     body = _only_where(body, r"[^\x00-\x7f]", _GLYPHS, " ")
+    for pattern, joined in _SPELLED:
+        body = _only_where(body, _SPELLED_HINT, pattern, joined)
     body = _only_where(body, r"\d[hms] \d", _SPACED_COMPOUND, _JOINED)
     # A letter after a digit is a unit, not a name (`1h2m3s`, `1e5`): the digits after it stay a number.
     body = _only_where(body, r"[A-Za-z_]\d", r"(^|[^0-9])([A-Za-z_])\d+", "${1}${2}\x02")

@@ -44,7 +44,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
                  "walltime", "wall", "wallclock", "runtime", "train_runtime", "time_since_start", "total_elapsed",
-                 "time_total", "time_total_s", "time_since_restore", "time_since_restore_s"),
+                 "time_total", "time_total_s", "time_since_restore", "time_since_restore_s",
+                 "running_time"),  # Ray Train's `Total running time: 1min 8s`
     # An epoch's time (MindSpore's TimeMonitor `epoch time: 8500.0 ms, per step time: 850.0 ms`, DGL's `Epoch
     # Time(s)`): many steps' worth, never a step's.
     "epoch_time": ("epoch_time", "time_per_epoch", "epoch_duration", "epoch_time_s", "time_epoch"),

@@ -799,3 +799,24 @@ def test_a_data_load_time_in_a_dict_of_quoted_numbers(tmp_path: Path) -> None:
     roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
     assert roles.get("data_load") == "data_time"
     assert m.frames["steps"]["data_time_s"].median() == pytest.approx(0.52)
+
+
+@pytest.mark.parametrize("spelled", ids=["ray", "words"], argvalues=[
+    # Ray Train's report line (from memory of its console output): `1min 40s`, then `1hr 0min 5s`
+    lambda s: (f"{s // 3600}hr {s % 3600 // 60}min {s % 60}s" if s >= 3600 else f"{s // 60}min {s % 60}s"),
+    lambda s: (f"{s // 3600} hours {s % 3600 // 60} minutes" if s >= 3600 else f"{s // 60} min {s % 60} sec"),
+])
+def test_a_running_total_with_its_units_spelled(tmp_path: Path, spelled) -> None:
+    # A total printed in spelled units stays one slot as it crosses a minute and an hour (the template would split
+    # at each), and `running time` names a total: ten steps of about 10 s between prints.
+    from diagnose.engine import diagnose
+    elapsed, lines = 0, []
+    for i in range(1, 41):
+        elapsed += 100 + 10 * (i % 3 - 1)
+        lines.append(f"Training finished iteration {10 * i}. Total running time: {spelled(elapsed)}")
+    m = _model(tmp_path, *lines)
+    clock = [s for s in m.streams if s.step_clock]
+    assert len(clock) == 1 and clock[0].lines >= 36
+    assert ("Total running time", "cum_time") in [(r.name, r.role) for r in clock[0].roles]
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(10.0, rel=0.1)
