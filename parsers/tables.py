@@ -27,7 +27,8 @@ _SEP = r"(?:[ \t]*,[ \t]*|\t+| {2,})"
 # (TensorBoard's export `Wall time,Step,Value`, spaCy's `LOSS TOK2VEC`); a CSV header's first name may be empty
 # (pandas' index column: `,_step,_runtime,_timestamp,train/loss`, W&B's `run.history().to_csv()`).
 _SPACED_NAME = rf"{_NAME}(?: [A-Za-z_(][\w./()%\-]*)*"  # a later word may be a unit: `step time (s)`
-HEADER = (rf"^[ \t]*{_SPACED_NAME}(?:(?:\t+| {{2,}}){_SPACED_NAME}){{2,}}[ \t]*$"
+# A header written as a comment (`# Epoch batch  loss  f_mae`: NequIP, gnuplot-style data) is a header all the same.
+HEADER = (rf"^[ \t]*(?:#[ \t]*)?{_SPACED_NAME}(?:(?:\t+| {{2,}}){_SPACED_NAME}){{2,}}[ \t]*$"
           rf"|^[ \t]*(?:{_SPACED_NAME})?(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[ \t]*$"
           # two tab-separated columns: a notebook's table copied as text (the HF Trainer's `Step  Training Loss`)
           rf"|^[ \t]*{_SPACED_NAME}\t+{_SPACED_NAME}[ \t]*$")
@@ -58,6 +59,8 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
         if bar in inner:
             return "|", [f.strip() for f in inner.split(bar)]
         return "| ", re.split(r" {2,}", inner.strip())
+    if header:
+        text = re.sub(r"^[ \t]*#[ \t]*", "", text)
     if "," in text:
         return ",", [f.strip() for f in text.strip().split(",")]
     if "\t" in text:
@@ -104,6 +107,9 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
             continue
         sep, fields = _split(line)
         names = header[1]
+        if sep == header[0] == " " and len(fields) > len(names):
+            # a header's names set one space apart where its numbers are not (NequIP's `# Epoch batch  loss`)
+            names = [w for n in names for w in n.split()]
         if sep != header[0] or len(fields) != len(names):
             continue
         if sep.startswith("|"):  # a bordered row: its numbers, the words beside them left out

@@ -820,3 +820,16 @@ def test_a_running_total_with_its_units_spelled(tmp_path: Path, spelled) -> None
     assert ("Total running time", "cum_time") in [(r.name, r.role) for r in clock[0].roles]
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(10.0, rel=0.1)
+
+
+def test_a_table_header_written_as_a_comment(tmp_path: Path) -> None:
+    # NequIP's trainer (from memory): `# Epoch batch  loss  loss_f ...` once, then one row of numbers per logged batch;
+    # the header is a comment and its first two names are one space apart where the rows' numbers are not.
+    header = "# Epoch batch         loss       loss_f       loss_e        f_mae"
+    rows = [f"{e:7d} {b:5d} {2.5 - (e * 30 + b) / 1000:12.3g} {0.123:12.3g} {0.456:12.3g} {0.0123:12.3g}"
+            for e in range(2) for b in range(10, 310, 10)]
+    m = _model(tmp_path, header, *rows)
+    clock = next(s for s in m.streams if s.step_clock)
+    roles = dict((r.name, r.role) for r in clock.roles)
+    assert roles.get("batch") == "counter" and roles.get("loss") == "loss" and clock.lines == 60
+    assert m.frames["steps"]["global_step"].to_list()[29:32] == [300, 310, 320]
