@@ -586,7 +586,8 @@ def _count(run: dict[str, Any]) -> str:
 def run_rows(run: dict[str, Any], *, cpu: bool) -> list[tuple[str, str]]:
     """The run table's rows in words: an unknown is said as such, never `?`. `cpu`: the run's RunFacts.cpu_run."""
     if run["world_size"] is None:
-        workers = UNKNOWN
+        # the device may be known where the count is not (a pasted nvidia-smi table, `GPU 0: NVIDIA ...`)
+        workers = f"{run['gpu_name']}: count {UNKNOWN}" if run["gpu_name"] and not cpu else UNKNOWN
     elif cpu:
         workers = f"{run['world_size']} processes on the CPU ({run['backend']})"
     else:

@@ -230,6 +230,11 @@ def test_gpu_from_nvidia_smi_table(tmp_path: Path) -> None:
     f = m.facts
     assert f.gpu_name == "NVIDIA A100-SXM4-80GB"  # the full name beats the table's cut one (hardware tier)
     assert f.gpu_memory_gb == pytest.approx(31.7)
+    # the report says the device it read, and that the count is not known (one host's table is not the job's count)
+    from diagnose.engine import diagnose
+    from diagnose.reports import document, markdown
+    text = markdown.render(document.build(m, diagnose(m)))
+    assert "| GPUs | NVIDIA A100-SXM4-80GB: count not in the logs |" in text
 
 
 def test_zero_stage_and_offload_from_banners_and_command_lines(tmp_path: Path) -> None:
