@@ -594,9 +594,10 @@ def _stats(frame: pl.DataFrame, col: str) -> dict[str, float]:
 
 
 _TIMING_ROLES = {"step_time", "avg_step_time", "cum_time", "iter_rate", "sec_per_iter", "samples_per_sec",
-                 "tokens_per_sec", "data_time", "generate_time", "train_phase_time"}
+                 "tokens_per_sec", "data_time", "generate_time", "train_phase_time", "interval_time"}
 _TRAINING_ROLES = _TIMING_ROLES | {"loss", "lr", "grad_norm", "tflops", "mfu"}
-_CLOCK_ROLES = frozenset({"step_time", "avg_step_time", "sec_per_iter", "iter_rate", "cum_time"})  # they time a step
+_CLOCK_ROLES = frozenset({"step_time", "avg_step_time", "sec_per_iter", "iter_rate", "cum_time",  # they time a step
+                          "interval_time"})
 
 
 def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
@@ -966,6 +967,10 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
     if "iter_rate" in by_role:
         i = by_role["iter_rate"]
         return 1.0 / pl.col(f"s{i}"), roles[i][1]
+    if "interval_time" in by_role:  # a print interval's time over the steps it holds
+        i = by_role["interval_time"]
+        steps = pl.col("global_step").diff().over("rank")
+        return pl.when(steps > 0).then(pl.col(f"s{i}") * (slots[i].scale or 1.0) / steps), roles[i][1]
     if "cum_time" in by_role:
         # the first total that grows (fairseq's `train_wall` is the interval's, reset at each print; its `wall` grows)
         # and runs through the origin with the steps, where one does (a per-print time grows too in a slowdown)

@@ -49,6 +49,9 @@ NAMES: dict[Role, tuple[str, ...]] = {
     # An epoch's time (MindSpore's TimeMonitor `epoch time: 8500.0 ms, per step time: 850.0 ms`, DGL's `Epoch
     # Time(s)`): many steps' worth, never a step's.
     "epoch_time": ("epoch_time", "time_per_epoch", "epoch_duration", "epoch_time_s", "time_epoch"),
+    # A time over the steps between two prints, so named (GluonCV's estimator `time/interval: 8.500s` every 50
+    # batches): divided by the counter's step between prints (parsers/templates._step_time).
+    "interval_time": ("time_interval", "interval_time", "time_per_interval", "interval_duration"),
     "eta": ("eta", "remaining", "remaining_time", "time_left", "time_remaining", "eta_s", "left"),
     "data_time": ("data", "data_time", "data_wait", "dataloader_time", "data_loader_time", "load_time",
                   "load_data_time", "data_load_time", "dt_data", "data_loading", "data_loading_time", "batch_load_time",

@@ -334,7 +334,7 @@ ROLE_LABELS = {"counter": "step counter", "total": "total steps", "epoch": "epoc
                "grad_norm": "gradient norm", "mem": "memory", "mfu": "MFU", "tflops": "TFLOPs",
                "generate_time": "generation time", "train_phase_time": "training phase time",
                "phase_time": "a part of the step", "epoch_time": "an epoch's time (not a step's)",
-               "interval_time": "a print interval's time (the rate beside it times the step)",
+               "interval_time": "a print interval's time (shared by the steps between prints)",
                "stamp": "a wall-clock instant (it stamps the line)",
                "count": "a count (not a time)",
                "running_average": "running average of the one before"}

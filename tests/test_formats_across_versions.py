@@ -833,3 +833,16 @@ def test_a_table_header_written_as_a_comment(tmp_path: Path) -> None:
     roles = dict((r.name, r.role) for r in clock.roles)
     assert roles.get("batch") == "counter" and roles.get("loss") == "loss" and clock.lines == 60
     assert m.frames["steps"]["global_step"].to_list()[29:32] == [300, 310, 320]
+
+
+def test_a_time_named_for_the_print_interval_is_divided_by_its_steps(tmp_path: Path) -> None:
+    # GluonCV's estimator LoggingHandler (from memory): `[Epoch 0][Batch 49][Samples 3200] time/interval: 4.162s
+    # training accuracy: ...` every log_interval batches; the time is the interval's, not a batch's.
+    from diagnose.engine import diagnose
+    lines = [f"[Epoch 0][Batch {50 * i - 1}][Samples {3200 * i}] time/interval: {50 * (0.85 + 0.01 * (i % 3)):.3f}s "
+             f"training accuracy: 0.8906, softmaxcrossentropyloss: {2.5 - i / 100:.4f}" for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
+    assert roles.get("time/interval") == "interval_time" and roles.get("Batch") == "counter"
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
