@@ -136,6 +136,7 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     for name in THINNED_FRAMES:
         acc.parts[name] = acc.thinner.take(name) + acc.parts.get(name, [])
     frames = lend_years({name: _finite(settle(conform(name, acc.parts.get(name, [])))) for name in FRAME_NAMES})
+    frames["steps"] = _other_loops_bars(frames["steps"], acc)
     frames["steps"], summaries = _learned_precedence(frames["steps"], acc)
     if summaries.height:
         frames["events"] = conform("events", [frames["events"], summaries])
@@ -190,6 +191,24 @@ def _learned_precedence(steps: pl.DataFrame, acc: _Acc) -> tuple[pl.DataFrame, p
     events = summaries.select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
                               pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
     return kept, events
+
+
+def _other_loops_bars(steps: pl.DataFrame, acc: _Acc) -> pl.DataFrame:
+    """A learned step clock that draws a progress bar, in a source where the tqdm kind read more bar lines: the
+    trainer's `it/s` bar is the training's, and the learned one another loop's (the datasets library's `Map: ...
+    examples/s` bars before and between epochs). Its rows go and it is no step clock."""
+    learned = [s for s in acc.streams if s.step_clock and s.bar]
+    if not learned:
+        return steps
+    bars = steps.filter(pl.col("origin") == "tqdm").group_by("source").agg(pl.col("line").n_unique().alias("n"))
+    counts = {int(src): int(n) for src, n in bars.iter_rows()}
+    other = {s.source for s in learned if counts.get(s.source, 0) > s.lines}
+    if not other:
+        return steps
+    acc.streams[:] = [dataclasses.replace(s, step_clock=False, note="a progress bar of another loop: the trainer's "
+                                          "bar is this source's step clock")
+                      if s.step_clock and s.bar and s.source in other else s for s in acc.streams]
+    return steps.filter(~((pl.col("origin") == "learned") & pl.col("source").is_in(sorted(other))))
 
 
 _GIVES_WAY = [k.name for k in KINDS if k.gives_way]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import polars as pl
 
@@ -336,6 +336,7 @@ class Stream:
     step_clock: bool  # its lines are the source's steps
     roles: tuple[SlotRole, ...]
     note: str = ""  # why it is not the step clock, or what its clock is
+    bar: bool = False  # its lines draw a progress bar (`NN%|...|`): a bar the tqdm kind did not read
 
 
 @dataclass(frozen=True)
@@ -567,8 +568,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
                 if side is not None and side.height:
                     out.side.append(side)
             else:
-                stream = Stream(stream.source, stream.template, stream.lines, False, stream.roles,
-                                "another stream of this source is its step clock")
+                stream = replace(stream, step_clock=False, note="another stream of this source is its step clock")
             out.streams.append(stream)
             out.lines.append(steps.select("source", "line"))
         for stream, steps, _ in found:
@@ -742,7 +742,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
                             pl.when(m > 1).then(m / 100.0).otherwise(m).alias("mfu"),
                             pl.lit("learned").alias("origin"))
     stream = Stream(source, display(template), n, not is_eval, shown,
-                    "an evaluation or test pass, not training steps" if is_eval else note)
+                    "an evaluation or test pass, not training steps" if is_eval else note, bar="\x07" in template)
     return stream, steps, side
 
 
@@ -828,7 +828,7 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
         return stream, steps, attached
     # the clock line printed no step time (its note said so, or that the stamps time it): the record's does now
     note = "" if not timed_before and steps["step_time_s"].is_not_null().any() else stream.note
-    return Stream(stream.source, stream.template, stream.lines, stream.step_clock, tuple(roles), note), steps, attached
+    return replace(stream, roles=tuple(roles), note=note), steps, attached
 
 
 def _per_print(steps: pl.DataFrame) -> bool:

@@ -846,3 +846,22 @@ def test_a_time_named_for_the_print_interval_is_divided_by_its_steps(tmp_path: P
     assert roles.get("time/interval") == "interval_time" and roles.get("Batch") == "counter"
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
+
+
+def test_a_datasets_map_bar_is_not_the_training_clock(tmp_path: Path) -> None:
+    # The datasets library's `Map:` bars (from memory of its tqdm: `examples/s`) before the HF Trainer's own bar: a
+    # learned stream read them as the step clock (6 lines, ten thousand "steps" at 0.5 ms) over the trainer's
+    # `it/s` bar of 60 lines.
+    from diagnose.engine import diagnose
+    maps = [f"Map: {p:3d}%|{'#' * (p // 10):<10}| {p * 100}/10000 [00:0{p // 20}<00:0{(100 - p) // 20}, "
+            f"{1900 + p:.2f} examples/s]" for p in (10, 30, 50, 70, 90, 100)]
+    elapsed, bars = 0.0, []
+    for i in range(1, 61):
+        t = 0.85 + 0.01 * (i % 3)
+        elapsed += 10 * t
+        bars.append(f" {i * 10 // 6:3d}%|{'#' * (i // 6):<10}| {10 * i}/600 [{int(elapsed) // 60:02d}:"
+                    f"{int(elapsed) % 60:02d}<00:00, {1 / t:.2f}it/s]")
+    m = _model(tmp_path, *maps, *bars)
+    assert not [s for s in m.streams if s.step_clock]
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.05)
