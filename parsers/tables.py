@@ -6,8 +6,10 @@ mined from it (parsers/templates.py): the template reader then names and times i
 
 A header is a line of at least three names (letters first; `/`, `.`, `(`, `)`, `-` and digits inside; single spaces
 too, where commas, tabs or runs of spaces set the columns apart; a CSV's first name may be empty: an index column), or
-of two names set apart by a tab; a row, a line of as many numbers or clock durations (`01:25`) separated the same way,
-a CSV row's empty fields left out. A row takes the nearest header above it in its source whose separator and width
+of two names set apart by a tab, behind a `#` where it is written as a comment (NequIP's `# Epoch batch  loss`, whose
+first names are one space apart where its rows' numbers are not: a row with more numbers takes them word by word);
+a row, a line of as many numbers or clock durations (`01:25`) separated the same way, a CSV row's empty fields left
+out. A row takes the nearest header above it in its source whose separator and width
 it shares. Most lines start with neither, and a literal-free anchored test turns them away at their first letter.
 
 A bordered table (`| iter | total time (s) | loss |`, tabulate's and Ray Tune's status tables, the same drawn with
