@@ -18,7 +18,7 @@ from functools import partial
 from typing import BinaryIO
 
 import polars as pl
-from diagnose.parsers.scalars import whole
+from diagnose.parsers.scalars import number, whole
 
 
 CHUNK_BYTES = 32 * 1024 * 1024  # bounds peak memory: a chunk lives as bytes, str and one polars frame at once
@@ -46,7 +46,8 @@ _MESSY_RE = re.compile(_MESSY)
 # Marks a person adds when quoting an excerpt of a log, taken off before anything reads the line: a Markdown
 # blockquote (`> `, nested `> > `), `cat -n`'s line number (right-aligned in six columns, then a tab), and the file
 # name that `grep -H` puts first (`logs/train.log:`). A line number after it, or `grep -n`'s alone (`123:step 10`), is
-# left as printed: a loop's own `{step}:` looks the same.
+# left as printed line by line, since a loop's own `{step}:` looks the same; _line_numbered takes it off where the whole
+# excerpt carries one.
 _EXCERPT = r"^(?:(?:[ ]{0,3}>[ \t]?)+| {1,5}\d{1,5}\t|[\w./-]+\.(?:log|txt|out|err|o\d+|e\d+):)"
 _EXCERPT_RE = re.compile(_EXCERPT)
 # A trainer's log has none of them: a long chunk is looked at only where its first lines have them.
@@ -257,7 +258,7 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
                 .filter(pl.col("text").str.strip_chars() != "")
             )
             frame = pl.concat([frame.filter(~messy_mask), messy]).sort("line", maintain_order=True)
-    frame = _unquoted(frame)
+    frame = _line_numbered(_unquoted(frame))
     long = frame.select(pl.col("text").str.len_bytes() > MAX_LINE_BYTES).to_series()
     if cut or long.any():
         last_long = bool(long[-1]) if frame.height else False
@@ -265,6 +266,31 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
         frame = frame.with_columns(pl.when(long).then(pl.col("text").str.slice(0, MAX_LINE_BYTES))
                                    .otherwise(pl.col("text")).alias("text"))
     return frame.select("line", "text")
+
+
+# A line number on every line of an excerpt (`grep -n '' train.log`, `grep -n -C 20`, an editor's numbered copy: `123:`
+# on a matching line, `124-` on a context line): at least this share of its lines open with one, the numbers rise by
+# one from line to line (but at a few gaps), and some line has no space after the mark. A loop's own counter glued to
+# its text (`10:loss 2.48`) rises by its print interval, and darknet's `1: 1234.5, ...` has the space; a `grep -n
+# pattern` of a few lines among many rises as a counter does and stays as printed.
+_GREP_N = r"^\d{1,9}[:-]"
+GREP_N_SHARE = 0.9
+
+
+def _line_numbered(frame: pl.DataFrame) -> pl.DataFrame:
+    """The lines without `grep -n`'s line numbers, where the chunk carries them (see _GREP_N)."""
+    text = frame["text"]
+    probe = text.head(EXCERPT_PROBE_ROWS)
+    if probe.len() < 2 or number(probe.str.contains(_GREP_N).mean()) < GREP_N_SHARE:
+        return frame
+    numbers = text.str.extract(r"^(\d{1,9})[:-]", 1).cast(pl.Int64)
+    marked = numbers.is_not_null()
+    rising = numbers.drop_nulls().diff().drop_nulls()
+    spaced = not text.filter(marked).str.contains(r"^\d{1,9}[:-]\S").any()
+    if number(marked.mean()) < GREP_N_SHARE or (rising <= 0).any() or number((rising == 1).mean()) < GREP_N_SHARE \
+            or spaced:
+        return frame
+    return frame.with_columns(text.str.replace(_GREP_N, ""))
 
 
 def _unquoted(frame: pl.DataFrame) -> pl.DataFrame:

@@ -104,10 +104,33 @@ def test_an_excerpt_quoted_by_hand_reads_as_the_log(tmp_path: Path, quote) -> No
 
 
 def test_a_loops_own_line_opening_counter_is_no_excerpt_mark(tmp_path: Path) -> None:
-    # `grep -n`'s `123:` is not taken off: a loop that prints `{step}:` glued to its text looks the same.
+    # A line that opens with a number and `:` keeps it where the numbers rise as a counter does (a loop that prints
+    # `{step}:` glued to its text, or a `grep -n` of some lines among many, which looks the same).
     lines = [f"{10 * i}:loss 2.48 time {0.85 + 0.01 * (i % 3):.3f}" for i in range(1, 31)]
     m = _parse_text(tmp_path, "\n".join(lines) + "\n")
     assert m.frames["steps"].sort("line")["global_step"].to_list()[:3] == [10, 20, 30]
+
+
+def test_a_numbered_listing_reads_as_the_log(tmp_path: Path) -> None:
+    # `grep -n '' train.log` (every line numbered, one more on each): the numbers come off. Here the TF Model
+    # Garden's `TimeHistory: 8.50 seconds, ... between steps 10 and 20` (from memory), timed by its absl stamps only
+    # once they open the line again: read with the numbers, the 8.5 s of ten steps were taken as one step's.
+    from diagnose.engine import diagnose
+    lines = []
+    for i in range(1, 31):
+        s = int(8.5 * i)
+        lines.append(f"I0105 10:{s // 60:02d}:{s % 60:02d}.123456 140234 keras_utils.py:145] TimeHistory: "
+                     f"{8.5 + 0.1 * (i % 3):.2f} seconds, 301.18 examples/second between steps {10 * i - 10} and "
+                     f"{10 * i}")
+        lines.append("I0105 10:00:00.000000 140234 controller.py:440] train | step: 0 | running 10 steps")
+    listing = [f"{n + 1}:{line}" for n, line in enumerate(lines)]
+    steps = diagnose(_parse_text(tmp_path, "\n".join(listing) + "\n")).metrics.steps
+    assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=0.05)
+    # darknet's own `1: 1234.5, 1234.5 avg, ...` (a space after the mark) keeps its counter
+    dark = [f"{i}: {2.5 - i / 100:.6f}, {2.6 - i / 100:.6f} avg, 0.001000 rate, {0.85 + 0.01 * (i % 3):.6f} seconds, "
+            f"{64 * i} images" for i in range(1, 31)]
+    m = _parse_text(tmp_path, "\n".join(dark) + "\n")
+    assert m.frames["steps"].sort("line")["global_step"].to_list()[:3] == [1, 2, 3]
 
 
 def test_invalid_utf8_is_counted_and_the_rest_read(tmp_path: Path) -> None:
