@@ -772,7 +772,6 @@ def test_a_baselines_table_counts_its_updates(tmp_path: Path) -> None:
     # OpenAI Baselines' HumanOutputFormat (from memory of logger.py): a bordered key/value table per update, keys
     # sorted, floats as `%-8.3g`. `misc/nupdates` counts the updates and `misc/time_elapsed` is the run's elapsed
     # time; `total_timesteps` counts environment steps, not updates.
-    from diagnose.engine import diagnose
     lines, elapsed = [], 0.0
     for i in range(1, 41):
         elapsed += 10 * (0.85 + 0.01 * (i % 3))
@@ -781,11 +780,7 @@ def test_a_baselines_table_counts_its_updates(tmp_path: Path) -> None:
         width = max(map(len, rows))
         rule = "-" * (width + 15)
         lines += [rule, *(f"| {k:<{width}} | {v:<8.3g} |" for k, v in rows.items()), rule]
-    m = _model(tmp_path, *lines)
-    roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
-    assert roles.get("misc/nupdates") == "counter" and roles.get("misc/time_elapsed") == "cum_time"
-    d = diagnose(m)
-    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.1)
+    _reads_as(tmp_path, lines, 0.86, ("misc/nupdates", "counter"), ("misc/time_elapsed", "cum_time"), rel=0.1)
 
 
 def test_a_data_load_time_in_a_dict_of_quoted_numbers(tmp_path: Path) -> None:
@@ -838,14 +833,9 @@ def test_a_table_header_written_as_a_comment(tmp_path: Path) -> None:
 def test_a_time_named_for_the_print_interval_is_divided_by_its_steps(tmp_path: Path) -> None:
     # GluonCV's estimator LoggingHandler (from memory): `[Epoch 0][Batch 49][Samples 3200] time/interval: 4.162s
     # training accuracy: ...` every log_interval batches; the time is the interval's, not a batch's.
-    from diagnose.engine import diagnose
     lines = [f"[Epoch 0][Batch {50 * i - 1}][Samples {3200 * i}] time/interval: {50 * (0.85 + 0.01 * (i % 3)):.3f}s "
              f"training accuracy: 0.8906, softmaxcrossentropyloss: {2.5 - i / 100:.4f}" for i in range(1, 41)]
-    m = _model(tmp_path, *lines)
-    roles = dict((r.name, r.role) for s in m.streams if s.step_clock for r in s.roles)
-    assert roles.get("time/interval") == "interval_time" and roles.get("Batch") == "counter"
-    d = diagnose(m)
-    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
+    _reads_as(tmp_path, lines, 0.86, ("time/interval", "interval_time"), ("Batch", "counter"), rel=0.01)
 
 
 def test_a_datasets_map_bar_is_not_the_training_clock(tmp_path: Path) -> None:
