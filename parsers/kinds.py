@@ -73,7 +73,7 @@ class LineKind:
     samples: tuple[tuple[str, dict[str, object]], ...] = ()
     # A line this kind reads that also matches this pattern holds more than the kind reads (a step counter printed
     # before a log dict that numbers no step): it is mined too (parsers/templates.py), and where the learned step
-    # clock reads it, that row stands instead of this kind's (run_model._learned_precedence).
+    # clock reads it, that row stands instead of this kind's (run_model._given_way).
     gives_way: str = ""
 
 
