@@ -18,8 +18,8 @@ from diagnose.parsers.blocks import Blocks
 from diagnose.parsers.errors import InputError, Refused, fault
 from diagnose.parsers.extract import max_ranks, ranks_fact_rows
 from diagnose.parsers.facts import FactInputs, RunFacts, assemble
-from diagnose.parsers.kinds import KINDS
 from diagnose.parsers.ingest import ingest_batch, ingest_log
+from diagnose.parsers.kinds import KINDS
 from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.names import FrameName
 from diagnose.parsers.schema import FRAMES, conform
