@@ -61,7 +61,7 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture()
 def http_root(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(tmp_path)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", tmp_path
