@@ -53,6 +53,7 @@ TREND_POINTS = 256  # a longer series is tested as the medians of this many equa
 # sources). Totals and averages in its tables are overstated about (calls + 1) / 2-fold, bus bandwidth understated.
 COMMS_RUNNING_TOTALS_SINCE = (0, 18, 3)
 IMBALANCE_FACTOR = 1.2  # a rank/GPU 20% slower than the median (nvidia-resiliency-ext straggler default)
+WALL_WAIT_MAX = 1.05  # a data wait past a whole step's wall time (5% for printing's rounding) is not that step's wait
 IDLE_UTIL = 10.0  # % NVML utilization below which a GPU sample counts as idle (causes.md §0.3 P-gaps: "runs of 0%")
 IDLE_MIN_SAMPLES = 2  # W&B samples every 15 s by default: two idle samples = at least ~15 s idle
 SAWTOOTH_SHARE = 0.2  # >= 20% of samples below 20% AND >= 20% above 80%: alternating idle/busy (P-sawtooth)
@@ -202,7 +203,7 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
                    utilization=util, util_per_gpu=per_gpu,
                    util_pattern=pattern, idle_windows=windows, stalls_in_idle=_coincide(model, windows),
                    wall_s=_wall(steps), printed_vs_wall=_printed_vs_wall(steps),
-                   data_wait_share=_data_wait_share(steps), data_stalls=_data_stalls(steps),
+                   data_wait_share=_data_wait_share(steps, series), data_stalls=_data_stalls(steps),
                    timed_totals=_timed_totals(model.frames["timers"]),
                    generation_share=_phase_share(steps, "generate_time_s"),
                    training_share=_phase_share(steps, "train_time_s"),
@@ -458,11 +459,22 @@ def _data_stalls(steps: pl.DataFrame) -> tuple[float, int, float] | None:
     return float(data.sum()) / total, int(worst["global_step"] or 0), float(worst["data_time_s"])
 
 
-def _data_wait_share(steps: pl.DataFrame) -> float | None:
+def _data_wait_share(steps: pl.DataFrame, series: pl.DataFrame | None) -> float | None:
     rows = steps.filter(pl.col("data_time_s").is_not_null() & (pl.col("step_time_s") > 0))
-    if rows.height == 0:
+    if rows.height:
+        return number((rows["data_time_s"] / rows["step_time_s"]).median())
+    if series is None:
         return None
-    return number((rows["data_time_s"] / rows["step_time_s"]).median())
+    # A trainer that prints its data wait but not its step time (`data 0.490s, speed 301.2 ex/s`): the wait against
+    # the step clock's time at the same step (the lines' timestamps, a cumulative time, a rate), which is a whole
+    # step's wall time, so a wait longer than it is not one step's (a sum over the print interval): no share.
+    waits = steps.filter(pl.col("data_time_s").is_not_null() & pl.col("global_step").is_not_null()) \
+        .select(pl.col("global_step").alias("step"), "data_time_s").unique("step", keep="first")
+    both = waits.join(series.select("step", "step_time_s"), on="step").filter(pl.col("step_time_s") > 0)
+    if both.height < 3:
+        return None
+    share = number((both["data_time_s"] / both["step_time_s"]).median())
+    return share if share <= WALL_WAIT_MAX else None
 
 
 def steady_level(times: pl.Series) -> float:
