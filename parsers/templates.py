@@ -467,7 +467,8 @@ def _slot(i: int, name: str, clock: bool, unit: str, unit_role: str | None, unit
     """A slot with the role its name says (the vocabulary), its unit's scale or the name's, its memory scale."""
     norm, name_scale = vocab.normalise(name.replace("\x02", "")) if name else ("", None)
     mem = vocab.MEM_UNITS.get(unit.lower()) if unit else None
-    name_role = vocab.role_of(norm, timed=unit_scale is not None or name_scale is not None) if norm else None
+    timed = unit_scale is not None or name_scale is not None
+    name_role = (vocab.role_of(norm, timed=timed) or (vocab.phase_of(norm) if timed else None)) if norm else None
     if name and (named_unit := vocab.unit_name(name)) is not None:
         name_role, name_scale = named_unit  # `ms/batch 850.0`: the name is a unit, not `batch`
     if name_role is None and norm and (named_mem := vocab.memory_name(norm)) is not None:

@@ -39,7 +39,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时",
                   "time_this_iter", "time_this_iter_s",  # Ray Train / Tune results
                   "t_iter", "t_step", "t_batch", "iter_t", "step_t",
-                  "updt"),  # LeRobot's `updt_s:0.816 data_s:0.016`: the update, its data wait apart
+                  "updt",  # LeRobot's `updt_s:0.816 data_s:0.016`: the update, its data wait apart
+                  "bch"),  # flashlight's `bch(ms): 850.00 | smp(ms): 16.32`: the batch, its sample loading apart
     "avg_step_time": ("step_avg", "avg_step_time", "step_time_avg", "avg_iter_time", "iter_time_avg", "time_avg",
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
@@ -60,7 +61,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   # waits named for what they wait on: I/O, a fetch, the loader
                   "io", "io_time", "io_wait", "fetch", "fetch_time", "data_fetch", "data_fetch_time", "dataloader",
                   "dataloader_wait", "loader", "loader_time", "loader_wait", "input_wait", "batch_wait", "wait_data",
-                  "load", "input", "data_load"),  # FunASR's speed stats `'data_load': '0.016'`
+                  "load", "input", "data_load",  # FunASR's speed stats `'data_load': '0.016'`
+                  "smp"),  # flashlight's sample timer: the dataset's `get` of the batch
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -215,7 +217,8 @@ PHASE_WORDS = frozenset({"fwd", "bwd", "forward", "backward", "optim", "optimize
 # Words that name a wait or a phase only beside a unit of time (`io 0.12s`, `load_ms 510`, `input 490 µs`,
 # `generation: 0.51s`): printed bare they are as often a count or a level (`input 512` tokens, a CPU's `load 3.2`, a
 # search's `generation 12`).
-TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "load", "input", "generation"})
+TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "load", "input", "generation",
+                                        "bch", "smp"})
 
 
 def role_of(norm: str, timed: bool = True) -> Role | None:
@@ -235,6 +238,12 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
                 return "phase_time"
             return role
     return None
+
+
+def phase_of(norm: str) -> Role | None:
+    """A time named by a part of the step alone (flashlight's `fwd(ms)`, `crit-fwd(ms)`, `bwd(ms)`, `optim(ms)`),
+    asked only of a name printed with a unit of time: that part's time."""
+    return "phase_time" if norm.split("_")[-1] in PHASE_WORDS else None
 
 
 _EPOCH_WORDS = frozenset({"epoch", "epochs", "ep"})
