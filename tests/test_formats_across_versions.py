@@ -855,3 +855,48 @@ def test_a_datasets_map_bar_is_not_the_training_clock(tmp_path: Path) -> None:
     assert not [s for s in m.streams if s.step_clock]
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.05)
+
+
+@pytest.mark.parametrize(("wait", "cause"), [(0.6, True), (0.02, False), (6.0, False)])
+def test_a_data_wait_beside_a_rate_is_weighed_against_the_stamps(tmp_path: Path, wait: float, cause: bool) -> None:
+    # A loop that prints its data wait and a throughput but no step time (basecls, from memory: `data 0.490s, speed
+    # 301.2 ex/s`): the step's time is the stamps', and the wait is weighed against it. A "wait" ten times the
+    # step's wall time is not one step's (a sum over the interval), and says nothing.
+    from datetime import datetime, timedelta
+
+    from diagnose.engine import diagnose
+    start, elapsed, lines = datetime(2026, 1, 5, 10), 0.0, []
+    for i in range(1, 41):
+        t = 0.85 + 0.01 * (i % 3)
+        elapsed += 10 * t
+        lines.append(f"[{start + timedelta(seconds=elapsed):%m/%d %H:%M:%S} INFO] Epoch 1 Step {10 * i}/400: lr 0.1, "
+                     f"loss {2.5 - i / 100:.3f}, top1 0.10, data {wait * t:.3f}s, speed {256 / t:.1f} ex/s")
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.05)
+    assert ("input-bound" in [f.id for f in d.findings[:3]]) is cause
+    if wait < 1:
+        assert d.metrics.data_wait_share == pytest.approx(wait, rel=0.1)
+    else:
+        assert d.metrics.data_wait_share is None
+
+
+@pytest.mark.parametrize("wait", [0.02, 0.6])
+def test_abbreviated_phase_timers_and_a_per_print_runtime(tmp_path: Path, wait: float) -> None:
+    # flashlight's Train.cpp meters (from memory): `bch(ms)` the batch, `smp(ms)` its sample loading, `fwd(ms)`,
+    # `crit-fwd(ms)`, `bwd(ms)`, `optim(ms)` its parts, and `runtime` the print interval's wall time (HH:MM:SS),
+    # which does not grow: no running total.
+    from diagnose.engine import diagnose
+    lines = []
+    for i in range(1, 41):
+        t = 0.85 + 0.01 * (i % 3)
+        lines.append(f"epoch:        1 | nupdates: {10 * i:12d} | lr: 0.000100 | lrcriterion: 0.000000 | runtime: "
+                     f"00:00:{round(10 * t):02d} | bch(ms): {1000 * t:.2f} | smp(ms): {1000 * wait * t:.2f} | fwd(ms): "
+                     f"{300 * t:.2f} | crit-fwd(ms): 10.00 | bwd(ms): {450 * t:.2f} | optim(ms): 50.00 | loss: "
+                     f"{2.5 - i / 100:10.5f} | train-TER: 50.00 | train-WER: 80.00 | avg-isz: 1200 | hrs: 10.00")
+    m = _model(tmp_path, *lines)
+    roles = {(r.name, r.role) for s in m.streams if s.step_clock for r in s.roles}
+    assert {("bch(ms)", "step_time"), ("smp(ms)", "data_time"), ("fwd(ms)", "phase_time"),
+            ("crit-fwd(ms)", "phase_time"), ("bwd(ms)", "phase_time")} <= roles, roles
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
+    assert ("input-bound" in [f.id for f in d.findings[:3]]) is (wait > 0.5)
