@@ -295,8 +295,11 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     stats = long.group_by("source", "tid", "slot").agg((v == v.round(0)).all().alias("integral"), v.n_unique().alias("k"),
                                              (d >= 0).mean().alias("hold"), (d > 0).mean().alias("up"))
     # A slot named for something else (`rank 3`, `tokens=...`) is no counter however it moves, as in _counter.
-    named = [(tid, s.index) for tid, template in dict(zip(big["tid"], big["template"])).items()
-             for s in _slots(template) if s.name_role not in (None, "counter", "epoch") or s.unit_role or s.unit]
+    named = []
+    for tid, template in dict(zip(big["tid"], big["template"])).items():
+        slots, pieces = _slots(template), _SLOTS.split(template)
+        named += [(tid, s.index) for s in slots if (s.name_role not in (None, "counter", "epoch") or s.unit_role
+                                                    or s.unit) and not _may_pass_name(slots, pieces, s.index)]
     if named:
         other = pl.DataFrame(named, schema={"tid": pl.UInt64, "slot": pl.Int64}, orient="row")
         stats = stats.join(other, on=["tid", "slot"], how="anti")
@@ -611,6 +614,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         return None
     wide = sub.with_columns(pl.col("vals").list.get(i, null_on_oob=True).alias(f"s{i}") for i in range(len(slots)))
     stats = [_stats(wide, f"s{i}") for i in range(len(slots))]
+    slots = _name_passed_on(slots, stats, _SLOTS.split(template))
     roles: dict[int, tuple[str, str]] = {}  # slot -> (role, how)
     # Totals of `i/n` (constant, at least the counter) and running averages of `v (w)`.
     totals = {s.total_of: s.index for s in slots if s.total_of is not None and stats[s.index]["constant"]
@@ -900,6 +904,31 @@ def _grows_with_stamps(frame: pl.DataFrame, value: str, scale: float) -> bool:
 # is read as one step per line without a counter (a benchmark's `duration: 1.4 sec` is not a training step).
 _PER_STEP = re.compile(r"step|iter|batch")
 _PER_STEP_TIME = r"(?i)(?:step|iter|batch)\w*[ _/]?time|time/(?:step|it)|timing"
+
+
+# Quantities that are never whole numbers stepping up with the steps: such a value under one of their names is a
+# counter the name stands before (below).
+_FRACTIONAL_ROLES = frozenset({"loss", "lr", "grad_norm"})
+
+
+def _name_passed_on(slots: list[_Slot], stats: list[dict[str, float]], pieces: list[str]) -> list[_Slot]:
+    """A name over two numbers with only a space between (Python's print of several values: NVIDIA's Tacotron 2
+    `Train loss {iteration} {loss:.6f}`): where the first is whole and steps up as a counter does and the second is
+    bare and fractional, the name is the second's and the first a bare counter."""
+    out = list(slots)
+    for a, b in zip(slots, slots[1:]):
+        first = stats[a.index]
+        if _may_pass_name(slots, pieces, a.index) and first["integral"] and not first["constant"] \
+                and first["up_or_hold"] >= MONOTONE_SHARE and first["up"] >= 0.5 and not stats[b.index]["integral"]:
+            out[a.index], out[b.index] = _renamed(a, ""), _renamed(b, a.name)
+    return out
+
+
+def _may_pass_name(slots: list[_Slot], pieces: list[str], i: int) -> bool:
+    """Whether slot i's name may be the next slot's (_name_passed_on), by the template alone."""
+    a, b = slots[i], slots[i + 1] if i + 1 < len(slots) else None
+    return b is not None and a.name_role in _FRACTIONAL_ROLES and not a.unit and not b.name and not b.unit \
+        and not pieces[b.index].strip()
 
 
 def _per_step(slot: _Slot) -> bool:

@@ -900,3 +900,17 @@ def test_abbreviated_phase_timers_and_a_per_print_runtime(tmp_path: Path, wait: 
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
     assert ("input-bound" in [f.id for f in d.findings[:3]]) is (wait > 0.5)
+
+
+@pytest.mark.parametrize("layout", [
+    "Train loss {i} {loss:.6f} Grad Norm 0.930000 {t:.2f}s/it",  # NVIDIA's Tacotron 2 train.py (from memory)
+    "loss {i} {loss:.4f} time {t:.3f}",  # `print("loss", it, loss.item(), "time", dt)`
+])
+def test_a_name_printed_before_the_counter_is_the_next_numbers(tmp_path: Path, layout: str) -> None:
+    # Python's print of several values puts the name before the iteration and its value after it: the whole,
+    # rising number is the counter, the fraction after it the loss.
+    lines = [layout.format(i=i, loss=2.5 - i / 1000, t=0.85 + 0.01 * (i % 3)) for i in range(1, 61)]
+    lines.insert(30, "Validation loss 30:  2.123456  ")
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.n >= 50 and steps.p50_s == pytest.approx(0.86, rel=0.01)
+    assert ("#1", "counter") in roles and [n for n, r in roles if r == "loss" and n.endswith("loss")], roles
