@@ -756,6 +756,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
 # role, printed once per line of the step clock and within RECORD_SPAN lines after one, belongs to that step.
 RECORD_SPAN = 40
 RECORD_ROLES = frozenset({"step_time", "sec_per_iter", "iter_rate", "samples_per_sec", "tokens_per_sec", "data_time",
+                          "avg_step_time",  # the interval's mean (OpenSeq2Seq's `*** Avg time per step: 0.850s`)
                           "cum_time", "epoch_time",  # an epoch's time: where the clock counts epochs
                           "generate_time", "train_phase_time"})  # an RL step's phases (NeMo-RL's `Timing:` record)
 RECORD_MATCHED = 0.8  # at least this share of a record template's lines must fall within a step's record
@@ -814,7 +815,8 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
         timing: dict[str, tuple[str | None, pl.Expr]] = {
             "cum_time": ("step_time_s", pl.when(grown > 0).then(grown)),
             "iter_rate": ("step_time_s", pl.when(pl.col("_v") > 0).then(1.0 / pl.col("_v"))),
-            "step_time": ("step_time_s", v), "sec_per_iter": ("step_time_s", v), "data_time": ("data_time_s", v)}
+            "step_time": ("step_time_s", v), "sec_per_iter": ("step_time_s", v), "avg_step_time": ("step_time_s", v),
+            "data_time": ("data_time_s", v)}
         other = vocab.ROLE_COLUMNS.get(role) if role in vocab.ROLE_COLUMNS else None
         column, value = timing.get(role or "", (other, pl.col("_v")))
         if column is None:

@@ -914,3 +914,14 @@ def test_a_name_printed_before_the_counter_is_the_next_numbers(tmp_path: Path, l
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.n >= 50 and steps.p50_s == pytest.approx(0.86, rel=0.01)
     assert ("#1", "counter") in roles and [n for n, r in roles if r == "loss" and n.endswith("loss")], roles
+
+
+def test_a_records_average_step_time_on_a_line_of_its_own(tmp_path: Path) -> None:
+    # OpenSeq2Seq's print hooks (from memory): the step and loss on one line, the interval's mean step time and
+    # throughput each on a line of its own after it.
+    lines = []
+    for i in range(1, 41):
+        t = 0.85 + 0.01 * (i % 3)
+        lines += [f"*** Global step {10 * i}:     ***     Train loss: {2.5 - i / 100:.4f}",
+                  f"*** Avg time per step: {t:.3f}s", f"*** Avg objects per second: {256 * 2048 / t:.3f}"]
+    _reads_as(tmp_path, lines, 0.86, ("Global step", "counter"), ("Avg time per step", "avg_step_time"), rel=0.01)
