@@ -671,6 +671,13 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
             if s.index not in roles and not s.clock and s.unit and s.scale is not None and s.name_role is None \
                     and s.unit_role is None:
                 roles[s.index] = ("step_time", "unit")
+    # Where only parts of a step are timed, and named by their part alone (`fwd+bwd 850000 µs | input 510000 µs`),
+    # the longest is the step's time: they are the step's work.
+    if not any(r in _CLOCK_ROLES for r, _ in roles.values()):
+        parts = [s for s in slots if roles.get(s.index, ("", ""))[0] == "phase_time" and vocab.role_of(s.norm) is None]
+        if parts:
+            longest = max(parts, key=lambda s: _nan_low(stats[s.index]["median"] * (s.scale or 1.0)))
+            roles[longest.index] = ("step_time", "unit")
     # A bare number beside the counter that grows as a running total of its steps, in fractions (GPT-2 fine-tuning
     # scripts' `[100 | 85.12] loss=2.34 avg=2.45`: seconds since the start), times the steps where nothing else
     # does, stamps included. A count is whole; a fraction of an epoch or a warm-up's learning rate grows far slower.
