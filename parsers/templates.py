@@ -57,6 +57,7 @@ TOTAL_GROWTH = 4.0
 BARE_TOTAL_MIN_STEP_S = 0.01
 # Seconds since 1970 that are a date between 2001 and 2036: a value named as a time in this range is an instant.
 EPOCH_SECONDS = (1.0e9, 2.1e9)
+STAMP_SCALES = (1.0, 1e-3, 1e-6, 1e-9)  # a stamp's field in seconds, ms, us or ns since the epoch
 # A step is its phases and a little more (data wait, the loss, logging): a total of a step up to twice the sum of
 # the phases printed beside it is that step's; one of ten steps is not (ESPnet2's trainer: forward + backward + optim
 # step are 80-95% of train_time).
@@ -689,12 +690,17 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
                 break
     # A "time" that is a wall-clock instant (MLPerf's `"time_ms": 1736071208123`): epoch seconds, not a duration. It
     # stamps the line where nothing else does, and the stamps then time the steps.
+    # A field named as a stamp (zap's and structlog's `"ts":1767607208.160`) is one in whatever unit puts it in the
+    # epoch range (seconds, ms, us, ns), and one in no such unit is no stamp.
     for i, (role, _) in list(roles.items()):
-        seconds = stats[i]["median"] * (slots[i].scale or 1.0)
-        if role in vocab.DURATION_ROLES and EPOCH_SECONDS[0] <= seconds <= EPOCH_SECONDS[1]:
-            roles[i] = ("stamp", "statistics")
+        scales = STAMP_SCALES if role == "stamp" and slots[i].scale is None else (slots[i].scale or 1.0,)
+        scale = next((k for k in scales if EPOCH_SECONDS[0] <= stats[i]["median"] * k <= EPOCH_SECONDS[1]), None)
+        if role == "stamp" and scale is None:
+            del roles[i]
+        elif (role in vocab.DURATION_ROLES or role == "stamp") and scale is not None:
+            roles[i] = ("stamp", "statistics" if role != "stamp" else "name")
             if wide["ts"].null_count() == wide.height:
-                ms = (pl.col(f"s{i}") * (slots[i].scale or 1.0) * 1000).cast(pl.Int64, strict=False)
+                ms = (pl.col(f"s{i}") * scale * 1000).cast(pl.Int64, strict=False)
                 wide = wide.with_columns(pl.from_epoch(ms, time_unit="ms").cast(pl.Datetime("ms")).alias("ts"))
     lead = _lead(template)
     is_eval = bool(vocab.EVAL_WORDS.search(display(lead)))

@@ -62,7 +62,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "io", "io_time", "io_wait", "fetch", "fetch_time", "data_fetch", "data_fetch_time", "dataloader",
                   "dataloader_wait", "loader", "loader_time", "loader_wait", "input_wait", "batch_wait", "wait_data",
                   "load", "input", "data_load",  # FunASR's speed stats `'data_load': '0.016'`
-                  "smp"),  # flashlight's sample timer: the dataset's `get` of the batch
+                  "smp",  # flashlight's sample timer: the dataset's `get` of the batch
+                  "etl", "etl_time"),  # DL4J's PerformanceListener `ETL: 17 ms; iteration 10; iteration time: 850 ms`
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -96,6 +97,10 @@ NAMES: dict[Role, tuple[str, ...]] = {
     "train_phase_time": ("timing_s_update_actor", "timing_update_actor", "update_actor", "timing_s_update_policy",
                          "timing_s_train", "timing_train", "actor_update_time", "policy_update_time",
                          "policy_training"),
+    # A wall-clock instant as a number (zap's and structlog's JSON `"ts":1767607208.160`, `timestamp`): epoch seconds
+    # or a finer unit of them (parsers/templates.STAMP_SCALES).
+    "stamp": ("ts", "timestamp", "time_stamp", "unix_time", "unixtime", "unix_timestamp", "created", "created_at",
+              "logged_at", "epoch_seconds"),
     # Counts that grow with the run but are not the step (a monotone integer a counter must not be taken from).
     "count": ("consumed_samples", "consumed_tokens", "samples_seen", "tokens_seen", "consumed", "global_batch_size",
               "batch_size", "frames", "num_tokens", "tokens", "samples", "seen", "total", "num_samples", "rank",

@@ -925,3 +925,41 @@ def test_a_records_average_step_time_on_a_line_of_its_own(tmp_path: Path) -> Non
         lines += [f"*** Global step {10 * i}:     ***     Train loss: {2.5 - i / 100:.4f}",
                   f"*** Avg time per step: {t:.3f}s", f"*** Avg objects per second: {256 * 2048 / t:.3f}"]
     _reads_as(tmp_path, lines, 0.86, ("Global step", "counter"), ("Avg time per step", "avg_step_time"), rel=0.01)
+
+
+@pytest.mark.parametrize(("scale", "spelled"), [(1.0, "{:.3f}"), (1000.0, "{:.0f}"), (1e9, "{:.0f}")])
+def test_a_json_field_named_as_a_stamp_stamps_its_line(tmp_path: Path, scale: float, spelled: str) -> None:
+    # zap's production encoder (Go; from memory) writes `"ts"` as epoch seconds, others in ms or ns: the field in
+    # whichever unit lands in the epoch range is the line's stamp, and the stamps time the steps.
+    start, lines = 1767607200.0, []
+    for i in range(1, 41):
+        start += 10 * (0.85 + 0.01 * (i % 3))
+        ts = spelled.format(start * scale)
+        lines.append(f'{{"level":"info","ts":{ts},"caller":"train/loop.go:88","msg":"train step","step":{10 * i},'
+                     f'"loss":{2.5 - i / 100:.4f}}}')
+    _reads_as(tmp_path, lines, 0.86, ("ts", "stamp"), ("step", "counter"), rel=0.02)
+
+
+def test_a_small_number_named_ts_is_no_stamp(tmp_path: Path) -> None:
+    lines = [f"step {10 * i} ts {i * 8.5:.1f} loss {2.5 - i / 100:.4f}" for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert "stamp" not in {r.role for r in stream.roles}
+    assert m.frames["steps"]["ts"].null_count() == m.frames["steps"].height
+
+
+def test_dl4j_performance_listener_names_its_data_wait_etl(tmp_path: Path) -> None:
+    # DL4J's PerformanceListener (from memory): `ETL: 17 ms; iteration 10; iteration time: 850 ms; samples/sec: ...`
+    from diagnose.engine import diagnose
+    from datetime import datetime, timedelta
+    at, lines = datetime(2026, 1, 5, 10), []
+    for i in range(1, 41):
+        t = 0.85 + 0.01 * (i % 3)
+        at += timedelta(seconds=10 * t)
+        lines.append(f"{at:%H:%M:%S}.{at.microsecond // 1000:03d} [main] INFO  o.d.o.l.PerformanceListener - ETL: "
+                     f"{600 * t:.0f} ms; "
+                     f"iteration {10 * i}; iteration time: {1000 * t:.0f} ms; samples/sec: {32 / t:.3f}; "
+                     f"batches/sec: {1 / t:.3f}; ")
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
+    assert "input-bound" in [f.id for f in d.findings[:3]]
