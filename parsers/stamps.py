@@ -20,11 +20,17 @@ import polars as pl
 
 YEARLESS_YEAR = "2000"
 _FRAC = r"(?:[.,]\d{1,9})?"
-_HMS = r"\d\d:\d\d:\d\d" + _FRAC
+# A 12-hour clock says so (`1:00:08 PM`, `%I:%M:%S %p`), and only then may its hour be one digit.
+_HMS = r"(?:\d\d?:\d\d:\d\d" + _FRAC + r" ?[AaPp][Mm]\b|\d\d:\d\d:\d\d" + _FRAC + ")"
 # Alternatives, most specific first; each is also its own normalisation below.
 _YMD = r"\d{4}-\d\d-\d\d[T ,]" + _HMS  # `,`: open_clip's datefmt '%Y-%m-%d,%H:%M:%S'
-_YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,]" + _HMS
+_YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,-]" + _HMS  # `-`: RocksDB's `2026/01/05-10:00:08.160123`
 _MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
+# Day first with dots (a German or Russian locale's `%d.%m.%Y`), the CJK `2026年01月05日`, the compact `%Y%m%d` of
+# C++ loggers (`20260105 10:00:08.160`).
+_DMY_DOT = r"\b\d\d\.\d\d\.\d{4},? " + _HMS
+_YMD_CJK = r"\d{4}年\d{1,2}月\d{1,2}日 ?" + _HMS
+_YMD_COMPACT = r"\b(?:19|20)\d\d[01]\d[0-3]\d[ T]" + _HMS
 # A two-digit year: `%m/%d/%y` (`01/05/26 10:00:08`) or log4j's `yy/MM/dd` (Spark's `26/01/05 10:00:08`). Read as the
 # month first where the first part can be a month, else as the year first. A day-first `%d/%m/%y` is not told apart
 # (no single line says which it is): its stamps are right within a day and jump a month at midnight.
@@ -35,20 +41,59 @@ _MD_DASH = r"\d\d-\d\d " + _HMS
 # in a job script, the year after the time), and `05 Jan 2026 10:04:15.600` (redis, RFC 2822 without the weekday).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MON = "(?:" + "|".join(MONTHS) + ")"
-_MON_D = rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} [ \d]\d {_HMS}(?: \d{{4}}\b)?"
-_D_MON_Y = rf"\b\d{{1,2}} {_MON} \d{{4}},? {_HMS}"
-STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MDY2, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y))
+# Java's default `Jan 5, 2026 1:00:08 PM` has the year after a comma; `05-Jan-2026 10:00:08` (log4j's and Tomcat's
+# `dd-MMM-yyyy`) and the common log format's `05/Jan/2026:10:00:08` join the parts otherwise.
+_MON_D = rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} {{1,2}}\d\d?(?:, \d{{4}})? {_HMS}(?: \d{{4}}\b)?"
+_D_MON_Y = rf"\b\d{{1,2}}[ /-]{_MON}[ /-]\d{{4}}(?:,? |:){_HMS}"
+STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MDY2, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y,
+                                      _DMY_DOT, _YMD_CJK, _YMD_COMPACT))
 # The cheap pre-filter: a clock time with seconds next to a date-like part (a month's name ends in a letter).
-STAMP_HINT = r"\d[-/]\d\d[ T,]+\d\d:\d\d:\d\d|\d{4}[ T]\d\d:\d\d:\d\d|[a-z] [ \d]\d \d\d:\d\d:\d\d"
+STAMP_HINT = (r"\d[-/]\d\d[ T,-]+\d\d?:\d\d:\d\d|\d{4},?[ T:]\d\d?:\d\d:\d\d|[a-z] [ \d]\d \d\d?:\d\d:\d\d"
+              r"|日 ?\d\d?:\d\d:\d\d")
 # Cheaper still, tried first: a pattern with no leading literal costs a regex step per byte of the line, and this
 # one (a third of the cost of STAMP_HINT on the benchmark's timer lines) turns most lines away.
-_CLOCK_HINT = r"\d\d:\d\d:\d\d"
+_CLOCK_HINT = r"\d:\d\d:\d\d"
 
 
-def _parse(stamp: pl.Expr) -> pl.Expr:
-    """A found stamp (any of the formats) -> Datetime(ms)."""
-    s = (stamp.str.replace(r"^(\d{4}[-/]\d\d[-/]\d\d),", "${1} ")  # `2024-01-05,10:00:08`
-         .str.replace(",", ".", literal=True).str.replace(r"\. ", " "))  # `12/09/2022, 12:13:25`; `,123` ms
+def _parse(stamps: pl.Series) -> pl.Series:
+    """Found stamps (any of the formats) -> Datetime(ms). The normalised text is made once: each format's test below
+    reads it, and an expression would be evaluated again for each (polars' eager select shares no subexpression)."""
+    rare = stamps.str.contains(_RARE_SHAPE).fill_null(False).arg_true()
+    # (scatter writes in place: onto a copy, as the 12-hour test below reads the stamps as found)
+    s = stamps.clone().scatter(rare, pl.select(_normalised(pl.lit(stamps.gather(rare)))).to_series()) \
+        if rare.len() else stamps
+    s = s.str.replace(",", ".", literal=True).str.replace(r"\. ", " ")  # `12/09/2022, 12:13:25`; `,123` ms
+    if not (twelve := stamps.str.contains(_TWELVE_HOUR).fill_null(False)).any():
+        return pl.select(_parse24(pl.lit(s))).to_series()
+    half = pl.when(twelve).then(stamps.str.extract(r"([AaPp])[Mm]$", 1).str.to_uppercase())  # AM or PM
+    return pl.select(_twelve_hour(_parse24(pl.lit(s)), half)).to_series()
+
+
+_TWELVE_HOUR = r"\d ?[AaPp][Mm]$"
+# Shapes the common ones need no work for: a 12-hour clock, a date ended by `,` or `-`, day first with dots, CJK,
+# %Y%m%d. Found by one test, and only those stamps normalised (each of _normalised's passes costs as much as the test).
+_RARE_SHAPE = _TWELVE_HOUR + r"|年|^\d\d\.\d\d\.|^(?:19|20)\d{6}[ T]|^\d{4}[-/]\d\d[-/]\d\d[,-]"
+
+
+def _normalised(stamp: pl.Expr) -> pl.Expr:
+    """A stamp in a shape _parse24 reads: its 12-hour mark dropped, the hour padded, the date's parts in order."""
+    return (stamp.str.replace(r" ?[AaPp][Mm]$", "")
+            .str.replace(r"(^|[^\d:.])(\d):(\d\d:\d\d)", "${1}0${2}:${3}")  # `1:00:08 PM`
+            .str.replace(r"^(\d{4}[-/]\d\d[-/]\d\d)[,-]", "${1} ")  # `2024-01-05,10:00:08`, `2026/01/05-10:00:08`
+            .str.replace(r"^(\d\d)\.(\d\d)\.(\d{4})", "${3}-${2}-${1}")  # day first with dots
+            .str.replace(r"^(\d{4})年(\d{1,2})月(\d{1,2})日 ?", "${1}-${2}-${3} ")
+            .str.replace(r"^(\d{4})-(\d)-", "${1}-0${2}-").str.replace(r"^(\d{4}-\d\d)-(\d) ", "${1}-0${2} ")
+            .str.replace(r"^((?:19|20)\d\d)([01]\d)([0-3]\d)[ T]", "${1}-${2}-${3} "))  # `%Y%m%d`
+
+
+def _twelve_hour(ts: pl.Expr, half: pl.Expr) -> pl.Expr:
+    """A 12-hour clock's stamp on the 24-hour day: 12 AM is midnight, 1 to 11 PM twelve hours on."""
+    hour = ts.dt.hour()
+    shift = pl.when((half == "P") & (hour < 12)).then(12).when((half == "A") & (hour == 12)).then(-12).otherwise(0)
+    return ts + pl.duration(hours=shift)
+
+
+def _parse24(s: pl.Expr) -> pl.Expr:
     iso = s.str.replace("T", " ", literal=True).str.replace_all("/", "-", literal=True)
     fmt = "%Y-%m-%d %H:%M:%S%.f"
     mdy = s.str.extract(r"^(\d{1,2})/(\d{1,2})/(\d{4})", 0)
@@ -74,9 +119,9 @@ def _by_month_name(s: pl.Expr) -> pl.Expr:
     stamp has none)."""
     month = s.str.extract("(" + _MON + ")", 1).replace_strict(
         list(MONTHS), [f"{i:02d}" for i in range(1, 13)], default=None, return_dtype=pl.String)
-    day = s.str.extract(rf"{_MON} +(\d\d?) ", 1).fill_null(s.str.extract(rf"^(\d\d?) {_MON}", 1)).str.zfill(2)
-    clock = s.str.extract(r"(\d\d:\d\d:\d\d(?:\.\d{1,9})?)", 1)
-    year = s.str.extract(r"(?:^|\s)(\d{4})(?:[\s,]|$)", 1).fill_null(pl.lit(YEARLESS_YEAR))  # not `08.1234`
+    day = s.str.extract(rf"{_MON} +(\d\d?)\b", 1).fill_null(s.str.extract(rf"^(\d\d?)[ /-]{_MON}", 1)).str.zfill(2)
+    clock = s.str.extract(r"(?:^|\D)(\d\d:\d\d:\d\d(?:\.\d{1,9})?)", 1)  # not `2026:10:00:08`'s `26:10:00`
+    year = s.str.extract(r"(?:^|[\s/-])(\d{4})(?:[\s,:]|$)", 1).fill_null(pl.lit(YEARLESS_YEAR))  # not `08.1234`
     return pl.concat_str(year, pl.lit("-"), month, pl.lit("-"), day, pl.lit(" "), clock)
 
 
@@ -179,10 +224,4 @@ def roll_days(frame: pl.DataFrame) -> pl.DataFrame:
 def find_stamp(text: pl.Series) -> pl.Series:
     """The first stamp each line holds, parsed (null where none or unparseable)."""
     found = text.str.extract(STAMP, 0)
-    return pl.select(_parse(pl.lit(found))).to_series().alias("ts") if found.len() else \
-        pl.Series("ts", [], dtype=pl.Datetime("ms"))
-
-
-def stamp_expr(column: str = "text") -> pl.Expr:
-    """`find_stamp` as an expression."""
-    return _parse(pl.col(column).str.extract(STAMP, 0))
+    return _parse(found).alias("ts") if found.len() else pl.Series("ts", [], dtype=pl.Datetime("ms"))

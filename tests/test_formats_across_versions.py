@@ -963,3 +963,36 @@ def test_dl4j_performance_listener_names_its_data_wait_etl(tmp_path: Path) -> No
     d = diagnose(_model(tmp_path, *lines))
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
     assert "input-bound" in [f.id for f in d.findings[:3]]
+
+
+@pytest.mark.parametrize(("written", "when"), [
+    ("05-Jan-2026 10:00:08.160 INFO [main] step", (2026, 1, 5, 10, 0, 8, 160000)),  # log4j's dd-MMM-yyyy
+    ("[05/Jan/2026:10:00:08 +0000] step", (2026, 1, 5, 10, 0, 8, 0)),  # the common log format
+    ("2026/01/05-10:00:08.160123 7f3a2b INFO step", (2026, 1, 5, 10, 0, 8, 160000)),  # RocksDB's
+    ("20260105 10:00:08.160 I step", (2026, 1, 5, 10, 0, 8, 160000)),  # a C++ logger's %Y%m%d
+    ("05.01.2026 10:00:08 INFO: step", (2026, 1, 5, 10, 0, 8, 0)),  # a day-first locale's %d.%m.%Y
+    ("2026年01月05日 10:00:08 信息 step", (2026, 1, 5, 10, 0, 8, 0)),
+    ("Jan 5, 2026 1:00:08 PM org.example.Train step", (2026, 1, 5, 13, 0, 8, 0)),  # java.util.logging's default
+    ("1/5/2026 12:00:08 AM step", (2026, 1, 5, 0, 0, 8, 0)),
+    ("1/5/2026 12:30:08 PM step", (2026, 1, 5, 12, 30, 8, 0)),
+])
+def test_stamps_of_other_locales_and_loggers(written: str, when: tuple[int, ...]) -> None:
+    import datetime as dt
+
+    from diagnose.parsers.stamps import find_stamp
+    assert find_stamp(pl.Series([written])).to_list() == [dt.datetime(*when)]
+
+
+def test_a_twelve_hour_clock_keeps_its_order_past_noon(tmp_path: Path) -> None:
+    # `%I:%M:%S %p`: 11:59:58 AM, then 12:00:06 PM, then 1:00:08 PM (one digit): the steps stay 0.86 s apart.
+    import datetime as dt
+
+    at, lines = dt.datetime(2026, 1, 5, 11, 58), []
+    for i in range(1, 61):
+        at += dt.timedelta(seconds=100 * (0.85 + 0.01 * (i % 3)))
+        lines.append(f"{at.month}/{at.day}/{at.year} {at.hour % 12 or 12}:{at:%M:%S %p} step {100 * i} loss 2.48")
+    assert any(" 1:0" in line for line in lines) and any("AM" in line for line in lines)
+    _reads_as(tmp_path, lines, 0.86, ("step", "counter"), rel=0.05)
+    ts = _model(tmp_path, *lines).frames["steps"].sort("line")["ts"]
+    assert ts.null_count() == 0 and ts.is_sorted() and ts[-1] - ts[0] == at - dt.datetime(2026, 1, 5, 11, 58) - \
+        dt.timedelta(seconds=100 * 0.86)
