@@ -5,7 +5,8 @@ each row is given its header's names, `epoch: 0, step: 49, train_loss: 2.31, ste
 mined from it (parsers/templates.py): the template reader then names and times it like any `name: value` line.
 
 A header is a line of at least three names (letters first; `/`, `.`, `(`, `)`, `-` and digits inside; single spaces
-too, where commas, tabs or runs of spaces set the columns apart; a CSV's first name may be empty: an index column), or
+too, where commas, tabs or runs of spaces set the columns apart; a CSV's first name may be empty: an index column, as
+a printed pandas frame's is blank), or
 of two names set apart by a tab, behind a `#` where it is written as a comment (NequIP's `# Epoch batch  loss`, whose
 first names are one space apart where its rows' numbers are not: a row with more numbers takes them word by word);
 a row, a line of as many numbers or clock durations (`01:25`) separated the same way, a CSV row's empty fields left
@@ -95,14 +96,14 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
         rows[ridx].select(*keys, "text").with_columns(ridx.cast(pl.Int64).alias("_row")),
     ]).sort(keys)
     source = events["source"].to_list() if "source" in events.columns else [None] * events.height
-    current: dict[object, tuple[str, list[str]]] = {}
+    current: dict[object, tuple[str, list[str], bool]] = {}
     out: list[str] = []
     at: list[int] = []
     for src, line, i in zip(source, events["text"].to_list(), events["_row"].to_list()):
         if i < 0:
             sep, names = _split(line, header=True)
             if len(names) >= (MIN_TAB_COLUMNS if sep == "\t" else MIN_COLUMNS):
-                current[src] = (sep, names)
+                current[src] = (sep, names, line[:1] in (" ", "\t"))
             continue
         header = current.get(src)
         if header is None:
@@ -112,6 +113,9 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
         if sep == header[0] == " " and len(fields) > len(names):
             # a header's names set one space apart where its numbers are not (NequIP's `# Epoch batch  loss`)
             names = [w for n in names for w in n.split()]
+        if sep == header[0] == " " and header[2] and len(fields) == len(names) + 1 and fields[0].isdigit():
+            # pandas' frame printed (`df.tail(1)`): its index column, whose name is the header's opening blank
+            fields = fields[1:]
         if sep != header[0] or len(fields) != len(names):
             continue
         if sep.startswith("|"):  # a bordered row: its numbers, the words beside them left out

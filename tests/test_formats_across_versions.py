@@ -996,3 +996,14 @@ def test_a_twelve_hour_clock_keeps_its_order_past_noon(tmp_path: Path) -> None:
     ts = _model(tmp_path, *lines).frames["steps"].sort("line")["ts"]
     assert ts.null_count() == 0 and ts.is_sorted() and ts[-1] - ts[0] == at - dt.datetime(2026, 1, 5, 11, 58) - \
         dt.timedelta(seconds=100 * 0.86)
+
+
+@pytest.mark.parametrize("repeated", [True, False])
+def test_a_printed_pandas_frame_leaves_its_index_out(tmp_path: Path, repeated: bool) -> None:
+    # `print(df.tail(1))` at each print (the header again each time), or the frame printed whole once: the index
+    # column has a blank header, and its whole numbers are not the step.
+    head = "      step    loss  step_time  data_time"
+    rows = [f"{i - 1:<4d}  {10 * i:4d}  {2.5 - i / 100:.4f}   {0.85 + 0.01 * (i % 3):.4f}     0.0170"
+            for i in range(1, 41)]
+    lines = [x for r in rows for x in (head, r)] if repeated else [head, *rows]
+    _reads_as(tmp_path, lines, 0.86, ("step", "counter"), ("step_time", "step_time"), rel=0.01)
