@@ -20,7 +20,7 @@ from diagnose.parsers.lines import Chunk, ChunkStats, Dense, iter_chunks, lines_
 from diagnose.parsers.schema import FRAMES, conform
 from diagnose.parsers.stamps import settle
 from diagnose.parsers.templates import (PASTE_MAX_LINES, TEMPLATES_SCHEMA, Learned, close_magnitudes, close_padding,
-                                        learn, merge_templates)
+                                        close_time_units, learn, merge_templates)
 from diagnose.parsers.thinning import THINNED_FRAMES, Sampling, Summary, Thinner, prepare
 
 
@@ -213,7 +213,7 @@ def _learn_streams(parts: dict[str, list[pl.DataFrame]], templates: list[pl.Data
     if rows is None or (rows.height == 0 and not templates):
         return Learned(), {}
     tpls = merge_templates(pl.concat(templates)) if templates else pl.DataFrame(schema=TEMPLATES_SCHEMA)
-    rows, tpls = close_magnitudes(*close_padding(rows, tpls))
+    rows, tpls = close_time_units(*close_magnitudes(*close_padding(rows, tpls)))
     learned = learn(settle(rows.drop("claimed")), tpls, paste)
     if learned.steps:
         parts.setdefault("steps", []).extend(conform("steps", [s]) for s in learned.steps)

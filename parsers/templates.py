@@ -239,6 +239,51 @@ def close_magnitudes(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
                                                         pl.col("tid").replace(table["tid"], table["_to"])))
 
 
+# A unit of time glued to a number, then no letter, digit or `/` (`850.123ms`, not `850ms/step`): seconds per unit.
+_GLUED_TIME = re.compile(r"(ns|µs|us|ms|s)(?=[^A-Za-z0-9/]|$)")
+_GLUED_SECONDS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """A duration whose printed unit changes as it grows (Go's and Rust's `Duration`: `850.123ms`, then `1.234567s`,
+    then `1m2.5s`) splits its lines between templates: those of a source that differ only by such units (or by a
+    duration in several units in their place) are made one, in seconds, and their rows' values scaled (on the templates
+    table, once per source, as close_magnitudes). A template alone keeps its unit."""
+    if templates.height < 2:
+        return rows, templates
+    canon: dict[int, tuple[int, str, list[float], str]] = {}  # tid -> (source, text in seconds, factors, clocks)
+    for source, tid, template, clocks in templates.select("source", "tid", "template", "clocks").iter_rows():
+        pieces = _SLOTS.split(template)
+        flags = _clock_flags(clocks or "", len(pieces) - 1)
+        scale = [1.0] * (len(pieces) - 1)
+        for i in range(len(pieces) - 1):
+            if (m := _GLUED_TIME.match(pieces[i + 1])) is not None:
+                scale[i], pieces[i + 1], flags[i] = _GLUED_SECONDS[m.group(1)], "s" + pieces[i + 1][m.end():], False
+            elif flags[i] and not pieces[i + 1][:1].isalnum():  # `1m2.5s`, read in seconds
+                pieces[i + 1], flags[i] = "s" + pieces[i + 1], False
+        canon[tid] = (source, SLOT_MARK.join(pieces), scale, "".join("true" if f else "false" for f in flags))
+    meet: dict[tuple[int, str], list[int]] = {}
+    for tid, (source, text, _, _) in canon.items():
+        meet.setdefault((source, text), []).append(tid)
+    fixed = {tid: canon[tid] for tids in meet.values() if len(tids) > 1 for tid in tids}
+    if not fixed:
+        return rows, templates
+    texts = [text for _, text, _, _ in fixed.values()]
+    table = pl.DataFrame({"tid": list(fixed), "_to": pl.Series(texts, dtype=pl.String).hash(),
+                          "_scale": [f for _, _, f, _ in fixed.values()]},
+                         schema={"tid": pl.UInt64, "_to": pl.UInt64, "_scale": pl.List(pl.Float64)})
+    rows = (rows.join(table, on="tid", how="left")
+            .with_columns(pl.when(pl.col("_to").is_not_null()).then(pl.col("vals") * pl.col("_scale"))
+                          .otherwise(pl.col("vals")).alias("vals"),
+                          pl.coalesce("_to", "tid").alias("tid"))
+            .drop("_to", "_scale"))
+    template = pl.col("tid").replace_strict(list(fixed), texts, default=pl.col("template"), return_dtype=pl.String)
+    clocks = pl.col("tid").replace_strict(list(fixed), [c for _, _, _, c in fixed.values()],
+                                          default=pl.col("clocks"), return_dtype=pl.String)
+    return rows, merge_templates(templates.with_columns(template.alias("template"), clocks.alias("clocks"),
+                                                        pl.col("tid").replace(table["tid"], table["_to"])))
+
+
 def _values(body: pl.Expr) -> pl.Expr:
     """A line's slots as numbers: clock durations in seconds, `80,314` without its separators."""
     el = pl.element()

@@ -36,7 +36,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "e2e_latency", "last_time", "batch_time_avg", "sec_per_step", "seconds_per_step", "time_iter",
                   "train_time_per_step", "step_duration", "time_delta", "delta",
                   "delta_time", "iteration_time_s", "time_cost", "cost_time", "batch_cost", "seconds", "took",
-                  "takes", "took_time", "duration", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时",
+                  "takes", "took_time", "duration", "dur", "spent", "batch_t", "耗时", "用时", "时间", "每步耗时", "单步耗时",
                   "time_this_iter", "time_this_iter_s",  # Ray Train / Tune results
                   "t_iter", "t_step", "t_batch", "iter_t", "step_t",
                   "updt",  # LeRobot's `updt_s:0.816 data_s:0.016`: the update, its data wait apart

@@ -1007,3 +1007,31 @@ def test_a_printed_pandas_frame_leaves_its_index_out(tmp_path: Path, repeated: b
             for i in range(1, 41)]
     lines = [x for r in rows for x in (head, r)] if repeated else [head, *rows]
     _reads_as(tmp_path, lines, 0.86, ("step", "counter"), ("step_time", "step_time"), rel=0.01)
+
+
+def _go_duration(seconds: float) -> str:
+    """Go's time.Duration String(): `850ms`, `1.25s`, `1m2.5s`."""
+    if seconds < 1:
+        return f"{seconds * 1000:g}ms"
+    minutes, rest = divmod(seconds, 60)
+    return f"{int(minutes)}m{rest:g}s" if minutes else f"{rest:g}s"
+
+
+def test_a_duration_whose_unit_changes_as_it_grows_is_one_column(tmp_path: Path) -> None:
+    # Go's and Rust's Duration print `850ms`, then `1.25s`, then `1m2.5s` as a step slows: the lines of each unit are
+    # one layout, in seconds, and the slowdown is read whole.
+    from diagnose.engine import diagnose
+    times = [0.6 * 1.09 ** i * (1 + 0.05 * (i % 3 - 1)) for i in range(60)]  # 0.6 s to 97 s, not evenly
+    lines = [f"step={10 * (i + 1)} loss={2.5 - i / 100:.4f} dur={_go_duration(round(t, 3))}"
+             for i, t in enumerate(times)]
+    assert any(line.endswith("ms") for line in lines) and any("m" in line.split("dur=")[1][:-1] for line in lines)
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert stream.lines == 60 and ("dur", "step_time") in {(r.name, r.role) for r in stream.roles}
+    d = diagnose(m)
+    assert d.metrics.steps is not None and d.metrics.steps.n >= 55
+    assert d.metrics.steps.max_s == pytest.approx(max(times[2:]), rel=0.01)
+    assert "progressive-slowdown" in [f.id for f in d.findings[:3]]
+    # one template alone keeps its unit
+    alone = _model(tmp_path, *(f"step={10 * i} dur={850 + i}ms" for i in range(1, 41)))
+    assert [s.template for s in alone.streams] == ["step=# dur=#ms"]
