@@ -24,7 +24,7 @@ import re
 
 import polars as pl
 
-_NAME = r"[A-Za-z_][\w./()%\-]*"
+_NAME = r"(?:[A-Za-z_][\w./()%\-]*|#)"  # `#`: a count's column (spaCy's `E    #       LOSS TOK2VEC  LOSS NER`)
 _SEP = r"(?:[ \t]*,[ \t]*|\t+| {2,})"
 # A name of a CSV header, or of one whose columns are set apart by tabs or runs of spaces, may hold single spaces
 # (TensorBoard's export `Wall time,Step,Value`, spaCy's `LOSS TOK2VEC`); a CSV header's first name may be empty
@@ -62,8 +62,8 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
         if bar in inner:
             return "|", [f.strip() for f in inner.split(bar)]
         return "| ", re.split(r" {2,}", inner.strip())
-    if header:
-        text = re.sub(r"^[ \t]*#[ \t]*", "", text)
+    if header:  # a comment's mark, one space before the first name at most (a `#` column is set apart by more)
+        text = re.sub(r"^[ \t]*#[ \t]?(?=[^\s#])", "", text)
     if "," in text:
         return ",", [f.strip() for f in text.strip().split(",")]
     if "\t" in text:
