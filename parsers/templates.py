@@ -781,7 +781,8 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         cols.append(pl.col(f"s{total}").cast(pl.Int64, strict=False).alias("total_steps"))
     taken: set[str] = set()
     scale = _data_scale(slots, roles)
-    for i, (role, _) in sorted(roles.items()):
+    # a part's loss (`loss_cls`) fills the loss column only where no total (`loss`) is printed beside it
+    for i, (role, _) in sorted(roles.items(), key=lambda r: (vocab.part_loss(slots[r[0]].norm), r[0])):
         column = vocab.ROLE_COLUMNS.get(role)  # type: ignore[call-overload]  # a role name read back as str
         if column is None or column in taken:
             continue

@@ -242,7 +242,17 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
             if role == "step_time" and PHASE_WORDS.intersection(parts[:i]):
                 return "phase_time"
             return role
-    return None
+    return "loss" if part_loss(norm) else None
+
+
+def part_loss(norm: str) -> bool:
+    """A loss named for its part after the word (MMDetection's `loss_cls`, ESPnet's `loss_ctc`, spaCy's `LOSS NER`),
+    not a setting of the loss (Megatron's `loss scale`, a loss's weight): a part's, where the total is printed too."""
+    parts = norm.split("_")
+    return parts[0] == "loss" and len(parts) > 1 and parts[1] not in _LOSS_SETTINGS and norm not in _BY_NAME
+
+
+_LOSS_SETTINGS = frozenset({"scale", "scaler", "scaling", "weight", "weights", "coef", "coeff", "mask", "fn", "type"})
 
 
 def phase_of(norm: str) -> Role | None:

@@ -1035,3 +1035,30 @@ def test_a_duration_whose_unit_changes_as_it_grows_is_one_column(tmp_path: Path)
     # one template alone keeps its unit
     alone = _model(tmp_path, *(f"step={10 * i} dur={850 + i}ms" for i in range(1, 41)))
     assert [s.template for s in alone.streams] == ["step=# dur=#ms"]
+
+
+def test_spacy_train_table_counts_by_its_hash_column(tmp_path: Path) -> None:
+    # spaCy v3's `spacy train` (from memory of its console logger): a `#` column counts the steps and each loss is
+    # named for its component (`LOSS TOK2VEC`, `LOSS NER`).
+    lines = ["E    #       LOSS TOK2VEC  LOSS NER  ENTS_F  ENTS_P  ENTS_R  SCORE ",
+             "---  ------  ------------  --------  ------  ------  ------  ------"]
+    lines += [f"{i // 20:>3d} {200 * i:>7d}  {40 - i / 2:>12.2f}  {2000 / i:>8.2f}   81.23   80.12   82.01    0.81"
+              for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert stream.lines == 40 and ("#2", "counter") in {(r.name, r.role) for r in stream.roles}, stream
+    steps = m.frames["steps"].sort("line")
+    assert steps["global_step"].to_list()[:3] == [200, 400, 600]
+    assert steps["loss"].to_list()[0] == pytest.approx(39.5)  # the first component's loss, none totals them
+
+
+def test_a_losss_parts_and_its_total_and_its_scale(tmp_path: Path) -> None:
+    # MMDetection's parts (`loss_rpn_cls`, `loss_bbox`) before the total `loss`: the total is the loss column; a loss
+    # scale is no loss.
+    lines = [f"Epoch [1][{10 * i}/300]\tlr: 2.000e-02, time: {0.85 + 0.01 * (i % 3):.3f}, loss_rpn_cls: 0.0512, "
+             f"loss_bbox: 0.2100, loss: {1.5 - i / 100:.4f}, loss_scale: 512.0000" for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    roles = {(r.name, r.role) for s in m.streams if s.step_clock for r in s.roles}
+    assert {("loss_rpn_cls", "loss"), ("loss", "loss")} <= roles and not [r for r in roles if r[0] == "loss_scale"
+                                                                           and r[1] == "loss"]
+    assert m.frames["steps"].sort("line")["loss"].to_list()[0] == pytest.approx(1.49)
