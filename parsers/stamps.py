@@ -140,11 +140,14 @@ _EPOCH_MS = r"1\d{12}"  # epoch milliseconds (Java's and JavaScript's clocks, ML
 _LEAD_HMS = rf"^\[?({_CLOCK})\]?(?:\s|$)"
 _LEAD_EPOCH = rf"^\[?({_EPOCH})\]?(?:\s|$)"
 _LEAD_EPOCH_MS = rf"^\[?({_EPOCH_MS})\]?(?:\s|$)"
-_LEAD_GLOG = r"^\[?[IWEF](\d\d)(\d\d) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"  # torch wraps it: `[rank0]:[E1120 ...`
+# torch wraps it: `[rank0]:[E1120 ...`; tensorpack's logger prints the month and day without the level's letter
+# (`[0105 10:00:08 @base.py:285]`), where they must be a month's and a day's
+_LEAD_GLOG = r"^\[?(?:[IWEF](\d\d)(\d\d)|(0[1-9]|1[0-2])([0-3]\d)) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
-LEADING_HINT = r"^\[?(?:\d\d:\d\d:\d\d|1\d{9}\b|1\d{12}\b|[IWEF]\d{4} \d\d:)"
+LEADING_HINT = r"^\[?(?:\d\d:\d\d:\d\d|1\d{9}\b|1\d{12}\b|[IWEF]?\d{4} \d\d:)"
 # The stamp itself, as templates mask it: the shapes above (their groups dropped).
-LEADING = rf"^\[?(?:{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
+LEADING = (rf"^\[?(?:{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
+           rf"|^\[?(?:0[1-9]|1[0-2])[0-3]\d {_CLOCK}\s")
 
 
 def leading_stamp(text: pl.Series) -> pl.Series:
@@ -157,8 +160,9 @@ def leading_stamp(text: pl.Series) -> pl.Series:
         text.str.extract(_LEAD_EPOCH_MS, 1).cast(pl.Float64, strict=False) / 1000)
     return pl.select(pl.coalesce(
         (pl.lit(CLOCK_ONLY_DAY + " ") + pl.lit(hms)).str.to_datetime(fmt, strict=False, time_unit="ms"),
-        pl.concat_str(pl.lit(YEARLESS_YEAR + "-"), pl.lit(glog.field("1")), pl.lit("-"), pl.lit(glog.field("2")),
-                      pl.lit(" "), pl.lit(glog.field("3"))).str.to_datetime(fmt, strict=False, time_unit="ms"),
+        pl.concat_str(pl.lit(YEARLESS_YEAR + "-"), pl.coalesce(pl.lit(glog.field("1")), pl.lit(glog.field("3"))),
+                      pl.lit("-"), pl.coalesce(pl.lit(glog.field("2")), pl.lit(glog.field("4"))),
+                      pl.lit(" "), pl.lit(glog.field("5"))).str.to_datetime(fmt, strict=False, time_unit="ms"),
         (pl.lit(epoch) * 1000).cast(pl.Int64).cast(pl.Datetime("ms")),
     )).to_series().alias("ts")
 

@@ -1062,3 +1062,17 @@ def test_a_losss_parts_and_its_total_and_its_scale(tmp_path: Path) -> None:
     assert {("loss_rpn_cls", "loss"), ("loss", "loss")} <= roles and not [r for r in roles if r[0] == "loss_scale"
                                                                            and r[1] == "loss"]
     assert m.frames["steps"].sort("line")["loss"].to_list()[0] == pytest.approx(1.49)
+
+
+def test_a_month_and_day_stamp_without_glogs_letter(tmp_path: Path) -> None:
+    # tensorpack's logger (from memory): `[0105 10:00:08 @train.py:88] ...`, glog's stamp without the level's letter,
+    # times the steps; four digits that are no month and day (`1399 10:00:08`) are no stamp.
+    import datetime as dt
+
+    at, lines = dt.datetime(2026, 1, 5, 10), []
+    for i in range(1, 41):
+        at += dt.timedelta(seconds=10 * (0.85 + 0.01 * (i % 3)))
+        lines.append(f"[{at:%m%d %H:%M:%S}.{at.microsecond // 1000:03d} @train.py:88] step {10 * i}: cost 2.4833")
+    _reads_as(tmp_path, lines, 0.86, ("step", "counter"), rel=0.02)
+    from diagnose.parsers.stamps import leading_stamp
+    assert leading_stamp(pl.Series(["1399 10:00:08 x", "0132 10:00:08 x"])).null_count() == 2
