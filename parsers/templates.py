@@ -429,8 +429,8 @@ class _Slot:
 
 
 _LEVELS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "trace", "notice", "i", "w", "e"})
-# A name: Latin words, or CJK ones (`损失: 2.48, 耗时: 0.85 秒`), with the separators names are printed with.
-_NAME = re.compile(r"([A-Za-z_\u3400-\u9fff][A-Za-z0-9_/().%@\x02\- \u3400-\u9fff]*?)\s*$")
+# A name: words of any script (`损失: 2.48, 耗时: 0.85 秒`, `шаг 10`), with the separators names are printed with.
+_NAME = re.compile(r"([^\W\d][\w/().%@\x02\- ]*?)\s*$")
 
 
 def display(template: str) -> str:

@@ -128,6 +128,9 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     "us": (None, 1e-6), "µs": (None, 1e-6),
     # Chinese: seconds, milliseconds, minutes (`耗时: 0.85 秒`)
     "秒": (None, 1.0), "毫秒": (None, 1e-3), "分钟": (None, 60.0),
+    # Japanese, Korean, Russian: seconds and milliseconds (`0.85秒`, `0.85초`, `0.85 с`, `850 мс`)
+    "ミリ秒": (None, 1e-3), "초": (None, 1.0), "밀리초": (None, 1e-3), "с": (None, 1.0), "сек": (None, 1.0),
+    "мс": (None, 1e-3),
 }
 # The other spellings of a rate or a time per count (`steps/sec`, `it/sec`, `batches/s`, `s/batch`, `ms/iteration`,
 # `seqs/s`): each word reduced to one form, and the pair looked up in CANONICAL_UNITS. Rates are per second only.
@@ -210,7 +213,19 @@ def memory_name(norm: str) -> tuple[str, float] | None:
     return None
 
 
-_BY_NAME: dict[str, Role] = {n: role for role, names in NAMES.items() for n in names}
+# The same roles in the words of other languages' loops (normalised: lower case), beside the Chinese ones above:
+# Japanese, Traditional Chinese, Korean, Russian, German, French, Spanish.
+OTHER_LANGUAGES: dict[Role, tuple[str, ...]] = {
+    "counter": ("ステップ", "イテレーション", "步數", "스텝", "단계", "반복", "шаг", "итерация", "schritt", "étape", "itération",
+                "paso", "iteración"),
+    "epoch": ("エポック", "에폭", "에포크", "эпоха", "epoche", "époque", "época"),
+    "loss": ("損失", "ロス", "訓練損失", "손실", "потеря", "потери", "лосс", "verlust", "perte", "pérdida"),
+    "step_time": ("時間", "所要時間", "耗時", "用時", "시간", "소요시간", "время", "zeit", "dauer", "durée", "temps", "tiempo",
+                  "duración"),
+    "data_time": ("データ", "データ時間", "數據", "数据", "데이터", "данные", "daten", "données", "datos"),
+}
+_BY_NAME: dict[str, Role] = {n: role for table in (NAMES, OTHER_LANGUAGES) for role, names in table.items()
+                             for n in names}
 
 
 # Words that name a part of a step (InternEvo's `fwd_bwd_time`, ESPnet's `forward_time`, `optim_step_time`): a time
@@ -288,7 +303,7 @@ def unit_name(name: str) -> tuple[Role, float | None] | None:
 
 def unit_of(text: str) -> tuple[str, Role | None, float | None]:
     """The unit that opens `text` (the text right after a number) -> (unit as printed, role, seconds per unit)."""
-    m = re.match(r"\s?([A-Za-zµ%\u3400-\u9fff]+(?:\s?/\s?[A-Za-z\u3400-\u9fff]+)?)", text)
+    m = re.match(r"\s?((?:[^\W\d_]|%)+(?:\s?/\s?[^\W\d_]+)?)", text)  # letters of any script: `0.85秒`, `0.85 с`
     if not m:
         return "", None, None
     unit = m.group(1)

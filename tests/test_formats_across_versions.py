@@ -1076,3 +1076,20 @@ def test_a_month_and_day_stamp_without_glogs_letter(tmp_path: Path) -> None:
     _reads_as(tmp_path, lines, 0.86, ("step", "counter"), rel=0.02)
     from diagnose.parsers.stamps import leading_stamp
     assert leading_stamp(pl.Series(["1399 10:00:08 x", "0132 10:00:08 x"])).null_count() == 2
+
+
+@pytest.mark.parametrize("layout", [
+    "스텝 {s} | 손실 2.4833 | 시간 {t:.3f}초 | 데이터 {d:.3f}초",  # Korean, units glued in Hangul
+    "шаг {s} | потеря 2.4833 | время {t:.3f} с | данные {d:.3f} с",  # Russian
+    "Schritt {s}/600 - Verlust: 2.4833 - Zeit: {t:.3f}s - Daten: {d:.3f}s",  # German
+    "步數 {s} | 損失 2.4833 | 耗時 {t:.3f} 秒 | 數據 {d:.3f} 秒",  # Traditional Chinese
+])
+def test_names_and_units_in_other_scripts_and_languages(tmp_path: Path, layout: str) -> None:
+    # A custom loop's words in its author's language: names of any script are names, a unit after a number in any
+    # script is a unit, and the vocabulary knows the step, loss, time and data words of several languages.
+    from diagnose.engine import diagnose
+    lines = [layout.format(s=10 * i, t=0.85 + 0.01 * (i % 3), d=0.6 * (0.85 + 0.01 * (i % 3))) for i in range(1, 41)]
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.n == 40
+    assert d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
+    assert "input-bound" in [f.id for f in d.findings[:3]]
