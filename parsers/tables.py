@@ -11,7 +11,8 @@ of two names set apart by a tab, behind a `#` where it is written as a comment (
 first names are one space apart where its rows' numbers are not: a row with more numbers takes them word by word);
 a row, a line of as many numbers or clock durations (`01:25`) separated the same way, a CSV row's empty fields left
 out. A row takes the nearest header above it in its source whose separator and width
-it shares. Most lines start with neither, and a literal-free anchored test turns them away at their first letter.
+it shares, behind the same launcher's prefix (a rank's table under its own header). Most lines start with neither,
+and a literal-free anchored test turns them away at their first letter.
 
 A bordered table (`| iter | total time (s) | loss |`, tabulate's and Ray Tune's status tables, the same drawn with
 `│`) is read the same way once its borders are taken off, its columns set apart by the inner bars or, where it has
@@ -23,6 +24,8 @@ from __future__ import annotations
 import re
 
 import polars as pl
+
+from diagnose.parsers.prefixes import outer_extent
 
 _NAME = r"(?:[A-Za-z_][\w./()%\-]*|#)"  # `#`: a count's column (spaCy's `E    #       LOSS TOK2VEC  LOSS NER`)
 _SEP = r"(?:[ \t]*,[ \t]*|\t+| {2,})"
@@ -76,36 +79,46 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
     """`rows` (text, line, source where several sources share the frame) with each table row's text rewritten as
     `name: value, ...` from its header (see above); other lines as they were. `lines`: where the headers are looked
     for (every line of the chunk; a header holds no digit more often than not), `rows` where not given. `extent`:
-    the rows' outer prefix lengths (prefixes.outer_extent): a table's row opens its line, so only rows with none are
-    tested (a launcher's log, every line behind a host or a rank, costs nothing here)."""
+    the rows' outer prefix lengths (prefixes.outer_extent), the table read past them; the headers' are measured
+    only where a row stands behind a prefix."""
     text = rows["text"]
     if extent is None:
-        ridx = text.str.contains(ROW_HINT).fill_null(False).arg_true()
-    else:
-        bare = (extent == 0).fill_null(False).arg_true()
-        ridx = bare.gather(text.gather(bare).str.contains(ROW_HINT).fill_null(False).arg_true())
+        extent = pl.repeat(0, text.len(), dtype=pl.UInt32, eager=True)
+    extent = extent.fill_null(0)
+    # A table behind a launcher's prefix (torchrun's `[default0]:`, srun's `0: `) is read behind it, each prefix's
+    # rows under that prefix's header: the rows are tested past the prefix, and the headers looked for behind a
+    # prefix only where such rows are.
+    ridx = text.str.slice(extent).str.contains(ROW_HINT).fill_null(False).arg_true()
     if ridx.len() == 0:
         return rows
     lines = rows if lines is None else lines
-    hidx = lines["text"].str.contains(HEADER).fill_null(False).arg_true()
+    head_extent = pl.repeat(0, lines.height, dtype=pl.UInt32, eager=True)
+    if bool((extent.gather(ridx) > 0).any()):
+        head_extent = outer_extent(lines["text"]).fill_null(0).cast(pl.UInt32)
+    hidx = lines["text"].str.slice(head_extent).str.contains(HEADER).fill_null(False).arg_true()
     if hidx.len() == 0:
         return rows
     keys = ["source", "line"] if "source" in rows.columns else ["line"]
     events = pl.concat([
-        lines[hidx].select(*keys, "text").with_columns(pl.lit(-1, pl.Int64).alias("_row")),
-        rows[ridx].select(*keys, "text").with_columns(ridx.cast(pl.Int64).alias("_row")),
+        lines[hidx].select(*keys, "text").with_columns(pl.lit(-1, pl.Int64).alias("_row"),
+                                                      head_extent.gather(hidx).cast(pl.UInt32).alias("_extent")),
+        rows[ridx].select(*keys, "text").with_columns(ridx.cast(pl.Int64).alias("_row"),
+                                                     extent.gather(ridx).cast(pl.UInt32).alias("_extent")),
     ]).sort(keys)
     source = events["source"].to_list() if "source" in events.columns else [None] * events.height
     current: dict[object, tuple[str, list[str], bool]] = {}
     out: list[str] = []
     at: list[int] = []
-    for src, line, i in zip(source, events["text"].to_list(), events["_row"].to_list()):
+    for src, whole, cut, i in zip(source, events["text"].to_list(), events["_extent"].to_list(),
+                                  events["_row"].to_list()):
+        prefix, line = whole[:cut], whole[cut:]
         if i < 0:
             sep, names = _split(line, header=True)
             if len(names) >= (MIN_TAB_COLUMNS if sep == "\t" else MIN_COLUMNS):
-                current[src] = (sep, names, line[:1] in (" ", "\t"))
+                # pandas' blank index header: white space first, or taken into the prefix before it
+                current[(src, prefix.rstrip())] = (sep, names, line[:1] in (" ", "\t") or prefix[-1:] in (" ", "\t"))
             continue
-        header = current.get(src)
+        header = current.get((src, prefix.rstrip()))
         if header is None:
             continue
         sep, fields = _split(line)
@@ -126,7 +139,7 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
                 continue
         if len(pairs) < 2:
             continue
-        out.append(", ".join(pairs))
+        out.append(prefix + ", ".join(pairs))
         at.append(i)
     if not at:
         return rows

@@ -1093,3 +1093,21 @@ def test_names_and_units_in_other_scripts_and_languages(tmp_path: Path, layout: 
     assert d.metrics.steps is not None and d.metrics.steps.n == 40
     assert d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
     assert "input-bound" in [f.id for f in d.findings[:3]]
+
+
+@pytest.mark.parametrize("label", ["[default{r}]:", "{r}: "])
+def test_a_table_behind_a_launchers_prefix_under_each_ranks_header(tmp_path: Path, label: str) -> None:
+    # The same table printed by two ranks through torchrun's tee or srun's labels, their lines interleaved: each
+    # rank's rows take the names of the header behind its own prefix.
+    lines = []
+    for r in (0, 1):
+        lines.append(label.format(r=r) + "step    loss    step_time    data_time")
+    for i in range(1, 41):
+        for r in (0, 1):
+            t = 0.85 + 0.01 * (i % 3) + 0.1 * r
+            lines.append(label.format(r=r) + f"{10 * i:<6d}  {2.5 - i / 100:.4f}  {t:.4f}       0.0170")
+    m = _model(tmp_path, *lines)
+    steps = m.frames["steps"]
+    assert steps.height == 80 and sorted(steps["rank"].unique().to_list()) == [0, 1]
+    by_rank = steps.group_by("rank").agg(pl.col("step_time_s").median()).sort("rank")["step_time_s"].to_list()
+    assert by_rank == pytest.approx([0.86, 0.96], rel=0.01)
