@@ -661,6 +661,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     wide = sub.with_columns(pl.col("vals").list.get(i, null_on_oob=True).alias(f"s{i}") for i in range(len(slots)))
     stats = [_stats(wide, f"s{i}") for i in range(len(slots))]
     slots = _name_passed_on(slots, stats, _SLOTS.split(template))
+    slots = _per_counted_steps(slots, stats, _SLOTS.split(template))
     roles: dict[int, tuple[str, str]] = {}  # slot -> (role, how)
     # Totals of `i/n` (constant, at least the counter) and running averages of `v (w)`.
     totals = {s.total_of: s.index for s in slots if s.total_of is not None and stats[s.index]["constant"]
@@ -982,6 +983,24 @@ def _name_passed_on(slots: list[_Slot], stats: list[dict[str, float]], pieces: l
         if _may_pass_name(slots, pieces, a.index) and first["integral"] and not first["constant"] \
                 and first["up_or_hold"] >= MONOTONE_SHARE and first["up"] >= 0.5 and not stats[b.index]["integral"]:
             out[a.index], out[b.index] = _renamed(a, ""), _renamed(b, a.name)
+    return out
+
+
+# What a duration after a count of steps may be named (`took`, `steps`, nothing): not a total or a countdown.
+_PER_WINDOW = frozenset({None, "step_time", "avg_step_time", "sec_per_iter", "counter"})
+_COUNTED_STEPS = re.compile(r"\s*(?:steps?|iters?|iterations?|batches|updates)\b", re.IGNORECASE)
+
+
+def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces: list[str]) -> list[_Slot]:
+    """A duration printed right after a count of the steps it covers (`last 10 steps took 8.5s`, `time/10
+    steps=8.50s`): that count is a constant whole number before a word for steps, and the duration's unit is divided
+    by it, so that the slot reads per step whatever its name says."""
+    out = list(slots)
+    for a, b in zip(slots, slots[1:]):
+        st = stats[a.index]
+        if st["constant"] and st["integral"] and st["median"] > 1 and _COUNTED_STEPS.match(pieces[a.index + 1]) \
+                and not a.unit and b.scale is not None and not b.clock and b.name_role in _PER_WINDOW:
+            out[b.index] = replace(b, scale=(b.scale or 1.0) / st["median"])
     return out
 
 

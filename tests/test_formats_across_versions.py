@@ -1111,3 +1111,20 @@ def test_a_table_behind_a_launchers_prefix_under_each_ranks_header(tmp_path: Pat
     assert steps.height == 80 and sorted(steps["rank"].unique().to_list()) == [0, 1]
     by_rank = steps.group_by("rank").agg(pl.col("step_time_s").median()).sort("rank")["step_time_s"].to_list()
     assert by_rank == pytest.approx([0.86, 0.96], rel=0.01)
+
+
+@pytest.mark.parametrize("layout", [
+    "step {s}: last 10 steps took {w:.1f}s, loss 2.4833",
+    "[iter {s}] loss=2.4833 time/10 steps={w:.2f}s",
+    "epoch 0 | {s} | 10 batches in {w:.2f} s | loss 2.48",
+])
+def test_a_duration_over_a_stated_count_of_steps(tmp_path: Path, layout: str) -> None:
+    # A time printed after the count of steps it covers is that many steps' time, whatever its name says.
+    lines = [layout.format(s=10 * i, w=10 * (0.85 + 0.01 * (i % 3))) for i in range(1, 41)]
+    steps, _ = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86, rel=0.01)
+    # a total after a count of steps is no window's time
+    total = [f"step {10 * i}: 600 steps eta {int(600 - 10 * i) // 60}:{int(600 - 10 * i) % 60:02d}, elapsed "
+             f"{8.6 * i:.1f}s" for i in range(1, 41)]
+    steps, _ = _steady(tmp_path, total)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86, rel=0.01)
