@@ -50,6 +50,9 @@ _VALUE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::
 # Columns a header needs: three (two words apart are as likely prose), or two set apart by a tab.
 MIN_COLUMNS = 3
 MIN_TAB_COLUMNS = 2
+# Headers kept per source and prefix: a row takes the nearest above it that fits (NequIP prints its epoch summary's
+# header between the batch table's rows, which keep the batch header's names).
+HEADERS_KEPT = 4
 
 
 _BORDERED = re.compile(r"^[ \t]*([|\u2502])(.*)\1[ \t]*$")
@@ -72,6 +75,27 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
     if "\t" in text:
         return "\t", [f.strip() for f in text.strip().split("\t")]
     return " ", (re.split(r" {2,}", text.strip()) if header else text.split())
+
+
+def _named(line: str, header: tuple[str, list[str], bool]) -> str | None:
+    """A row's `name: value, ...` under a header whose separator and width it shares; None where it does not."""
+    sep, fields = _split(line)
+    names = header[1]
+    if sep == header[0] == " " and len(fields) > len(names):
+        # a header's names set one space apart where its numbers are not (NequIP's `# Epoch batch  loss`)
+        names = [w for n in names for w in n.split()]
+    if sep == header[0] == " " and header[2] and len(fields) == len(names) + 1 and fields[0].isdigit():
+        # pandas' frame printed (`df.tail(1)`): its index column, whose name is the header's opening blank
+        fields = fields[1:]
+    if sep != header[0] or len(fields) != len(names):
+        return None
+    if sep.startswith("|"):  # a bordered row: its numbers, the words beside them left out
+        pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n and _VALUE.fullmatch(v)]
+    else:
+        pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n]
+        if not all(_VALUE.fullmatch(v) for v in fields if v):
+            return None
+    return ", ".join(pairs) if len(pairs) >= 2 else None
 
 
 def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl.Series | None = None
@@ -106,41 +130,25 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
                                                      extent.gather(ridx).cast(pl.UInt32).alias("_extent")),
     ]).sort(keys)
     source = events["source"].to_list() if "source" in events.columns else [None] * events.height
-    current: dict[object, tuple[str, list[str], bool]] = {}
+    current: dict[object, list[tuple[str, list[str], bool]]] = {}  # per source and prefix, the nearest first
     out: list[str] = []
     at: list[int] = []
     for src, whole, cut, i in zip(source, events["text"].to_list(), events["_extent"].to_list(),
                                   events["_row"].to_list()):
         prefix, line = whole[:cut], whole[cut:]
+        key = (src, prefix.rstrip())
         if i < 0:
             sep, names = _split(line, header=True)
             if len(names) >= (MIN_TAB_COLUMNS if sep == "\t" else MIN_COLUMNS):
                 # pandas' blank index header: white space first, or taken into the prefix before it
-                current[(src, prefix.rstrip())] = (sep, names, line[:1] in (" ", "\t") or prefix[-1:] in (" ", "\t"))
+                kept = current.setdefault(key, [])
+                kept.insert(0, (sep, names, line[:1] in (" ", "\t") or prefix[-1:] in (" ", "\t")))
+                del kept[HEADERS_KEPT:]
             continue
-        header = current.get((src, prefix.rstrip()))
-        if header is None:
-            continue
-        sep, fields = _split(line)
-        names = header[1]
-        if sep == header[0] == " " and len(fields) > len(names):
-            # a header's names set one space apart where its numbers are not (NequIP's `# Epoch batch  loss`)
-            names = [w for n in names for w in n.split()]
-        if sep == header[0] == " " and header[2] and len(fields) == len(names) + 1 and fields[0].isdigit():
-            # pandas' frame printed (`df.tail(1)`): its index column, whose name is the header's opening blank
-            fields = fields[1:]
-        if sep != header[0] or len(fields) != len(names):
-            continue
-        if sep.startswith("|"):  # a bordered row: its numbers, the words beside them left out
-            pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n and _VALUE.fullmatch(v)]
-        else:
-            pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n]
-            if not all(_VALUE.fullmatch(v) for v in fields if v):
-                continue
-        if len(pairs) < 2:
-            continue
-        out.append(prefix + ", ".join(pairs))
-        at.append(i)
+        named = next((n for h in current.get(key, []) if (n := _named(line, h)) is not None), None)
+        if named is not None:
+            out.append(prefix + named)
+            at.append(i)
     if not at:
         return rows
     return rows.with_columns(text.scatter(at, out))

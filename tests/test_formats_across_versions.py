@@ -823,6 +823,9 @@ def test_a_table_header_written_as_a_comment(tmp_path: Path) -> None:
     header = "# Epoch batch         loss       loss_f       loss_e        f_mae"
     rows = [f"{e:7d} {b:5d} {2.5 - (e * 30 + b) / 1000:12.3g} {0.123:12.3g} {0.456:12.3g} {0.0123:12.3g}"
             for e in range(2) for b in range(10, 310, 10)]
+    # the epoch's summary, with a header of its own (a `#` column among its names), between the batch rows
+    rows[30:30] = ["  Train      #    Epoch      wal       LR       loss_f       loss_e         loss        f_mae",
+                   "! Train              1    255.123    0.005        0.123        0.456        2.483        0.123"]
     m = _model(tmp_path, header, *rows)
     clock = next(s for s in m.streams if s.step_clock)
     roles = dict((r.name, r.role) for r in clock.roles)
