@@ -225,18 +225,25 @@ def close_magnitudes(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
     if not fixed:
         return rows, templates
     plain = [t for t, _ in fixed.values()]
-    table = pl.DataFrame({"tid": list(fixed), "_to": pl.Series(plain, dtype=pl.String).hash(),
-                          "_scale": [f for _, f in fixed.values()]},
+    rows, table = _moved(rows, list(fixed), plain, [f for _, f in fixed.values()])
+    template = pl.col("tid").replace_strict(list(fixed), plain, default=pl.col("template"),
+                                            return_dtype=pl.String)
+    return rows, merge_templates(templates.with_columns(template.alias("template"),
+                                                        pl.col("tid").replace(table["tid"], table["_to"])))
+
+
+def _moved(rows: pl.DataFrame, tids: list[int], texts: list[str], scales: list[list[float]]
+           ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The rows of templates `tids` moved to the templates `texts` (ids: the texts' hashes, as mine() makes them),
+    their values scaled slot by slot. -> (the rows, the table of old id -> new id)."""
+    table = pl.DataFrame({"tid": tids, "_to": pl.Series(texts, dtype=pl.String).hash(), "_scale": scales},
                          schema={"tid": pl.UInt64, "_to": pl.UInt64, "_scale": pl.List(pl.Float64)})
     rows = (rows.join(table, on="tid", how="left")
             .with_columns(pl.when(pl.col("_to").is_not_null()).then(pl.col("vals") * pl.col("_scale"))
                           .otherwise(pl.col("vals")).alias("vals"),
                           pl.coalesce("_to", "tid").alias("tid"))
             .drop("_to", "_scale"))
-    template = pl.col("tid").replace_strict(list(fixed), plain, default=pl.col("template"),
-                                            return_dtype=pl.String)
-    return rows, merge_templates(templates.with_columns(template.alias("template"),
-                                                        pl.col("tid").replace(table["tid"], table["_to"])))
+    return rows, table
 
 
 # A unit of time glued to a number, then no letter, digit or `/` (`850.123ms`, not `850ms/step`): seconds per unit.
@@ -269,14 +276,7 @@ def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
     if not fixed:
         return rows, templates
     texts = [text for _, text, _, _ in fixed.values()]
-    table = pl.DataFrame({"tid": list(fixed), "_to": pl.Series(texts, dtype=pl.String).hash(),
-                          "_scale": [f for _, _, f, _ in fixed.values()]},
-                         schema={"tid": pl.UInt64, "_to": pl.UInt64, "_scale": pl.List(pl.Float64)})
-    rows = (rows.join(table, on="tid", how="left")
-            .with_columns(pl.when(pl.col("_to").is_not_null()).then(pl.col("vals") * pl.col("_scale"))
-                          .otherwise(pl.col("vals")).alias("vals"),
-                          pl.coalesce("_to", "tid").alias("tid"))
-            .drop("_to", "_scale"))
+    rows, table = _moved(rows, list(fixed), texts, [f for _, _, f, _ in fixed.values()])
     template = pl.col("tid").replace_strict(list(fixed), texts, default=pl.col("template"), return_dtype=pl.String)
     clocks = pl.col("tid").replace_strict(list(fixed), [c for _, _, _, c in fixed.values()],
                                           default=pl.col("clocks"), return_dtype=pl.String)
