@@ -13,7 +13,7 @@ from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENT
 from diagnose.parsers.literals import any_of
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX, outer_extent
 from diagnose.parsers.schema import schema
-from diagnose.parsers.stamps import LEADING_HINT, find_stamp, has_stamp, leading_stamp
+from diagnose.parsers.stamps import LEADING_HINT, RELATIVE, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
 from diagnose.parsers.thinning import THINNED_ANCHORS, Sampling, sample_lines
 
@@ -131,10 +131,12 @@ _OTHER_MARKS = any_of(("[rank", "]<std"))
 
 # A clock time or epoch seconds: what every stamp but DeepSpeed's (read first, on every line) holds. The clock's
 # colon and digit are found as literals first (an unanchored pattern costs a regex step per byte of a long line);
-# epoch seconds stand at the line's start, behind at most two prefix words (an anchored test of a few bytes).
+# epoch seconds, or logging's relativeCreated before a level (stamps._RELATIVE), stand at the line's start, behind
+# at most two prefix words (an anchored test of a few bytes).
 _CLOCK_COLON = any_of(f":{d}" for d in range(10))
 _CLOCK_TIME = r"\d:\d\d"
-_EPOCH_LEAD = r"^(?:\s*\S{1,40}: |\[[a-z_]*\d+\]:){0,2}\[?1\d{9}"  # torchrun's tee `[default0]:` has no space
+_EPOCH_LEAD = (r"^(?:\s*\S{1,40}: |\[[a-z_]*\d+\]:){0,2}"  # torchrun's tee `[default0]:` has no space
+               r"\[?(?:1\d{9}|" + RELATIVE + ")")
 
 
 def _any_stamp_hint(text: pl.Series) -> pl.Series:

@@ -143,27 +143,37 @@ _LEAD_EPOCH_MS = rf"^\[?({_EPOCH_MS})\]?(?:\s|$)"
 # torch wraps it: `[rank0]:[E1120 ...`; tensorpack's logger prints the month and day without the level's letter
 # (`[0105 10:00:08 @base.py:285]`), where they must be a month's and a day's
 _LEAD_GLOG = r"^\[?(?:[IWEF](\d\d)(\d\d)|(0[1-9]|1[0-2])([0-3]\d)) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"
+# Python logging's `%(relativeCreated)d`, milliseconds since logging loaded, before the level or the thread's name (the
+# logging cookbook's `%(relativeCreated)6d %(threadName)s`): nine digits at most (eleven days), as ten are epoch
+# seconds (`%(created)d`). Placed on CLOCK_ONLY_DAY: only differences are used.
+_AFTER_RELATIVE = r"\]? (?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|MainThread)\b"
+RELATIVE = r" *\d{1,9}" + _AFTER_RELATIVE  # after an optional `[`
+_LEAD_RELATIVE = r"^\[?\s*(\d{1,9})" + _AFTER_RELATIVE
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
-LEADING_HINT = r"^\[?(?:\d\d:\d\d:\d\d|1\d{9}\b|1\d{12}\b|[IWEF]?\d{4} \d\d:)"
+LEADING_HINT = rf"^\[?(?:\d\d:\d\d:\d\d|1\d{{9}}\b|1\d{{12}}\b|[IWEF]?\d{{4}} \d\d:|{RELATIVE})"
 # The stamp itself, as templates mask it: the shapes above (their groups dropped).
 LEADING = (rf"^\[?(?:{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
-           rf"|^\[?(?:0[1-9]|1[0-2])[0-3]\d {_CLOCK}\s")
+           rf"|^\[?(?:0[1-9]|1[0-2])[0-3]\d {_CLOCK}\s"
+           r"|^\[?" + RELATIVE)  # the level or thread's name after it masked with it
 
 
 def leading_stamp(text: pl.Series) -> pl.Series:
     """The stamp that opens each line (prefixes already peeled): a clock time alone (on CLOCK_ONLY_DAY), glog's
-    month-day and time (in YEARLESS_YEAR), or epoch seconds; null where the line opens with none."""
+    month-day and time (in YEARLESS_YEAR), epoch seconds, or logging's relativeCreated; null where the line opens
+    with none."""
     fmt = "%Y-%m-%d %H:%M:%S%.f"
     hms = text.str.extract(_LEAD_HMS, 1).str.replace(",", ".", literal=True)
     glog = text.str.extract_groups(_LEAD_GLOG).struct
     epoch = text.str.extract(_LEAD_EPOCH, 1).cast(pl.Float64, strict=False).fill_null(
         text.str.extract(_LEAD_EPOCH_MS, 1).cast(pl.Float64, strict=False) / 1000)
+    relative = text.str.extract(_LEAD_RELATIVE, 1).cast(pl.Int64, strict=False)
     return pl.select(pl.coalesce(
         (pl.lit(CLOCK_ONLY_DAY + " ") + pl.lit(hms)).str.to_datetime(fmt, strict=False, time_unit="ms"),
         pl.concat_str(pl.lit(YEARLESS_YEAR + "-"), pl.coalesce(pl.lit(glog.field("1")), pl.lit(glog.field("3"))),
                       pl.lit("-"), pl.coalesce(pl.lit(glog.field("2")), pl.lit(glog.field("4"))),
                       pl.lit(" "), pl.lit(glog.field("5"))).str.to_datetime(fmt, strict=False, time_unit="ms"),
         (pl.lit(epoch) * 1000).cast(pl.Int64).cast(pl.Datetime("ms")),
+        pl.lit(CLOCK_ONLY_DAY).str.to_datetime("%Y-%m-%d", time_unit="ms") + pl.duration(milliseconds=pl.lit(relative)),
     )).to_series().alias("ts")
 
 

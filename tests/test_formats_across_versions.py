@@ -1131,3 +1131,18 @@ def test_a_duration_over_a_stated_count_of_steps(tmp_path: Path, layout: str) ->
              f"{8.6 * i:.1f}s" for i in range(1, 41)]
     steps, _ = _steady(tmp_path, total)
     assert steps is not None and steps.p50_s == pytest.approx(0.86, rel=0.01)
+
+
+@pytest.mark.parametrize("fmt", ["{ms} INFO step {s} loss 2.4833", "{ms:>6d} MainThread step {s} loss 2.4833",
+                                 "[default0]:{ms} WARNING step {s} loss 2.4833"])
+def test_loggings_relative_milliseconds_stamp_the_lines(tmp_path: Path, fmt: str) -> None:
+    # `%(relativeCreated)d %(levelname)s %(message)s` and the logging cookbook's `%(relativeCreated)6d %(threadName)s`:
+    # milliseconds since logging loaded, opening the line before the level or the thread; ten digits are epoch seconds.
+    elapsed, lines = 0.0, []
+    for i in range(1, 41):
+        elapsed += 10 * (0.85 + 0.01 * (i % 3))
+        lines.append(fmt.format(ms=int(1000 * elapsed), s=10 * i))
+    _reads_as(tmp_path, lines, 0.86, ("step", "counter"), rel=0.02)
+    from diagnose.parsers.stamps import leading_stamp
+    got = leading_stamp(pl.Series(["1767607208 INFO x", "12345 loss 2.3"])).to_list()
+    assert got[0] is not None and got[0].year == 2026 and got[1] is None
