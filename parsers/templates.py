@@ -249,6 +249,7 @@ def _moved(rows: pl.DataFrame, tids: list[int], texts: list[str], scales: list[l
 # A unit of time glued to a number, then no letter, digit or `/` (`850.123ms`, not `850ms/step`): seconds per unit.
 _GLUED_TIME = re.compile(r"(ns|µs|us|ms|s)(?=[^A-Za-z0-9/]|$)")
 _GLUED_SECONDS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+_GLUED_TIME_SLOT = "\x06(?:ns|µs|us|ms|s)(?:[^A-Za-z0-9/]|$)"  # the same after a slot, as polars finds it
 
 
 def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -256,10 +257,11 @@ def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
     then `1m2.5s`) splits its lines between templates: those of a source that differ only by such units (or by a
     duration in several units in their place) are made one, in seconds, and their rows' values scaled (on the templates
     table, once per source, as close_magnitudes). A template alone keeps its unit."""
-    if templates.height < 2:
+    timed = templates.filter(pl.col("template").str.contains(_GLUED_TIME_SLOT) | pl.col("clocks").str.contains("true"))
+    if timed.height < 2:
         return rows, templates
     canon: dict[int, tuple[int, str, list[float], str]] = {}  # tid -> (source, text in seconds, factors, clocks)
-    for source, tid, template, clocks in templates.select("source", "tid", "template", "clocks").iter_rows():
+    for source, tid, template, clocks in timed.select("source", "tid", "template", "clocks").iter_rows():
         pieces = _SLOTS.split(template)
         flags = _clock_flags(clocks or "", len(pieces) - 1)
         scale = [1.0] * (len(pieces) - 1)
