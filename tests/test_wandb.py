@@ -166,15 +166,18 @@ def test_api_fetch_matches_offline_run_and_caches(offline_run: Path, tmp_path: P
     assert refresh.returncode == 2 and "cannot reach" in refresh.stderr
 
 
-def _run_error(offline_run: Path, tmp_path: Path, mode: str, **env_extra: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def _run_error(offline_run: Path, tmp_path: Path, mode: str, process: bool = True,
+               **env_extra: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """`diagnose parse` of the stand-in's run in `mode`, in a child (`process`: start-up, a terminal's settings read
+    at import, the time the command takes) or in this process (what it prints and its exit status)."""
     with _standin_from(offline_run) as standin:
         standin.mode = mode
         env = _env(tmp_path, WANDB_BASE_URL=standin.url, WANDB_API_KEY=KEY)
         env.update(env_extra)
+        ref = f"https://wandb.example.test/e/p/runs/{standin.run_id}/overview?nw=1" if mode == "selfhosted" else \
+            f"e/p/{standin.run_id}"
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", f"https://wandb.example.test/e/p/runs/"
-                               f"{standin.run_id}/overview?nw=1" if mode == "selfhosted" else f"e/p/{standin.run_id}"],
-                              env=env, capture_output=True, text=True, timeout=90, cwd=ROOT)
+        proc = run_cli("parse", ref, environ=env, process=process, timeout=90)
         return proc, time.monotonic() - t0
 
 
@@ -184,7 +187,7 @@ def _run_error(offline_run: Path, tmp_path: Path, mode: str, **env_extra: str) -
     ("unauthorized", "did not accept the API key"),
 ])
 def test_api_errors(offline_run: Path, tmp_path: Path, mode: str, message: str) -> None:
-    proc, _ = _run_error(offline_run, tmp_path, mode)
+    proc, _ = _run_error(offline_run, tmp_path, mode, process=False)
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
 
@@ -210,8 +213,7 @@ def test_server_errors_are_named(offline_run: Path, tmp_path: Path) -> None:
 def test_no_api_key(tmp_path: Path) -> None:
     env = _env(tmp_path, WANDB_BASE_URL="http://127.0.0.1:9")
     env.pop("WANDB_MODE")
-    proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", "e/p/abc123", "--refresh"], env=env,
-                          capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+    proc = run_cli("parse", "e/p/abc123", "--refresh", environ=env)
     assert proc.returncode == 2
     assert "cannot reach" in proc.stderr or "WANDB_API_KEY" in proc.stderr
 
@@ -220,16 +222,14 @@ def test_no_api_key_with_a_reachable_server(offline_run: Path, tmp_path: Path) -
     with _standin_from(offline_run) as standin:
         env = _env(tmp_path, WANDB_BASE_URL=standin.url)
         env.pop("WANDB_MODE")
-        proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", f"e/p/{standin.run_id}"], env=env,
-                              capture_output=True, text=True, timeout=60, cwd=ROOT, stdin=subprocess.DEVNULL)
+        proc = run_cli("parse", f"e/p/{standin.run_id}", environ=env)
     assert proc.returncode == 2 and "WANDB_API_KEY" in proc.stderr and "wandb login" in proc.stderr, proc.stderr
 
 
 def test_unreachable_fails_fast(tmp_path: Path) -> None:
     env = _env(tmp_path, WANDB_BASE_URL="http://127.0.0.1:9", WANDB_API_KEY=KEY)
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "diagnose", "parse", "e/p/abc123"], env=env, capture_output=True,
-                          text=True, timeout=60, cwd=ROOT)
+    proc = run_cli("parse", "e/p/abc123", environ=env)
     assert proc.returncode == 2 and "cannot reach" in proc.stderr
     assert time.monotonic() - t0 < 10
 
