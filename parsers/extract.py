@@ -131,7 +131,7 @@ _OTHER_MARKS = any_of(("[rank", "]<std"))
 
 # A clock time or epoch seconds: what every stamp but DeepSpeed's (read first, on every line) holds. The clock's
 # colon and digit are found as literals first (an unanchored pattern costs a regex step per byte of a long line);
-# epoch seconds, or logging's relativeCreated before a level (stamps._RELATIVE), stand at the line's start, behind
+# epoch seconds, or logging's relativeCreated before a level (stamps.RELATIVE), stand at the line's start, behind
 # at most two prefix words (an anchored test of a few bytes).
 _CLOCK_COLON = any_of(f":{d}" for d in range(10))
 _CLOCK_TIME = r"\d:\d\d"

@@ -214,13 +214,13 @@ def memory_name(norm: str) -> tuple[str, float] | None:
 
 
 # The same roles in the words of other languages' loops (normalised: lower case), beside the Chinese ones above:
-# Japanese, Traditional Chinese, Korean, Russian, German, French, Spanish.
+# Japanese, Traditional Chinese, Korean, Russian, German, French, Spanish (not French's `temps`: GPU temperatures).
 OTHER_LANGUAGES: dict[Role, tuple[str, ...]] = {
     "counter": ("ステップ", "イテレーション", "步數", "스텝", "단계", "반복", "шаг", "итерация", "schritt", "étape", "itération",
                 "paso", "iteración"),
     "epoch": ("エポック", "에폭", "에포크", "эпоха", "epoche", "époque", "época"),
     "loss": ("損失", "ロス", "訓練損失", "손실", "потеря", "потери", "лосс", "verlust", "perte", "pérdida"),
-    "step_time": ("時間", "所要時間", "耗時", "用時", "시간", "소요시간", "время", "zeit", "dauer", "durée", "temps", "tiempo",
+    "step_time": ("時間", "所要時間", "耗時", "用時", "시간", "소요시간", "время", "zeit", "dauer", "durée", "tiempo",
                   "duración"),
     "data_time": ("データ", "データ時間", "數據", "数据", "데이터", "данные", "daten", "données", "datos"),
 }
