@@ -185,8 +185,14 @@ EVAL_WORDS = re.compile(r"\b(?:test|val|valid|validation|validate|eval|evaluatio
 _SEP = re.compile(r"[\s_\-./():\\\[\]{}'\"@#,;=|*<>+]+")
 
 
+_BRACKETED_UNIT = re.compile(r"\s*[(\[](ms|msec|s|sec|secs|seconds|min|us)[)\]]\s*$", re.IGNORECASE)
+
+
 def normalise(name: str) -> tuple[str, float | None]:
     """A printed name -> (normalised name, seconds per unit where a unit word ends it)."""
+    # A unit in brackets at the end is a unit whatever the words before it (`Time/iter (s)` is no `iter_s` rate)
+    if (bracketed := _BRACKETED_UNIT.search(name)) is not None and bracketed.start() > 0:
+        return _SEP.sub("_", name[:bracketed.start()].lower()).strip("_"), NAME_UNITS[bracketed.group(1).lower()]
     norm = _SEP.sub("_", name.lower()).strip("_")
     if role_of(norm) is not None:  # `average_steps_s`, `timing_s_step`: the whole name says it, unit word and all
         return norm, _name_unit(norm)

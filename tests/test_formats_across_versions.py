@@ -1146,3 +1146,10 @@ def test_loggings_relative_milliseconds_stamp_the_lines(tmp_path: Path, fmt: str
     from diagnose.parsers.stamps import leading_stamp
     got = leading_stamp(pl.Series(["1767607208 INFO x", "12345 loss 2.3"])).to_list()
     assert got[0] is not None and got[0].year == 2026 and got[1] is None
+
+
+def test_a_unit_in_brackets_ends_the_name_whatever_it_spells(tmp_path: Path) -> None:
+    # `Time/iter (s)` folds to `time_iter_s`, whose tail `iter_s` names a rate: the bracketed unit is taken off first.
+    lines = [f"Iteration {10 * i} - Loss 2.4833 - Time/iter (s) {0.85 + 0.01 * (i % 3):.3f} - Data (s) 0.017"
+             for i in range(1, 41)]
+    _reads_as(tmp_path, lines, 0.86, ("Time/iter (s)", "step_time"), ("Data (s)", "data_time"), rel=0.01)
