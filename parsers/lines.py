@@ -273,7 +273,7 @@ def lines_frame(data: bytes, stats: ChunkStats, continues: bool = False, cut: bo
 # one from line to line (but at a few gaps), and some line has no space after the mark. A loop's own counter glued to
 # its text (`10:loss 2.48`) rises by its print interval, and darknet's `1: 1234.5, ...` has the space; a `grep -n
 # pattern` of a few lines among many rises as a counter does and stays as printed.
-_GREP_N = r"^\d{1,9}[:-]"
+_GREP_N = r"^(\d{1,9})[:-]"
 GREP_N_SHARE = 0.9
 
 
@@ -283,7 +283,7 @@ def _line_numbered(frame: pl.DataFrame) -> pl.DataFrame:
     probe = text.head(EXCERPT_PROBE_ROWS)
     if probe.len() < 2 or number(probe.str.contains(_GREP_N).mean()) < GREP_N_SHARE:
         return frame
-    numbers = text.str.extract(r"^(\d{1,9})[:-]", 1).cast(pl.Int64)
+    numbers = text.str.extract(_GREP_N, 1).cast(pl.Int64)
     marked = numbers.is_not_null()
     rising = numbers.drop_nulls().diff().drop_nulls()
     spaced = not text.filter(marked).str.contains(r"^\d{1,9}[:-]\S").any()

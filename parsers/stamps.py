@@ -148,7 +148,7 @@ _LEAD_GLOG = r"^\[?(?:[IWEF](\d\d)(\d\d)|(0[1-9]|1[0-2])([0-3]\d)) (\d\d:\d\d:\d
 # seconds (`%(created)d`). Placed on CLOCK_ONLY_DAY: only differences are used.
 _AFTER_RELATIVE = r"\]? (?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|MainThread)\b"
 RELATIVE = r" *\d{1,9}" + _AFTER_RELATIVE  # after an optional `[`
-_LEAD_RELATIVE = r"^\[?\s*(\d{1,9})" + _AFTER_RELATIVE
+_LEAD_RELATIVE = r"^\[? *(\d{1,9})" + _AFTER_RELATIVE
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
 LEADING_HINT = rf"^\[?(?:\d\d:\d\d:\d\d|1\d{{9}}\b|1\d{{12}}\b|[IWEF]?\d{{4}} \d\d:|{RELATIVE})"
 # The stamp itself, as templates mask it: the shapes above (their groups dropped).

@@ -22,6 +22,7 @@ numbers take their columns' names and the words are left out.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -77,17 +78,24 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
     return " ", (re.split(r" {2,}", text.strip()) if header else text.split())
 
 
-def _named(line: str, header: tuple[str, list[str], bool]) -> str | None:
+@dataclass(frozen=True)
+class _Header:
+    sep: str  # as _split tells it
+    names: list[str]
+    blank_first: bool  # white space before the first name: pandas' blank index header may be there
+
+
+def _named(line: str, header: _Header) -> str | None:
     """A row's `name: value, ...` under a header whose separator and width it shares; None where it does not."""
     sep, fields = _split(line)
-    names = header[1]
-    if sep == header[0] == " " and len(fields) > len(names):
+    names = header.names
+    if sep == header.sep == " " and len(fields) > len(names):
         # a header's names set one space apart where its numbers are not (NequIP's `# Epoch batch  loss`)
         names = [w for n in names for w in n.split()]
-    if sep == header[0] == " " and header[2] and len(fields) == len(names) + 1 and fields[0].isdigit():
+    if sep == header.sep == " " and header.blank_first and len(fields) == len(names) + 1 and fields[0].isdigit():
         # pandas' frame printed (`df.tail(1)`): its index column, whose name is the header's opening blank
         fields = fields[1:]
-    if sep != header[0] or len(fields) != len(names):
+    if sep != header.sep or len(fields) != len(names):
         return None
     if sep.startswith("|"):  # a bordered row: its numbers, the words beside them left out
         pairs = [f"{n}: {v}" for n, v in zip(names, fields) if v and n and _VALUE.fullmatch(v)]
@@ -130,7 +138,7 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
                                                      extent.gather(ridx).cast(pl.UInt32).alias("_extent")),
     ]).sort(keys)
     source = events["source"].to_list() if "source" in events.columns else [None] * events.height
-    current: dict[object, list[tuple[str, list[str], bool]]] = {}  # per source and prefix, the nearest first
+    current: dict[object, list[_Header]] = {}  # per source and prefix, the nearest first
     out: list[str] = []
     at: list[int] = []
     for src, whole, cut, i in zip(source, events["text"].to_list(), events["_extent"].to_list(),
@@ -142,7 +150,7 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
             if len(names) >= (MIN_TAB_COLUMNS if sep == "\t" else MIN_COLUMNS):
                 # pandas' blank index header: white space first, or taken into the prefix before it
                 kept = current.setdefault(key, [])
-                kept.insert(0, (sep, names, line[:1] in (" ", "\t") or prefix[-1:] in (" ", "\t")))
+                kept.insert(0, _Header(sep, names, line[:1] in (" ", "\t") or prefix[-1:] in (" ", "\t")))
                 del kept[HEADERS_KEPT:]
             continue
         named = next((n for h in current.get(key, []) if (n := _named(line, h)) is not None), None)

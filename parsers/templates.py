@@ -247,9 +247,10 @@ def _moved(rows: pl.DataFrame, tids: list[int], texts: list[str], scales: list[l
 
 
 # A unit of time glued to a number, then no letter, digit or `/` (`850.123ms`, not `850ms/step`): seconds per unit.
-_GLUED_TIME = re.compile(r"(ns|µs|us|ms|s)(?=[^A-Za-z0-9/]|$)")
 _GLUED_SECONDS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
-_GLUED_TIME_SLOT = "\x06(?:ns|µs|us|ms|s)(?:[^A-Za-z0-9/]|$)"  # the same after a slot, as polars finds it
+_GLUED_UNITS = "|".join(_GLUED_SECONDS)
+_GLUED_TIME = re.compile(rf"({_GLUED_UNITS})(?=[^A-Za-z0-9/]|$)")
+_GLUED_TIME_SLOT = f"\x06(?:{_GLUED_UNITS})(?:[^A-Za-z0-9/]|$)"  # the same after a slot, as polars finds it
 
 
 def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -662,8 +663,8 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         return None
     wide = sub.with_columns(pl.col("vals").list.get(i, null_on_oob=True).alias(f"s{i}") for i in range(len(slots)))
     stats = [_stats(wide, f"s{i}") for i in range(len(slots))]
-    slots = _name_passed_on(slots, stats, _SLOTS.split(template))
-    slots = _per_counted_steps(slots, stats, _SLOTS.split(template))
+    pieces = _SLOTS.split(template)
+    slots = _per_counted_steps(_name_passed_on(slots, stats, pieces), stats, pieces)
     roles: dict[int, tuple[str, str]] = {}  # slot -> (role, how)
     # Totals of `i/n` (constant, at least the counter) and running averages of `v (w)`.
     totals = {s.total_of: s.index for s in slots if s.total_of is not None and stats[s.index]["constant"]
@@ -1002,7 +1003,7 @@ def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces
         st = stats[a.index]
         if st["constant"] and st["integral"] and st["median"] > 1 and _COUNTED_STEPS.match(pieces[a.index + 1]) \
                 and not a.unit and b.scale is not None and not b.clock and b.name_role in _PER_WINDOW:
-            out[b.index] = replace(b, scale=(b.scale or 1.0) / st["median"])
+            out[b.index] = replace(b, scale=b.scale / st["median"])
     return out
 
 

@@ -62,6 +62,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "io", "io_time", "io_wait", "fetch", "fetch_time", "data_fetch", "data_fetch_time", "dataloader",
                   "dataloader_wait", "loader", "loader_time", "loader_wait", "input_wait", "batch_wait", "wait_data",
                   "load", "input", "data_load",  # FunASR's speed stats `'data_load': '0.016'`
+                  "数据",  # Chinese: data
                   "smp",  # flashlight's sample timer: the dataset's `get` of the batch
                   "etl", "etl_time"),  # DL4J's PerformanceListener `ETL: 17 ms; iteration 10; iteration time: 850 ms`
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
@@ -228,7 +229,7 @@ OTHER_LANGUAGES: dict[Role, tuple[str, ...]] = {
     "loss": ("損失", "ロス", "訓練損失", "손실", "потеря", "потери", "лосс", "verlust", "perte", "pérdida"),
     "step_time": ("時間", "所要時間", "耗時", "用時", "시간", "소요시간", "время", "zeit", "dauer", "durée", "tiempo",
                   "duración"),
-    "data_time": ("データ", "データ時間", "數據", "数据", "데이터", "данные", "daten", "données", "datos"),
+    "data_time": ("データ", "データ時間", "數據", "데이터", "данные", "daten", "données", "datos"),
 }
 _BY_NAME: dict[str, Role] = {n: role for table in (NAMES, OTHER_LANGUAGES) for role, names in table.items()
                              for n in names}
