@@ -137,7 +137,10 @@ ROLLOVER_BACK_S = 12 * 3600  # a clock time this far below the one before it is 
 _CLOCK = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
 _EPOCH = r"1\d{9}(?:\.\d{1,9})?"
 _EPOCH_MS = r"1\d{12}"  # epoch milliseconds (Java's and JavaScript's clocks, MLflow's and many JSON loggers')
-_LEAD_HMS = rf"^\[?({_CLOCK})\]?(?:\s|$)"
+# A clock time may follow the level inside the line's opening bracket (PyMARL's `[INFO 10:00:08] my_main ...`, logging's
+# `[%(levelname)s %(asctime)s]` with a time-only datefmt).
+_LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL) "
+_LEAD_HMS = rf"^\[?(?:{_LEVEL})?({_CLOCK})\]?(?:\s|$)"
 _LEAD_EPOCH = rf"^\[?({_EPOCH})\]?(?:\s|$)"
 _LEAD_EPOCH_MS = rf"^\[?({_EPOCH_MS})\]?(?:\s|$)"
 # torch wraps it: `[rank0]:[E1120 ...`; tensorpack's logger prints the month and day without the level's letter
@@ -150,9 +153,9 @@ _AFTER_RELATIVE = r"\]? (?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|MainThread)\b"
 RELATIVE = r" *\d{1,9}" + _AFTER_RELATIVE  # after an optional `[`
 _LEAD_RELATIVE = r"^\[? *(\d{1,9})" + _AFTER_RELATIVE
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
-LEADING_HINT = rf"^\[?(?:\d\d:\d\d:\d\d|1\d{{9}}\b|1\d{{12}}\b|[IWEF]?\d{{4}} \d\d:|{RELATIVE})"
+LEADING_HINT = rf"^\[?(?:(?:{_LEVEL})?\d\d:\d\d:\d\d|1\d{{9}}\b|1\d{{12}}\b|[IWEF]?\d{{4}} \d\d:|{RELATIVE})"
 # The stamp itself, as templates mask it: the shapes above (their groups dropped).
-LEADING = (rf"^\[?(?:{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
+LEADING = (rf"^\[?(?:(?:{_LEVEL})?{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
            rf"|^\[?(?:0[1-9]|1[0-2])[0-3]\d {_CLOCK}\s"
            r"|^\[?" + RELATIVE)  # the level or thread's name after it masked with it
 

@@ -28,7 +28,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                 # a count of what is done so far (Dopamine's `Steps executed: 1000`)
                 "steps_executed", "steps_done", "steps_completed", "steps_taken", "iterations_done",
                 "iterations_completed", "batches_done", "batches_processed", "updates_done", "updates_applied",
-                "nupdates"),  # OpenAI Baselines' `misc/nupdates`
+                "nupdates",  # OpenAI Baselines' `misc/nupdates`
+                "t_env"),  # PyMARL's environment timestep `t_env: 10050 / 2050000`, the loop's counter
     "epoch": ("epoch", "ep", "training_epoch", "train_epoch", "轮", "轮次", "轮数"),
     "step_time": ("time", "dt", "step_time", "iter_time", "batch_time", "time_per_step", "time_step", "time_per_iter",
                   "time_per_iteration", "elapsed_time_per_iteration", "iteration_time", "step_timing",
@@ -265,6 +266,16 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
                 return "phase_time"
             return role
     return "loss" if part_loss(norm) else None
+
+
+def qualified_time(norm: str) -> bool:
+    """A time the table knows only by its generic tail, after a word it does not know (habitat's `env-time` and
+    `pth-time`): a step's time by default; one that only grows is a running total of that part of the work."""
+    parts = norm.split("_")
+    if norm in _BY_NAME or len(parts) < 2 or PHASE_WORDS.intersection(parts):
+        return False
+    known = next(i for i in range(1, len(parts) + 1) if i == len(parts) or "_".join(parts[i:]) in _BY_NAME)
+    return known == len(parts) - 1 and _BY_NAME[parts[-1]] == "step_time"
 
 
 def part_loss(norm: str) -> bool:

@@ -1153,3 +1153,30 @@ def test_a_unit_in_brackets_ends_the_name_whatever_it_spells(tmp_path: Path) -> 
     lines = [f"Iteration {10 * i} - Loss 2.4833 - Time/iter (s) {0.85 + 0.01 * (i % 3):.3f} - Data (s) 0.017"
              for i in range(1, 41)]
     _reads_as(tmp_path, lines, 0.86, ("Time/iter (s)", "step_time"), ("Data (s)", "data_time"), rel=0.01)
+
+
+def test_a_time_of_one_part_that_only_grows_is_that_parts_total_and_the_stamps_time_the_steps(tmp_path: Path) -> None:
+    # habitat-baselines' PPO trainer: `update: N\tenv-time: Xs\tpth-time: Ys\tframes: F`, both times since the start
+    # (each part of the work's); the stamps 8.5 s apart time the 10 updates between prints.
+    lines, env, pth = [], 0.0, 0.0
+    for i in range(1, 41):
+        env, pth = env + 6.4, pth + 2.1
+        stamp = f"2026-01-05 10:{8.5 * i // 60:02.0f}:{8.5 * i % 60:06.3f}".replace(".", ",")
+        lines += [f"{stamp} update: {10 * i}\tfps: 301.176\t",
+                  f"{stamp} update: {10 * i}\tenv-time: {env:.3f}s\tpth-time: {pth:.3f}s\tframes: {2560 * i}"]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=0.02), steps
+    assert ("env-time", "step_time") not in roles and ("update", "counter") in roles, roles
+
+
+def test_a_clock_time_after_the_level_in_the_opening_bracket_stamps_the_line(tmp_path: Path) -> None:
+    # PyMARL's logger `[%(levelname)s %(asctime)s] %(name)s %(message)s` with datefmt `%H:%M:%S`, and its loop's
+    # environment timestep `t_env: N / T` as the counter.
+    lines = []
+    for i in range(1, 41):
+        s = round(8.5 * i)
+        lines.append(f"[INFO 10:{s // 60:02d}:{s % 60:02d}] my_main t_env: {10 * i} / 400")
+    _reads_as(tmp_path, lines, 0.85, ("my_main t_env", "counter"), rel=0.06)  # whole seconds: 8 or 9 s a print
+    from diagnose.parsers.stamps import leading_stamp
+    got = leading_stamp(pl.Series(["[INFO 10:00:08] my_main x", "INFO 10:00:09 x", "[INFO] 10:00:08 x"])).to_list()
+    assert [g.second if g else None for g in got] == [8, 9, None]
