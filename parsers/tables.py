@@ -29,13 +29,16 @@ import polars as pl
 from diagnose.parsers.prefixes import outer_extent
 
 _NAME = r"(?:[A-Za-z_][\w./()%\-]*|#)"  # `#`: a count's column (spaCy's `E    #       LOSS TOK2VEC  LOSS NER`)
-_SEP = r"(?:[ \t]*,[ \t]*|\t+| {2,})"
+# A rule drawn between groups of columns, with no border at either end (ElegantRL's evaluator: `ID     Step    Time |
+#    avgR   stdR ...`, its rows `0  1.00e+01      12 |   -1234.56 ...`), sets columns apart as a run of spaces does.
+_RULE = r" +\| +"
+_SEP = rf"(?:[ \t]*,[ \t]*|\t+| {{2,}}|{_RULE})"
 # A name of a CSV header, or of one whose columns are set apart by tabs or runs of spaces, may hold single spaces
 # (TensorBoard's export `Wall time,Step,Value`, spaCy's `LOSS TOK2VEC`); a CSV header's first name may be empty
 # (pandas' index column: `,_step,_runtime,_timestamp,train/loss`, W&B's `run.history().to_csv()`).
 _SPACED_NAME = rf"{_NAME}(?: [A-Za-z_(][\w./()%\-]*)*"  # a later word may be a unit: `step time (s)`
 # A header written as a comment (`# Epoch batch  loss  f_mae`: NequIP, gnuplot-style data) is a header all the same.
-HEADER = (rf"^[ \t]*(?:#[ \t]*)?{_SPACED_NAME}(?:(?:\t+| {{2,}}){_SPACED_NAME}){{2,}}[ \t]*$"
+HEADER = (rf"^[ \t]*(?:#[ \t]*)?{_SPACED_NAME}(?:(?:\t+| {{2,}}|{_RULE}){_SPACED_NAME}){{2,}}[ \t]*$"
           rf"|^[ \t]*(?:{_SPACED_NAME})?(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[ \t]*$"
           # two tab-separated columns: a notebook's table copied as text (the HF Trainer's `Step  Training Loss`)
           rf"|^[ \t]*{_SPACED_NAME}\t+{_SPACED_NAME}[ \t]*$")
@@ -56,6 +59,7 @@ MIN_TAB_COLUMNS = 2
 HEADERS_KEPT = 4
 
 
+_RULE_RE = re.compile(_RULE)
 _BORDERED = re.compile(r"^[ \t]*([|\u2502])(.*)\1[ \t]*$")
 
 
@@ -71,6 +75,8 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
         return "| ", re.split(r" {2,}", inner.strip())
     if header:  # a comment's mark, one space before the first name at most (a `#` column is set apart by more)
         text = re.sub(r"^[ \t]*#[ \t]?(?=[^\s#])", "", text)
+    if " | " in text:  # inner rules with no border: runs of spaces
+        text = _RULE_RE.sub("   ", text)
     if "," in text:
         return ",", [f.strip() for f in text.strip().split(",")]
     if "\t" in text:

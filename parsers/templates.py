@@ -468,6 +468,12 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
                 pre = pre[cut:]
         name = _name(pre)
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
+        # `a (b): v (w)`: the bracketed word names the bracketed number (BasicSR's `time (data): 0.850 (0.017)`),
+        # unless it says an average (`loss (avg): 2.3 (2.4)`) or a unit (`time (s): 0.85 (0.86)`).
+        if avg_of is not None and (paired := _PAIRED_NAME.fullmatch(slots[-1].name)) is not None \
+                and paired.group(2).lower() not in _AVERAGE_WORDS and not vocab.is_unit_word(paired.group(2)):
+            slots[-1] = _renamed(slots[-1], paired.group(1))
+            name, avg_of = paired.group(2), None
         total_of = i - 1 if i > 0 and pre.strip() == "/" else None
         slots.append(_slot(i, name, kind == "clock", unit, unit_role, unit_scale, post, total_of, avg_of))
     # The last number may be named by the words after it, where none stand before it: a duration followed by a few
@@ -476,6 +482,10 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
         if (after := _AFTER_NAME.match(pieces[-1].lstrip()[len(slots[-1].unit):])) is not None:
             slots[-1] = _renamed(slots[-1], after.group(1))
     return slots
+
+
+_PAIRED_NAME = re.compile(r"(.*?\S)\s*\(([A-Za-z][\w ]*)\)")
+_AVERAGE_WORDS = frozenset({"avg", "average", "mean", "ema", "smooth", "smoothed", "running", "median", "global avg"})
 
 
 def _renamed(slot: _Slot, name: str) -> _Slot:
@@ -791,8 +801,8 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         cols.append(pl.col(f"s{total}").cast(pl.Int64, strict=False).alias("total_steps"))
     taken: set[str] = set()
     scale = _data_scale(slots, roles)
-    # a part's loss (`loss_cls`) fills the loss column only where no total (`loss`) is printed beside it
-    for i, (role, _) in sorted(roles.items(), key=lambda r: (vocab.part_loss(slots[r[0]].norm), r[0])):
+    # a part's loss (`loss_cls`, `s0.loss_cls`) fills the loss column only where no total (`loss`) is printed beside it
+    for i, (role, _) in sorted(roles.items(), key=lambda r: (vocab.loss_of_a_part(slots[r[0]].norm), r[0])):
         column = vocab.ROLE_COLUMNS.get(role)  # type: ignore[call-overload]  # a role name read back as str
         if column is None or column in taken:
             continue

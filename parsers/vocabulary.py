@@ -47,7 +47,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
                  "walltime", "wall", "wallclock", "runtime", "train_runtime", "time_since_start", "total_elapsed",
                  "time_total", "time_total_s", "time_since_restore", "time_since_restore_s",
-                 "running_time"),  # Ray Train's `Total running time: 1min 8s`
+                 "running_time",  # Ray Train's `Total running time: 1min 8s`
+                 "elap"),  # ELECTRA's ETAHook `SPS: 1.2, ELAP: 4:15, ETA: ...`
     # An epoch's time (MindSpore's TimeMonitor `epoch time: 8500.0 ms, per step time: 850.0 ms`, DGL's `Epoch
     # Time(s)`): many steps' worth, never a step's.
     "epoch_time": ("epoch_time", "time_per_epoch", "epoch_duration", "epoch_time_s", "time_epoch"),
@@ -63,6 +64,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "io", "io_time", "io_wait", "fetch", "fetch_time", "data_fetch", "data_fetch_time", "dataloader",
                   "dataloader_wait", "loader", "loader_time", "loader_wait", "input_wait", "batch_wait", "wait_data",
                   "load", "input", "data_load",  # FunASR's speed stats `'data_load': '0.016'`
+                  "sample_batch",  # an RL loop's draw from its replay buffer (d3rlpy's `time_sample_batch`)
                   "数据",  # Chinese: data
                   "smp",  # flashlight's sample timer: the dataset's `get` of the batch
                   "etl", "etl_time"),  # DL4J's PerformanceListener `ETL: 17 ms; iteration 10; iteration time: 850 ms`
@@ -190,8 +192,21 @@ _SEP = re.compile(r"[\s_\-./():\\\[\]{}'\"@#,;=|*<>+]+")
 _BRACKETED_UNIT = re.compile(r"\s*[(\[](ms|msec|s|sec|secs|seconds|min|us)[)\]]\s*$", re.IGNORECASE)
 
 
+def is_unit_word(word: str) -> bool:
+    """A unit of time or memory written as a word (`s`, `ms`, `sec`, `MB`): what a bracket after a name may hold."""
+    w = word.strip().lower()
+    return w in NAME_UNITS or w in MEM_UNITS
+
+
 def normalise(name: str) -> tuple[str, float | None]:
     """A printed name -> (normalised name, seconds per unit where a unit word ends it)."""
+    # A unit of time over a step's word is seconds per step whatever the word (HiFi-GAN's `s/b`, Transformer-XL's
+    # `ms/batch`); the other way round, steps per second (`batch/s`). The slash decides: `batch_s` may be a time.
+    if (per := _PER_STEP_NAME.fullmatch(name.strip())) is not None:
+        scale = NAME_UNITS[per.group(1).lower()]
+        return "s_it", None if scale == 1.0 else scale  # seconds, the default, as _name_unit gives them
+    if _STEP_RATE_NAME.fullmatch(name.strip()) is not None:
+        return "it_s", None
     # A unit in brackets at the end is a unit whatever the words before it (`Time/iter (s)` is no `iter_s` rate)
     if (bracketed := _BRACKETED_UNIT.search(name)) is not None and bracketed.start() > 0:
         return _SEP.sub("_", name[:bracketed.start()].lower()).strip("_"), NAME_UNITS[bracketed.group(1).lower()]
@@ -205,6 +220,11 @@ def normalise(name: str) -> tuple[str, float | None]:
             if role_of(stem) is not None or role_of(norm) is None:
                 return stem, NAME_UNITS[unit]
     return norm, None
+
+
+_STEP_WORDS = r"(?:it|its|iter|iters|iteration|iterations|step|steps|batch|batches|b|update|updates)"
+_PER_STEP_NAME = re.compile(r"(s|sec|secs|ms|msec)\s*/\s*" + _STEP_WORDS, re.I)
+_STEP_RATE_NAME = re.compile(_STEP_WORDS + r"\s*/\s*(?:s|sec|second)", re.I)
 
 
 def _name_unit(norm: str) -> float | None:
@@ -264,8 +284,15 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
             role = _BY_NAME[tail]
             if role == "step_time" and PHASE_WORDS.intersection(parts[:i]):
                 return "phase_time"
+            if role == "count" and named_loss(norm):  # HiFi-GAN's `Gen Loss Total`: a loss, not a count
+                return "loss"
+            # `time_<what>` times what it names, not counts it: `time_batch` a step, `time_epoch` an epoch, and
+            # anything longer a part of the step (d3rlpy's `time_algorithm_update`)
+            if role in ("counter", "count", "epoch") and parts[0] in ("time", "timing"):
+                return ("phase_time" if i > 1 else "epoch_time" if role == "epoch"
+                        else "step_time" if role == "counter" else "phase_time")
             return role
-    return "loss" if part_loss(norm) else None
+    return "loss" if part_loss(norm) or named_loss(norm) else None
 
 
 def qualified_time(norm: str) -> bool:
@@ -283,6 +310,18 @@ def part_loss(norm: str) -> bool:
     not a setting of the loss (Megatron's `loss scale`, a loss's weight): a part's, where the total is printed too."""
     parts = norm.split("_")
     return parts[0] == "loss" and len(parts) > 1 and parts[1] not in _LOSS_SETTINGS and norm not in _BY_NAME
+
+
+def loss_of_a_part(norm: str) -> bool:
+    """A loss named for a part of the total (`loss_cls`, MMDetection's cascade stage `s0.loss_cls`)."""
+    return norm not in _BY_NAME and (part_loss(norm) or named_loss(norm))
+
+
+def named_loss(norm: str) -> bool:
+    """A loss named with words around the word (HiFi-GAN's `Gen Loss Total`), not a setting of it (`loss_scale`)."""
+    parts = norm.split("_")
+    return any(w == "loss" and i + 1 < len(parts) and parts[i + 1] not in _LOSS_SETTINGS
+               for i, w in enumerate(parts) if i > 0)
 
 
 _LOSS_SETTINGS = frozenset({"scale", "scaler", "scaling", "weight", "weights", "coef", "coeff", "mask", "fn", "type"})

@@ -142,6 +142,12 @@ def test_hf_explicit_format_and_4x_float_dicts(tmp_path: Path) -> None:
     assert s["loss"].to_list() == [0.0002] and s["lr"][0] == pytest.approx(0.00021013958031099205)
 
 
+def _stamp(seconds: float) -> str:
+    """A `%Y-%m-%d %H:%M:%S` stamp this many seconds after 10:00 on 2026-01-05."""
+    s = int(seconds)
+    return f"2026-01-05 {10 + s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
 def _steady(tmp_path: Path, lines: list[str]) -> tuple[object, list[tuple[str, str]]]:
     from diagnose.engine import diagnose
     m = _model(tmp_path, *lines)
@@ -1180,3 +1186,60 @@ def test_a_clock_time_after_the_level_in_the_opening_bracket_stamps_the_line(tmp
     from diagnose.parsers.stamps import leading_stamp
     got = leading_stamp(pl.Series(["[INFO 10:00:08] my_main x", "INFO 10:00:09 x", "[INFO] 10:00:08 x"])).to_list()
     assert [g.second if g else None for g in got] == [8, 9, None]
+
+
+@pytest.mark.parametrize(("name", "scale"), [("s/b", 1.0), ("ms/batch", 1e-3), ("sec/step", 1.0), ("ms/it", 1e-3)])
+def test_a_unit_of_time_over_a_steps_word_is_seconds_per_step(tmp_path: Path, name: str, scale: float) -> None:
+    # HiFi-GAN's `Steps : N, Gen Loss Total : v, Mel-Spec. Error : v, s/b : v`; Transformer-XL's `ms/batch`. The
+    # step's word after the slash is no counter, and a loss named with words around it is a loss, not a count.
+    lines = [f"Steps : {10 * i}, Gen Loss Total : 2.483, Mel-Spec. Error : 0.812, {name} : "
+             f"{(0.85 + 0.01 * (i % 3)) / scale:.3f}" for i in range(1, 41)]
+    steps, roles = _steady(tmp_path, lines)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86, rel=0.01), steps
+    assert ((name, "sec_per_iter") in roles or (name, "step_time") in roles) and ("Gen Loss Total", "loss") in roles
+    from diagnose.parsers.vocabulary import normalise, role_of
+    assert role_of(normalise("batch/s")[0]) == "iter_rate" and role_of(normalise("batch_s")[0]) == "counter"
+
+
+def test_electras_elapsed_time_in_seconds_then_minutes(tmp_path: Path) -> None:
+    # ELECTRA's ETAHook: `N/T = p%, SPS: v, ELAP: e, ETA: e - loss: v`, its times as a timedelta with the leading
+    # zeros cut (`8`, `59`, `1:08`, `4:15`).
+    def short(secs: float) -> str:
+        h, rest = divmod(int(round(secs)), 3600)
+        return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60}:{rest % 60:02d}" if rest >= 60 \
+            else str(rest)
+    lines = [f"{10 * i}/400 = {2.5 * i:.1f}%, SPS: 1.2, ELAP: {short(8.5 * i)}, ETA: {short(8.5 * (40 - i))} - loss: "
+             "2.4833" for i in range(1, 41)]
+    _reads_as(tmp_path, lines, 0.85, ("ELAP", "cum_time"), rel=0.06)
+
+
+def test_a_bracketed_word_in_the_name_names_the_bracketed_number(tmp_path: Path) -> None:
+    # BasicSR's MessageLogger: `[eta: 0:08:01, time (data): 0.850 (0.017)]` is a step's time and its data wait, not a
+    # time and its running average; `loss (avg): v (w)` and `time (s): v (w)` keep theirs.
+    lines = [f"{_stamp(8.5 * i)},123 INFO: [train..][epoch:  0, iter: {10 * i:7d}, lr:(2.000e-04,)] [eta: "
+             f"0:08:01, time (data): {0.85 + 0.01 * (i % 3):.3f} (0.017)] l_pix: 2.4833e+00" for i in range(1, 41)]
+    _reads_as(tmp_path, lines, 0.86, ("time", "step_time"), ("data", "data_time"), rel=0.01)
+    from diagnose.parsers.templates import _slots
+    for name in ("loss (avg)", "time (s)"):
+        first, second = _slots(f"{name}: \x06 (\x06)")
+        assert first.name == name and second.avg_of == 0 and not second.name, (name, first, second)
+
+
+def test_time_before_what_it_times_names_a_part_of_the_step(tmp_path: Path) -> None:
+    # d3rlpy's epoch line: `metrics={'time_sample_batch': v, 'time_algorithm_update': v, 'loss': v, 'time_step': v}`:
+    # the draw from the replay buffer is the data wait, the update a part of the step; neither counts steps.
+    lines = [f"{_stamp(8.5 * i)} [info     ] DQN_20260105100000: epoch={i} step={10 * i} epoch={i} "
+             f"metrics={{'time_sample_batch': 0.51, 'time_algorithm_update': 0.34, 'loss': 2.4833, 'time_step': 0.85}}"
+             f" step={10 * i}" for i in range(1, 41)]
+    _reads_as(tmp_path, lines, 0.85, ("time_sample_batch", "data_time"), ("time_algorithm_update", "phase_time"),
+              ("time_step", "step_time"), rel=0.01)
+
+
+def test_a_table_ruled_between_its_column_groups_is_read_by_its_header(tmp_path: Path) -> None:
+    # ElegantRL's evaluator: `ID     Step    Time |    avgR ...` and rows `0  1.00e+01       8 |   12.34 ...`; the
+    # step count in e-notation, the time since the start in whole seconds.
+    head = "{:<3}{:>8}{:>8} |{:>8}{:>7}{:>7}{:>6} |{:>8}{:>7}{:>7}".format("ID", "Step", "Time", "avgR", "stdR", "avgS",
+                                                                          "stdS", "expR", "objC", "etc.")
+    rows = [f"0  {10 * i:8.2e}{8.5 * i:8.0f} |   12.34    1.2    200     0 |   -0.12   1.23   0.45"
+            for i in range(1, 41)]
+    _reads_as(tmp_path, ["#" * 80, head, *rows], 0.85, ("Step", "counter"), ("Time", "cum_time"), rel=0.06)
