@@ -47,7 +47,8 @@ _CELL = rf"[ \t]*{_SPACED_NAME}[ \t]*"
 HEADER += rf"|^[ \t]*{_BAR}{_CELL}(?:(?:{_BAR}| {{2,}}){_CELL}){{2,}}{_BAR}[ \t]*$"
 # What a row may hold: digits, signs, points, exponents, clock colons, separators (`nan` and `inf` rows are rare
 # enough to leave to the template reader as they are); a bordered row anything between its borders.
-ROW_HINT = (rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}[-+.\deE:]*){{2,}}[ \t]*$"
+# A later cell may be one number in brackets, or none (DeepXDE's `1000      [2.30e-02]    [2.50e-02]    []`).
+ROW_HINT = (rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}\[?[-+.\deE:]*\]?){{2,}}[ \t]*$"
             r"|^[ \t]*[-+.\d][-+.\deE:]*\t+[-+.\deE:]+[ \t]*$"
             rf"|^[ \t]*{_BAR}[^\d]*\d.*{_BAR}[ \t]*$")
 _VALUE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?")
@@ -80,8 +81,14 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
     if "," in text:
         return ",", [f.strip() for f in text.strip().split(",")]
     if "\t" in text:
-        return "\t", [f.strip() for f in text.strip().split("\t")]
-    return " ", (re.split(r" {2,}", text.strip()) if header else text.split())
+        return "\t", [_cell(f, header) for f in text.strip().split("\t")]
+    return " ", (re.split(r" {2,}", text.strip()) if header else [_cell(f, header) for f in text.split()])
+
+
+def _cell(field: str, header: bool) -> str:
+    """A row's cell without the brackets of a one-number list (`[2.30e-02]`; `[]` is an empty cell)."""
+    field = field.strip()
+    return field[1:-1].strip() if not header and field[:1] == "[" and field[-1:] == "]" else field
 
 
 @dataclass(frozen=True)

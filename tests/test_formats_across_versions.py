@@ -1243,3 +1243,13 @@ def test_a_table_ruled_between_its_column_groups_is_read_by_its_header(tmp_path:
     rows = [f"0  {10 * i:8.2e}{8.5 * i:8.0f} |   12.34    1.2    200     0 |   -0.12   1.23   0.45"
             for i in range(1, 41)]
     _reads_as(tmp_path, ["#" * 80, head, *rows], 0.85, ("Step", "counter"), ("Time", "cum_time"), rel=0.06)
+
+
+def test_table_cells_of_one_number_in_brackets(tmp_path: Path) -> None:
+    # DeepXDE's TrainingDisplay: `Step      Train loss    Test loss     Test metric`, its rows `1000      [2.30e-02]
+    # [2.50e-02]    []`: each loss a list (of one term here), the metric's list empty.
+    rows = [f"{1000 * i:<10}[{2.5 - 0.01 * i:.2e}]    [{2.6 - 0.01 * i:.2e}]    []    " for i in range(1, 41)]
+    m = _model(tmp_path, "Step      Train loss    Test loss     Test metric", *rows)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert stream.lines == 40 and ("Step", "counter") in [(r.name, r.role) for r in stream.roles], stream
+    assert m.frames["steps"]["global_step"].to_list()[:3] == [1000, 2000, 3000]
