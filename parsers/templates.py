@@ -768,7 +768,13 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
                 ms = (pl.col(f"s{i}") * scale * 1000).cast(pl.Int64, strict=False)
                 wide = wide.with_columns(pl.from_epoch(ms, time_unit="ms").cast(pl.Datetime("ms")).alias("ts"))
     lead = _lead(template)
-    is_eval = bool(vocab.EVAL_WORDS.search(display(lead)))
+    # An evaluation says so before its numbers, or right after its counter (RecBole's `epoch 10 evaluating [time:
+    # 0.12s, ...]` beside `epoch 10 training [...]`): the words there, less the next number's own name (GCN's
+    # `Epoch: 0010 train_loss= ... val_loss= ...` is a training line).
+    after = "" if ordinal or counter + 1 >= len(slots) else pieces[counter + 1]
+    if after and slots[counter + 1].name and (cut := after.rfind(slots[counter + 1].name)) >= 0:
+        after = after[:cut]
+    is_eval = bool(vocab.EVAL_WORDS.search(display(lead))) or bool(vocab.EVAL_WORDS.search(display(after)))
     has_ts = wide["ts"].null_count() < wide.height
     # A loop that counts epochs only (nnU-Net's `Epoch 10`, then its lines) steps by them: an epoch's time is its
     # step's, and a line that prints the epoch alone heads its record as `[batch=N]:` does.

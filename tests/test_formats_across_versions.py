@@ -1253,3 +1253,18 @@ def test_table_cells_of_one_number_in_brackets(tmp_path: Path) -> None:
     stream = next(s for s in m.streams if s.step_clock)
     assert stream.lines == 40 and ("Step", "counter") in [(r.name, r.role) for r in stream.roles], stream
     assert m.frames["steps"]["global_step"].to_list()[:3] == [1000, 2000, 3000]
+
+
+def test_an_evaluation_named_right_after_its_counter_is_no_step_clock(tmp_path: Path) -> None:
+    # RecBole: `epoch 10 training [time: 0.85s, train loss: v]` then `epoch 10 evaluating [time: 0.12s, valid_score:
+    # v]`, under its logger's `%a %d %b %Y %H:%M:%S` stamp; GCN's `Epoch: 0010 train_loss= ... val_loss= ...` stays
+    # a training line.
+    lines = []
+    for i in range(1, 41):
+        stamp = f"Mon 05 Jan 2026 10:{8.5 * i // 60:02.0f}:{int(8.5 * i % 60):02d}"
+        lines += [f"{stamp} INFO  epoch {i} training [time: {0.85 + 0.01 * (i % 3):.2f}s, train loss: 2.4833]",
+                  f"{stamp} INFO  epoch {i} evaluating [time: 0.12s, valid_score: 0.123400]"]
+    _reads_as(tmp_path, lines, 0.86, ("time", "step_time"), ("train loss", "loss"), rel=0.01)
+    gcn = [f"Epoch: {i:04d} train_loss= 2.48333 train_acc= 0.15000 val_loss= 2.58333 val_acc= 0.21000 time= "
+           f"{0.85 + 0.01 * (i % 3):.5f}" for i in range(1, 41)]
+    _reads_as(tmp_path, gcn, 0.86, ("time", "step_time"), rel=0.01)
