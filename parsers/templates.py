@@ -586,7 +586,11 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
         tids: dict[int, int] = {}  # id(stream) -> its template id
         for tid, n in cand.select("tid", "len").iter_rows():
             template = names.get(tid, "")
-            got = _stream(int(source), template, groups[(tid,)].sort("line"), n, clocks.get(tid) or "")
+            sub = groups[(tid,)].sort("line")
+            newest_first = _newest_first(sub, template, clocks.get(tid) or "")
+            got = _stream(int(source), template, sub.reverse() if newest_first else sub, n, clocks.get(tid) or "")
+            if got is not None and newest_first:
+                got = (replace(got[0], note="; ".join(filter(None, (got[0].note, NEWEST_FIRST_NOTE)))), *got[1:])
             if got is None:
                 unread.append(Unread(int(source), display(template), n, samples.get((source, tid), "")))
                 if (slot := _record_slot(template, clocks.get(tid) or "")) is not None:
@@ -640,6 +644,26 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
                 out.lines.append(steps.select("source", "line"))
         out.unread.extend(sorted(unread, key=unread_order)[:UNREAD_SHOWN])
     return out
+
+
+NEWEST_FIRST_NOTE = "printed newest first (a log view's order): read from its last line up"
+NEWEST_FIRST_SHARE = CUMULATIVE_SHARE  # the counter falls between at least this share of consecutive lines
+
+
+def _newest_first(sub: pl.DataFrame, template: str, clocks: str) -> bool:
+    """A stream pasted newest first (Grafana's, Kibana's and `logcli`'s default order): its counter, named or the `i` of
+    `i/n`, falls from line to line, and its stamps, where it has them, do not rise."""
+    slots = _slots(template, clocks)
+    numerators = {s.total_of for s in slots if s.total_of is not None}
+    counters = [s.index for s in slots if s.name_role in ("counter", "epoch") or s.index in numerators]
+    if not counters or sub.height < MIN_LINES_PASTE + 1:
+        return False
+    falls = sub.select(pl.col("vals").list.get(counters[0], null_on_oob=True).diff().over("rank").alias("d"))["d"]
+    falls = falls.drop_nulls()
+    if falls.len() < 2 or number((falls < 0).mean()) < NEWEST_FIRST_SHARE:
+        return False
+    stamps = sub.select(pl.col("ts").cast(pl.Int64).diff().over("rank").alias("d"))["d"].drop_nulls()
+    return stamps.len() == 0 or number((stamps <= 0).mean()) >= NEWEST_FIRST_SHARE
 
 
 def _stats(frame: pl.DataFrame, col: str) -> dict[str, float]:

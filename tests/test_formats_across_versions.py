@@ -1268,3 +1268,23 @@ def test_an_evaluation_named_right_after_its_counter_is_no_step_clock(tmp_path: 
     gcn = [f"Epoch: {i:04d} train_loss= 2.48333 train_acc= 0.15000 val_loss= 2.58333 val_acc= 0.21000 time= "
            f"{0.85 + 0.01 * (i % 3):.5f}" for i in range(1, 41)]
     _reads_as(tmp_path, gcn, 0.86, ("time", "step_time"), rel=0.01)
+
+
+def test_a_paste_printed_newest_first_reads_from_its_last_line_up(tmp_path: Path) -> None:
+    # Grafana's and Kibana's log views, and `logcli` by default, list the newest line first: the counter falls down
+    # the paste. Read in that order, a slowdown looked like a speed-up and the run seemed to stop at its first step.
+    from diagnose.endings import ending
+    from diagnose.engine import diagnose
+    lines, t = [], 0.0
+    for i in range(1, 61):
+        step_s = 0.85 * (1 + 0.8 * i / 60)
+        t += 10 * step_s
+        lines.append(f"2026-01-05T10:{int(t) // 60:02d}:{int(t) % 60:02d}.000Z step {10 * i} loss 2.48 step_time "
+                     f"{step_s:.3f}s")
+    m = _model(tmp_path, *reversed(lines))
+    stream = next(s for s in m.streams if s.step_clock)
+    assert "newest first" in stream.note, stream
+    d = diagnose(m)
+    assert "progressive-slowdown" in [f.id for f in d.findings[:3]], [f.id for f in d.findings]
+    end = ending(m)
+    assert end is not None and end.after_step == 600, end
