@@ -491,6 +491,8 @@ def steady_level(times: pl.Series) -> float:
 
 def _stats(series: pl.DataFrame, source: str) -> StepStats:
     body = series.filter(pl.col("step") > WARMUP_STEPS) if series.height > WARMUP_STEPS + 3 else series
+    if body["step_time_s"].drop_nulls().len() < 3:  # counted from below zero, or by some other count: all of it
+        body = series
     t = body["step_time_s"]
     p50 = number(t.median())
     # Against the lower quartile: when every second step stalls (nanoGPT evaluating and saving every 2 iterations)

@@ -38,9 +38,17 @@ LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:
 _OUTER_WHOLE = re.sub(r"\?P<\w+>", "?:", OUTER_PREFIX)  # the same pattern without its names: only its extent is used
 
 
+# A counter glued to its word with a hyphen opens some loops' lines (Tutel's `STEP-10: loss = ...`, `Epoch-3: ...`):
+# shaped like a pdsh host (`node-2: `), it is the line's counter, not a prefix.
+_COUNTER_AS_HOST = r"^(?i:step|steps|epoch|iter|iteration|batch|update)[-_]\d+: "
+
+
 def outer_extent(text: pl.Series) -> pl.Series:
     """The length of each line's outer prefix (0 where none): one whole match (the pattern matches every line)."""
-    return text.str.extract(_OUTER_WHOLE, 0).str.len_chars()
+    extent = text.str.extract(_OUTER_WHOLE, 0).str.len_chars()
+    counted = text.str.contains(_COUNTER_AS_HOST).fill_null(False)
+    return extent.zip_with(~counted, pl.repeat(0, text.len(), dtype=extent.dtype, eager=True)) if counted.any() \
+        else extent
 
 
 def strip_outer(text: pl.Series, extent: pl.Series | None = None) -> pl.Series:

@@ -113,6 +113,7 @@ _SPACED = any_of(("  ", "\t"))  # white space a template folds
 # not the layout, so the bracket and the slot close up (close_padding, on the templates once a source is read).
 _PADDED = "([\\[(]) \x06"
 _RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d",
+                  r"[A-Za-z]-\d",
                   r"\d[hms] \d", _SPELLED_HINT))
 
 
@@ -127,6 +128,8 @@ def _rare_masks(body: pl.Series) -> pl.Series:
     for pattern, joined in _SPELLED:
         body = _only_where(body, _SPELLED_HINT, pattern, joined)
     body = _only_where(body, r"\d[hms] \d", _SPACED_COMPOUND, _JOINED)
+    # A hyphen between a word and a number is no minus sign (Tutel's `STEP-10:`), an exponent's is (`3e-5`).
+    body = _only_where(body, r"[A-Za-z]-\d", r"(^|[^0-9.A-Za-z])([A-Za-z]+)-(\d)", "${1}${2} ${3}")
     # A letter after a digit is a unit, not a name (`1h2m3s`, `1e5`): the digits after it stay a number.
     body = _only_where(body, r"[A-Za-z_]\d", r"(^|[^0-9])([A-Za-z_])\d+", "${1}${2}\x02")
     body = _only_where(body, r"[A-Za-z_]\x02[A-Za-z_]+\d", r"([A-Za-z_]\x02[A-Za-z_]+)\d+", "${1}\x02")

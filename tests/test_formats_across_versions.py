@@ -1288,3 +1288,24 @@ def test_a_paste_printed_newest_first_reads_from_its_last_line_up(tmp_path: Path
     assert "progressive-slowdown" in [f.id for f in d.findings[:3]], [f.id for f in d.findings]
     end = ending(m)
     assert end is not None and end.after_step == 600, end
+
+
+@pytest.mark.parametrize("prefix", ["", "[default0]:"])
+def test_a_counter_hyphened_to_its_word_is_no_host_and_no_minus_sign(tmp_path: Path, prefix: str) -> None:
+    # Tutel's `STEP-10: loss = v, step_time = v sec, perf = v tflops.`: at the line's start shaped like a pdsh host
+    # (`node-2: `), behind torchrun's tee a negative number; an exponent's minus stays one (`lr 3e-5`).
+    lines = [f"{prefix}STEP-{10 * i}: loss = 2.48333, lr 3e-5, step_time = {0.85 + 0.01 * (i % 3):.6f} sec, perf = "
+             "128.40 tflops." for i in range(1, 41)]
+    _reads_as(tmp_path, lines, 0.86, ("STEP", "counter"), rel=0.01)
+    m = _model(tmp_path, *lines)
+    assert m.frames["steps"]["global_step"].to_list()[:3] == [10, 20, 30]
+    assert m.frames["steps"]["lr"].to_list()[:1] == [pytest.approx(3e-5)]
+
+
+def test_a_counter_below_zero_is_timed_not_refused(tmp_path: Path) -> None:
+    # Steps numbered from below zero (a warm-up counted up to 0) left no step past the warm-up to take the median of,
+    # and the report stopped with an internal error.
+    from diagnose.engine import diagnose
+    m = _model(tmp_path, *[f"iter {10 * i - 1000}: loss 2.48, time 0.850s" for i in range(1, 61)])
+    steps = diagnose(m).metrics.steps
+    assert steps is not None and steps.p50_s == pytest.approx(0.85), steps
