@@ -753,9 +753,10 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
             roles[i] = ("cum_time", "statistics" if n >= 5 else "timestamps")
     # One named for a part of the work (`env-time`, `pth-time`) that only grows in step with the counter is that
     # part's running total: not the step's clock, and kept among the series not understood (the stamps time the steps).
+    # Three lines do: a step's own time that doubles and triples over them is no likelier.
     for i, (role, how) in list(roles.items()):
         if role == "step_time" and how == "name" and vocab.qualified_time(slots[i].norm) and not ordinal \
-                and n >= 5 and stats[i]["up"] >= CUMULATIVE_SHARE and _through_origin(wide, f"s{i}", f"s{counter}"):
+                and stats[i]["up"] >= CUMULATIVE_SHARE and _through_origin(wide, f"s{i}", f"s{counter}"):
             del roles[i]
     # An unnamed duration that neither only grows nor only falls (`| 850.00 ms |`, darknet's `0.816 seconds`) times
     # the step where nothing named does.

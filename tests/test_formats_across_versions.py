@@ -1173,6 +1173,10 @@ def test_a_time_of_one_part_that_only_grows_is_that_parts_total_and_the_stamps_t
     steps, roles = _steady(tmp_path, lines)
     assert steps is not None and steps.p50_s == pytest.approx(0.85, rel=0.02), steps
     assert ("env-time", "step_time") not in roles and ("update", "counter") in roles, roles
+    # a paste of three prints: a step's own time that doubles and triples over them is no likelier
+    m = _model(tmp_path, *lines[:6])
+    timed = [(r.name, r.role) for s in m.streams for r in s.roles if r.role == "step_time"]
+    assert not timed, timed
 
 
 def test_a_clock_time_after_the_level_in_the_opening_bracket_stamps_the_line(tmp_path: Path) -> None:
