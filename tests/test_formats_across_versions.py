@@ -142,6 +142,17 @@ def test_hf_explicit_format_and_4x_float_dicts(tmp_path: Path) -> None:
     assert s["loss"].to_list() == [0.0002] and s["lr"][0] == pytest.approx(0.00021013958031099205)
 
 
+def _slowing(prints: int) -> list[tuple[int, float, float]]:
+    """(step, step time, seconds since the start) at each of `prints` prints, ten steps apart, of a run whose steps
+    slow from 0.85 s to 1.8 times that."""
+    out, wall = [], 0.0
+    for i in range(1, prints + 1):
+        t = 0.85 * (1 + 0.8 * i / prints)
+        wall += 10 * t
+        out.append((10 * i, t, wall))
+    return out
+
+
 def _stamp(seconds: float) -> str:
     """A `%Y-%m-%d %H:%M:%S` stamp this many seconds after 10:00 on 2026-01-05."""
     s = int(seconds)
@@ -546,12 +557,8 @@ def test_a_per_print_time_named_elapsed_beside_a_running_total(tmp_path: Path) -
     # (`Wall Time`): in a slowdown both grow, and the step clock is the total that runs through the origin, or the
     # per-print time the stamps confirm; the interval's 8.5 s is ten steps' worth. `[%m/%d/%y %H:%M:%S]` stamps.
     from diagnose.engine import diagnose
-    lines, wall = [], 0.0
-    for i in range(1, 41):
-        t = 0.85 * (1 + 0.8 * i / 40)
-        wall += 10 * t
-        lines.append(f"[01/05/26 10:{int(wall) // 60:02d}:{int(wall) % 60:02d}] fairseq2 - Train Metrics (step "
-                     f"{10 * i}) - Loss: 2.483 | Elapsed Time: {10 * t:.1f}s | Wall Time: {wall:.0f}s")
+    lines = [f"[01/05/26 10:{int(wall) // 60:02d}:{int(wall) % 60:02d}] fairseq2 - Train Metrics (step {step}) - Loss: "
+             f"2.483 | Elapsed Time: {10 * t:.1f}s | Wall Time: {wall:.0f}s" for step, t, wall in _slowing(40)]
     m = _model(tmp_path, *lines)
     d = diagnose(m)
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(1.2, rel=0.1)
@@ -1279,12 +1286,8 @@ def test_a_paste_printed_newest_first_reads_from_its_last_line_up(tmp_path: Path
     # the paste. Read in that order, a slowdown looked like a speed-up and the run seemed to stop at its first step.
     from diagnose.endings import ending
     from diagnose.engine import diagnose
-    lines, t = [], 0.0
-    for i in range(1, 61):
-        step_s = 0.85 * (1 + 0.8 * i / 60)
-        t += 10 * step_s
-        lines.append(f"2026-01-05T10:{int(t) // 60:02d}:{int(t) % 60:02d}.000Z step {10 * i} loss 2.48 step_time "
-                     f"{step_s:.3f}s")
+    lines = [f"2026-01-05T10:{int(wall) // 60:02d}:{int(wall) % 60:02d}.000Z step {step} loss 2.48 step_time {t:.3f}s"
+             for step, t, wall in _slowing(60)]
     m = _model(tmp_path, *reversed(lines))
     stream = next(s for s in m.streams if s.step_clock)
     assert "newest first" in stream.note, stream
