@@ -345,7 +345,8 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     v = pl.col("vals")
     d = v.diff().over("source", "tid", "slot")
     stats = long.group_by("source", "tid", "slot").agg((v == v.round(0)).all().alias("integral"), v.n_unique().alias("k"),
-                                             (d >= 0).mean().alias("hold"), (d > 0).mean().alias("up"))
+                                             (d >= 0).mean().alias("hold"), (d > 0).mean().alias("up"),
+                                             (d <= 0).mean().alias("hold_down"), (d < 0).mean().alias("down"))
     # A slot named for something else (`rank 3`, `tokens=...`) is no counter however it moves, as in _counter.
     named = []
     for tid, template in dict(zip(big["tid"], big["template"])).items():
@@ -355,8 +356,10 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     if named:
         other = pl.DataFrame(named, schema={"tid": pl.UInt64, "slot": pl.Int64}, orient="row")
         stats = stats.join(other, on=["tid", "slot"], how="anti")
-    counters = stats.filter(pl.col("integral") & (pl.col("k") > 1) & (pl.col("hold") >= PRUNE_HOLD_SHARE)
-                            & (pl.col("up") >= PRUNE_UP_SHARE)).select("source", "tid").unique()
+    # A counter that steps down is one pasted newest first (_newest_first): kept for learning as well.
+    rising = (pl.col("hold") >= PRUNE_HOLD_SHARE) & (pl.col("up") >= PRUNE_UP_SHARE)
+    falling = (pl.col("hold_down") >= PRUNE_HOLD_SHARE) & (pl.col("down") >= PRUNE_UP_SHARE)
+    counters = stats.filter(pl.col("integral") & (pl.col("k") > 1) & (rising | falling)).select("source", "tid").unique()
     return big.select("source", "tid").join(counters, on=["source", "tid"], how="anti")
 
 

@@ -1316,3 +1316,13 @@ def test_a_counter_below_zero_is_timed_not_refused(tmp_path: Path) -> None:
     m = _model(tmp_path, *[f"iter {10 * i - 1000}: loss 2.48, time 0.850s" for i in range(1, 61)])
     steps = diagnose(m).metrics.steps
     assert steps is not None and steps.p50_s == pytest.approx(0.85), steps
+
+
+def test_a_counter_that_steps_down_is_kept_for_learning(tmp_path: Path) -> None:
+    # SASRec's `epoch:N, time: T(s), ...` (T since the start) pasted newest first: the miner dropped a template
+    # printed eight times or more in a chunk whose numbers never step up, before any stream was learned from it.
+    lines = [f"epoch:{step}, time: {wall:f}(s), valid (NDCG@10: 0.5123, HR@10: 0.7890), test (NDCG@10: 0.4987, HR@10: "
+             "0.7654)" for step, _, wall in _slowing(60)]
+    m = _model(tmp_path, *reversed(lines))
+    stream = next(s for s in m.streams if s.step_clock)
+    assert stream.lines == 60 and "newest first" in stream.note, stream
