@@ -656,12 +656,17 @@ NEWEST_FIRST_NOTE = "printed newest first (a log view's order): read from its la
 NEWEST_FIRST_SHARE = CUMULATIVE_SHARE  # the counter falls between at least this share of consecutive lines
 
 
+# A count of what is left (`steps remaining: 590`, `iters left`) falls in a log printed oldest first.
+_COUNTDOWN_WORDS = frozenset({"remaining", "left", "eta", "togo", "to"})
+
+
 def _newest_first(sub: pl.DataFrame, template: str, clocks: str) -> bool:
     """A stream pasted newest first (Grafana's, Kibana's and `logcli`'s default order): its counter, named or the `i` of
     `i/n`, falls from line to line, and its stamps, where it has them, do not rise."""
     slots = _slots(template, clocks)
     numerators = {s.total_of for s in slots if s.total_of is not None}
-    counters = [s.index for s in slots if s.name_role in ("counter", "epoch") or s.index in numerators]
+    counters = [s.index for s in slots if (s.name_role in ("counter", "epoch") or s.index in numerators)
+                and not _COUNTDOWN_WORDS.intersection(s.norm.split("_"))]
     if not counters or sub.height < MIN_LINES_PASTE + 1:
         return False
     falls = sub.select(pl.col("vals").list.get(counters[0], null_on_oob=True).diff().over("rank").alias("d"))["d"]

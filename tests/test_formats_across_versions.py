@@ -1326,3 +1326,10 @@ def test_a_counter_that_steps_down_is_kept_for_learning(tmp_path: Path) -> None:
     m = _model(tmp_path, *reversed(lines))
     stream = next(s for s in m.streams if s.step_clock)
     assert stream.lines == 60 and "newest first" in stream.note, stream
+
+
+def test_a_count_of_steps_left_is_no_counter_pasted_newest_first(tmp_path: Path) -> None:
+    # `remaining steps: N` (its tail a counter's name) falls in a log printed oldest first: none is read backwards.
+    lines = [f"remaining steps: {600 - 10 * i} loss 2.48" for i in range(1, 41)]
+    m = _model(tmp_path, *lines)
+    assert not [s for s in m.streams if "newest first" in s.note], m.streams
