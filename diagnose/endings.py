@@ -14,8 +14,8 @@ from typing import Literal
 import polars as pl
 
 from diagnose.parsers.run_model import RunModel
-from diagnose.parsers.scalars import between, number, whole
-from diagnose.parsers.templates import NEWEST_FIRST_SHARE
+from diagnose.parsers.scalars import between, whole
+from diagnose.parsers.templates import counts_down
 from diagnose.parsers.tqdm_clock import shorter_bar
 
 How = Literal["finished", "crashed", "hung", "frozen", "killed", "unknown"]
@@ -99,8 +99,7 @@ def _last_step(steps: pl.DataFrame) -> tuple[int | None, object]:
     own = rows.filter(pl.col("source") == rows["source"][-1])
     # A paste printed newest first (parsers/templates.NEWEST_FIRST_NOTE): its counter falls down the lines, and its
     # first line is the last step reached.
-    falls = own["global_step"].diff().drop_nulls()
-    last = own.head(1) if falls.len() >= 2 and number((falls < 0).mean()) >= NEWEST_FIRST_SHARE else own.tail(1)
+    last = own.head(1) if counts_down(own["global_step"].diff()) else own.tail(1)
     return int(last["global_step"][0]), last["ts"][0]
 
 

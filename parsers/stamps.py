@@ -139,7 +139,8 @@ _EPOCH = r"1\d{9}(?:\.\d{1,9})?"
 _EPOCH_MS = r"1\d{12}"  # epoch milliseconds (Java's and JavaScript's clocks, MLflow's and many JSON loggers')
 # A clock time may follow the level inside the line's opening bracket (PyMARL's `[INFO 10:00:08] my_main ...`, logging's
 # `[%(levelname)s %(asctime)s]` with a time-only datefmt).
-_LEVEL = r"(?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL) "
+_LEVELS = "INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL"  # logging's level names, as they open a line or follow a stamp
+_LEVEL = rf"(?:{_LEVELS}) "
 _LEAD_HMS = rf"^\[?(?:{_LEVEL})?({_CLOCK})\]?(?:\s|$)"
 _LEAD_EPOCH = rf"^\[?({_EPOCH})\]?(?:\s|$)"
 _LEAD_EPOCH_MS = rf"^\[?({_EPOCH_MS})\]?(?:\s|$)"
@@ -149,7 +150,7 @@ _LEAD_GLOG = r"^\[?(?:[IWEF](\d\d)(\d\d)|(0[1-9]|1[0-2])([0-3]\d)) (\d\d:\d\d:\d
 # Python logging's `%(relativeCreated)d`, milliseconds since logging loaded, before the level or the thread's name (the
 # logging cookbook's `%(relativeCreated)6d %(threadName)s`): nine digits at most (eleven days), as ten are epoch
 # seconds (`%(created)d`). Placed on CLOCK_ONLY_DAY: only differences are used.
-_AFTER_RELATIVE = r"\]? (?:INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL|MainThread)\b"
+_AFTER_RELATIVE = rf"\]? (?:{_LEVELS}|MainThread)\b"
 RELATIVE = r" *\d{1,9}" + _AFTER_RELATIVE  # after an optional `[`
 _LEAD_RELATIVE = r"^\[? *(\d{1,9})" + _AFTER_RELATIVE
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.

@@ -656,8 +656,14 @@ NEWEST_FIRST_NOTE = "printed newest first (a log view's order): read from its la
 NEWEST_FIRST_SHARE = CUMULATIVE_SHARE  # the counter falls between at least this share of consecutive lines
 
 
-# A count of what is left (`steps remaining: 590`, `iters left`) falls in a log printed oldest first.
-_COUNTDOWN_WORDS = frozenset({"remaining", "left", "eta", "togo", "to"})
+# A count of what is left (`remaining steps: 590`, `iters left`, `steps to go`) falls in a log printed oldest first.
+_COUNTDOWN_WORDS = frozenset({"remaining", "left", "eta", "to"})
+
+
+def counts_down(diffs: pl.Series) -> bool:
+    """Whether a counter's line-to-line differences fall between NEWEST_FIRST_SHARE of its lines (nulls left out)."""
+    d = diffs.drop_nulls()
+    return d.len() >= 2 and number((d < 0).mean()) >= NEWEST_FIRST_SHARE
 
 
 def _newest_first(sub: pl.DataFrame, template: str, clocks: str) -> bool:
@@ -669,9 +675,8 @@ def _newest_first(sub: pl.DataFrame, template: str, clocks: str) -> bool:
                 and not _COUNTDOWN_WORDS.intersection(s.norm.split("_"))]
     if not counters or sub.height < MIN_LINES_PASTE + 1:
         return False
-    falls = sub.select(pl.col("vals").list.get(counters[0], null_on_oob=True).diff().over("rank").alias("d"))["d"]
-    falls = falls.drop_nulls()
-    if falls.len() < 2 or number((falls < 0).mean()) < NEWEST_FIRST_SHARE:
+    if not counts_down(sub.select(pl.col("vals").list.get(counters[0], null_on_oob=True).diff().over("rank"))
+                       .to_series()):
         return False
     stamps = sub.select(pl.col("ts").cast(pl.Int64).diff().over("rank").alias("d"))["d"].drop_nulls()
     return stamps.len() == 0 or number((stamps <= 0).mean()) >= NEWEST_FIRST_SHARE

@@ -289,8 +289,9 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
             # `time_<what>` times what it names, not counts it: `time_batch` a step, `time_epoch` an epoch, and
             # anything longer a part of the step (d3rlpy's `time_algorithm_update`)
             if role in ("counter", "count", "epoch") and parts[0] in ("time", "timing"):
-                return ("phase_time" if i > 1 else "epoch_time" if role == "epoch"
-                        else "step_time" if role == "counter" else "phase_time")
+                if i == 1 and role == "counter":
+                    return "step_time"
+                return "epoch_time" if i == 1 and role == "epoch" else "phase_time"
             return role
     return "loss" if part_loss(norm) or named_loss(norm) else None
 
@@ -301,8 +302,8 @@ def qualified_time(norm: str) -> bool:
     parts = norm.split("_")
     if norm in _BY_NAME or len(parts) < 2 or PHASE_WORDS.intersection(parts):
         return False
-    known = next(i for i in range(1, len(parts) + 1) if i == len(parts) or "_".join(parts[i:]) in _BY_NAME)
-    return known == len(parts) - 1 and _BY_NAME[parts[-1]] == "step_time"
+    longer_tail_known = any("_".join(parts[i:]) in _BY_NAME for i in range(1, len(parts) - 1))
+    return not longer_tail_known and _BY_NAME.get(parts[-1]) == "step_time"
 
 
 def part_loss(norm: str) -> bool:
@@ -318,7 +319,8 @@ def loss_of_a_part(norm: str) -> bool:
 
 
 def named_loss(norm: str) -> bool:
-    """A loss named with words around the word (HiFi-GAN's `Gen Loss Total`), not a setting of it (`loss_scale`)."""
+    """A loss named with a word after the word, and not first (HiFi-GAN's `Gen Loss Total`, `s0.loss_cls`), not a
+    setting of it (`num_loss_scale`)."""
     parts = norm.split("_")
     return any(w == "loss" and i + 1 < len(parts) and parts[i + 1] not in _LOSS_SETTINGS
                for i, w in enumerate(parts) if i > 0)
