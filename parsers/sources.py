@@ -330,8 +330,9 @@ def head_bytes(path: Path, n: int = SNIFF_BYTES) -> bytes:
 
 def is_binary(head: bytes) -> bool:
     """NUL bytes or mostly non-text bytes (checkpoints, tensors, archives) in the first block. A run of NULs at the
-    end is what a crashed node leaves in its log, not a sign of a binary file."""
-    head = head.rstrip(b"\x00")
+    end is what a crashed node leaves in its log, not a sign of a binary file; so is one between two stretches of
+    text, where the job was started again and appended to the same file (a binary file's NULs are scattered)."""
+    head = _NUL_RUN.sub(b"", head.rstrip(b"\x00"))
     if not head:
         return False
     if b"\x00" in head:
@@ -341,6 +342,8 @@ def is_binary(head: bytes) -> bool:
     return (len(sample) - control) / len(sample) < 0.85
 
 
+# A crashed write's hole: file-system blocks of zeros (512 bytes and up) are what the page cache had not written back.
+_NUL_RUN = re.compile(rb"\x00{512,}")
 _TEXT_BYTES = bytes([9, 10, 13, 27, *range(32, 256)])
 
 

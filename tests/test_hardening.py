@@ -87,6 +87,22 @@ def test_nul_padded_tail_is_read_with_a_note(tmp_path: Path) -> None:
     assert "NUL-padded tail" in json.loads(proc.stdout)["sources"][0]["note"]
 
 
+def test_a_hole_of_nuls_between_runs_is_read_through(tmp_path: Path) -> None:
+    # A node crashed mid-write and the job started again, appending to the same file: a block of zeros sits between
+    # the two runs' lines, inside the first block read. The whole file was refused as binary.
+    from diagnose.parsers import parse
+    from diagnose.parsers.sources import is_binary
+    text = LOG.read_bytes()
+    cut = text.index(b"\n", len(text) // 4) + 1
+    p = tmp_path / "restarted.log"
+    p.write_bytes(text[:cut - 20] + b"\x00" * 4096 + b"\n" + text[cut:])
+    whole, holed = parse([str(LOG)]).frames["steps"], parse([str(p)]).frames["steps"]
+    assert holed.height >= whole.height - 1 and holed["global_step"].max() == whole["global_step"].max()
+    # a binary file's NULs are scattered, not one run
+    assert is_binary(bytes(range(256)) * 64) and is_binary(b"PK\x03\x04\x14\x00\x00\x00" + b"\x00ab" * 400)
+    assert not is_binary(b"step 1\n" + b"\x00" * 1024 + b"step 2\n")
+
+
 @pytest.mark.parametrize("name, data", [
     ("trainer_state.json", '{"log_history": [{"step": 1e40, "loss": NaN}, {"step": Infinity, "loss": 1}]}'),
     ("trainer_state2.json", '{"log_history": [{"step": "ten", "loss": [1]}, 5, null]}'),
