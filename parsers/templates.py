@@ -67,7 +67,8 @@ PHASES_SLACK = 2.0
 # stamp, \x02 a digit run inside a name, \x03 a hex id, \x04 a path, \x07 a progress bar (masked, not slots).
 SLOT_MARK = "\x06"
 _SLOTS = re.compile("\x06")
-CLOCK = r"\b\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?\b"
+# (pytorch-tabnet prints its elapsed `0:01:25s`: the `s` glued to a clock is its unit)
+CLOCK = r"\b\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?(?:s\b|\b)"
 NUMBER = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
           r"|\b(?:nan|NaN|inf|Inf)\b")
 # A duration in two or more units (MMF's `01m 25s 234ms`, Go's `1h2m3.5s`, `5h 29m`): one slot, read as a clock is (a
@@ -112,6 +113,7 @@ _SPACED = any_of(("  ", "\t"))  # white space a template folds
 # A number padded to a width after a bracket (`[  10/1000]`, `( 5%)` beside `[1000/1000]`, `(50%)`): the padding is
 # not the layout, so the bracket and the slot close up (close_padding, on the templates once a source is read).
 _PADDED = "([\\[(]) \x06"
+_PADDED_AFTER = "\x06 +([|\\])])"
 _RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d",
                   r"[A-Za-z]-\d",
                   r"\d[hms] \d", _SPELLED_HINT))
@@ -189,6 +191,15 @@ def close_padding(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.DataF
     """Templates that differ only by a number's padding after a bracket made one (their rows take the one's id): on
     the templates table, once per source, not on every line. An id is its template's hash, as mine() makes it."""
     fixed = templates["template"].str.replace_all(_PADDED, "${1}\x06")
+    # A number padded to a width before a bar or a bracket (pytorch-tabnet's `epoch {:<3}| loss`: `epoch 10 |`, then
+    # `epoch 100|`): closed up only where that makes two of a source's templates one, as the padding is then not the
+    # layout (`| 850.00 ms |` keeps its spaces).
+    after = fixed.str.replace_all(_PADDED_AFTER, "\x06${1}")
+    both = pl.DataFrame({"source": templates["source"], "fixed": fixed, "after": after})
+    merges = both.select((pl.col("fixed").n_unique().over("source", "after") > 1) & (pl.col("after") != pl.col("fixed"))
+                         ).to_series()
+    if merges.any():
+        fixed = both.select(pl.when(merges).then(pl.col("after")).otherwise(pl.col("fixed"))).to_series()
     changed = (fixed != templates["template"]).fill_null(False)
     if not changed.any():
         return rows, templates
@@ -293,7 +304,7 @@ def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
 def _values(body: pl.Expr) -> pl.Expr:
     """A line's slots as numbers: clock durations in seconds, `80,314` without its separators."""
     el = pl.element()
-    clock = el.str.split(":")
+    clock = el.str.strip_suffix("s").str.split(":")
     part = [clock.list.get(i, null_on_oob=True).cast(pl.Float64, strict=False) for i in range(3)]
     clock_s = pl.when(clock.list.len() == 3).then(part[0] * 3600 + part[1] * 60 + part[2]).otherwise(
         part[0] * 60 + part[1])
@@ -454,6 +465,7 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
     pieces = _SLOTS.split(template)
     kinds = ["clock" if c else "number" for c in _clock_flags(clocks, len(pieces) - 1)]
     slots: list[_Slot] = []
+    parents = _json_parents(pieces) if _NESTED.search(template) else None
     for i, kind in enumerate(kinds):
         pre, post = pieces[i], pieces[i + 1]
         unit, unit_role, unit_scale = vocab.unit_of(post)
@@ -473,6 +485,8 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
                 slots[-1] = _renamed(slots[-1], trail)
                 pre = pre[cut:]
         name = _name(pre)
+        if parents and parents[i] and name:  # `"timing": {"step": 0.85}`: the step's time, not a second counter
+            name = "/".join((*parents[i], name))
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
         # `a (b): v (w)`: the bracketed word names the bracketed number (BasicSR's `time (data): 0.850 (0.017)`),
         # unless it says an average (`loss (avg): 2.3 (2.4)`) or a unit (`time (s): 0.85 (0.86)`).
@@ -488,6 +502,26 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
         if (after := _AFTER_NAME.match(pieces[-1].lstrip()[len(slots[-1].unit):])) is not None:
             slots[-1] = _renamed(slots[-1], after.group(1))
     return slots
+
+
+# A JSON object or a Python dict inside another (`{"step": 10, "timing": {"step": 0.85, "data": 0.02}}`): the keys of
+# the inner one are named with the outer key before them (`timing/step`), as a flattened metrics dict names them.
+_NESTED = re.compile(r"""["'][^"']+["']\s*:\s*\{""")
+_OPEN_OR_CLOSE = re.compile(r"""["']([^"']+)["']\s*:\s*\{|\}""")
+
+
+def _json_parents(pieces: list[str]) -> list[tuple[str, ...]]:
+    """For each slot, the keys of the objects it stands inside (outermost first), read from the text before it."""
+    stack: list[str] = []
+    out: list[tuple[str, ...]] = []
+    for piece in pieces[:-1]:
+        for m in _OPEN_OR_CLOSE.finditer(piece):
+            if m.group(1) is not None:
+                stack.append(m.group(1))
+            elif stack:
+                stack.pop()
+        out.append(tuple(stack))
+    return out
 
 
 _PAIRED_NAME = re.compile(r"(.*?\S)\s*\(([A-Za-z][\w ]*)\)")
@@ -837,6 +871,8 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         offset = (pl.when(c.shift(1).over(rank) > c).then(c.shift(1).over(rank)).otherwise(0)).cum_sum().over(rank)
     frame = wide.with_columns((c + offset).cast(pl.Int64, strict=False).alias("global_step"))
     _choose_step_time(slots, stats, roles, frame, has_ts)
+    if not has_ts:  # with stamps, they tell a step's time from a print's (_unit_by_stamps)
+        _interval_by_rate(slots, roles, frame)
     shown = tuple(SlotRole(display(slots[i].name) or f"#{i + 1}", r, how) for i, (r, how) in sorted(roles.items()))
     step_time, how = _step_time(slots, stats, roles, frame, has_ts)
     if how:
@@ -949,6 +985,14 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
             continue
         steps = steps.join(near.select(pl.col("_at").cast(steps.schema["line"]).alias("line"), "_v"), on="line",
                            how="left")
+        # a time by a generic name that only grows in step with the counter is the run's elapsed time, as on a line
+        # (Spinning Up's table row `|  Time |  85.1 |`)
+        if role in ("step_time", "avg_step_time") and slot.norm in GENERIC_TIME:
+            grew = steps.select((pl.col("_v").drop_nulls().diff() > 0).mean()).item()
+            if grew is not None and grew >= CUMULATIVE_SHARE and near.height >= 5 \
+                    and _through_origin(steps.filter(pl.col("_v").is_not_null()), "_v", "global_step"):
+                role = "cum_time"
+                column, value = "step_time_s", timing[role][1]
         before = pl.col(column) if column in steps.columns else pl.lit(None, pl.Float64)
         if role == "iter_rate" and column in steps.columns and _per_print(steps):
             before = pl.lit(None, pl.Float64)  # the clock line's duration is its interval's: the rate is a step's
@@ -1065,7 +1109,8 @@ def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces
     for a, b in zip(slots, slots[1:]):
         st = stats[a.index]
         if st["constant"] and st["integral"] and st["median"] > 1 and _COUNTED_STEPS.match(pieces[a.index + 1]) \
-                and not a.unit and b.scale is not None and not b.clock and b.name_role in _PER_WINDOW:
+                and not a.unit and b.scale is not None and not b.clock and b.name_role in _PER_WINDOW \
+                and not (b.unit_role == "step_time" or b.unit_role == "sec_per_iter"):  # `0.850 s/step`: a step's
             out[b.index] = replace(b, scale=b.scale / st["median"])
     return out
 
@@ -1140,13 +1185,14 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
             i = by_role[role]
             scale, how = _unit_by_stamps(slots[i], stats[i]["median"], wall, every)
             return pl.col(f"s{i}") * scale, how
-    if "iter_rate" in by_role:
-        i = by_role["iter_rate"]
-        return 1.0 / pl.col(f"s{i}"), roles[i][1]
-    if "interval_time" in by_role:  # a print interval's time over the steps it holds
+    # a print interval's time over the steps it holds, before a rate (often printed rounded)
+    if "interval_time" in by_role:
         i = by_role["interval_time"]
         steps = pl.col("global_step").diff().over("rank")
         return pl.when(steps > 0).then(pl.col(f"s{i}") * (slots[i].scale or 1.0) / steps), roles[i][1]
+    if "iter_rate" in by_role:
+        i = by_role["iter_rate"]
+        return 1.0 / pl.col(f"s{i}"), roles[i][1]
     if "cum_time" in by_role:
         # the first total that grows (fairseq's `train_wall` is the interval's, reset at each print; its `wall` grows)
         # and runs through the origin with the steps, where one does (a per-print time grows too in a slowdown)
@@ -1165,6 +1211,24 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
             return pl.when(c.diff().over("rank") > 0).then(rate), "statistics"
         return pl.when(d > 0).then(d), "statistics"
     return None, ""
+
+
+def _interval_by_rate(slots: list[_Slot], roles: dict[int, tuple[str, str]], frame: pl.DataFrame) -> None:
+    """A duration printed beside a rate of steps, where their product is the counter's step between prints and not
+    1, is the print interval's (keras-rl's `600/600: episode: 59, duration: 8.500s, episode steps: 10, steps per
+    second: 1`): it becomes `interval_time`, divided by the steps it holds, as a record's does (_per_print). The
+    duration, not the rate, times the step: a rate is often printed rounded. Rewrites `roles`."""
+    times = [i for i, (r, _) in sorted(roles.items()) if r in ("step_time", "avg_step_time")]
+    rates = [i for i, (r, _) in sorted(roles.items()) if r == "iter_rate"]
+    if len(times) != 1 or not rates:
+        return
+    i, rate = times[0], rates[0]
+    got = frame.select((pl.col(f"s{i}") * (slots[i].scale or 1.0) * pl.col(f"s{rate}")).median().alias("p"),
+                       pl.col("global_step").diff().over("rank").median().alias("every")).row(0)
+    p, every = got
+    if p is not None and every is not None and every > 1 and abs(p - every) <= UNIT_AGREEMENT * every \
+            and abs(p - 1.0) > UNIT_AGREEMENT:
+        roles[i] = ("interval_time", "statistics")
 
 
 def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[int, tuple[str, str]],

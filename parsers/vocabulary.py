@@ -130,6 +130,9 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     "ms": (None, 1e-3), "msec": (None, 1e-3), "s": (None, 1.0), "sec": (None, 1.0), "secs": (None, 1.0),
     "seconds": (None, 1.0), "min": (None, 60.0), "mins": (None, 60.0), "minutes": (None, 60.0), "h": (None, 3600.0),
     "us": (None, 1e-6), "µs": (None, 1e-6),
+    # spelled out (`the step took 850 milliseconds`)
+    "millisecond": (None, 1e-3), "milliseconds": (None, 1e-3), "second": (None, 1.0), "microseconds": (None, 1e-6),
+    "hours": (None, 3600.0), "hour": (None, 3600.0), "hrs": (None, 3600.0), "hr": (None, 3600.0),
     # Chinese: seconds, milliseconds, minutes (`耗时: 0.85 秒`)
     "秒": (None, 1.0), "毫秒": (None, 1e-3), "分钟": (None, 60.0),
     # Japanese, Korean, Russian: seconds and milliseconds (`0.85秒`, `0.85초`, `0.85 с`, `850 мс`)
@@ -210,6 +213,12 @@ def normalise(name: str) -> tuple[str, float | None]:
     # A unit in brackets at the end is a unit whatever the words before it (`Time/iter (s)` is no `iter_s` rate)
     if (bracketed := _BRACKETED_UNIT.search(name)) is not None and bracketed.start() > 0:
         return _SEP.sub("_", name[:bracketed.start()].lower()).strip("_"), NAME_UNITS[bracketed.group(1).lower()]
+    # A part of a step's time per step, named by that part (`data/iter` beside `time/iter`): the part before the slash
+    # says the role (the step's own time per step keeps its name: `time_iter` is one step's a line)
+    if (per_step := _PER_STEP_OF.fullmatch(name.strip())) is not None:
+        head = _SEP.sub("_", per_step.group(1).lower()).strip("_")
+        if role_of(head) in _PARTS_OF_A_STEP:
+            return head, _name_unit(head)
     norm = _SEP.sub("_", name.lower()).strip("_")
     if role_of(norm) is not None:  # `average_steps_s`, `timing_s_step`: the whole name says it, unit word and all
         return norm, _name_unit(norm)
@@ -225,6 +234,8 @@ def normalise(name: str) -> tuple[str, float | None]:
 _STEP_WORDS = r"(?:it|its|iter|iters|iteration|iterations|step|steps|batch|batches|b|update|updates)"
 _PER_STEP_NAME = re.compile(r"(s|sec|secs|ms|msec)\s*/\s*" + _STEP_WORDS, re.I)
 _STEP_RATE_NAME = re.compile(_STEP_WORDS + r"\s*/\s*(?:s|sec|second)", re.I)
+_PARTS_OF_A_STEP = frozenset({"data_time", "generate_time", "train_phase_time"})
+_PER_STEP_OF = re.compile(r"([^/]+?)\s*/\s*" + _STEP_WORDS, re.I)
 
 
 def _name_unit(norm: str) -> float | None:

@@ -434,7 +434,8 @@ def test_mlperf_time_ms_is_an_instant(tmp_path: Path) -> None:
     lines = [f':::MLLOG {{"namespace": "", "time_ms": {1767607200000 + int(8600 * i)}, "event_type": "POINT_IN_TIME", '
              f'"key": "tracked_stats", "value": {{"throughput": 297.67}}, "metadata": {{"file": "train.py", '
              f'"lineno": 100, "step": {10 * i}}}}}' for i in range(1, 31)]
-    _reads_as(tmp_path, lines, 0.86, ("time_ms", "stamp"), ("step", "counter"))
+    # the step inside `metadata` is named with it (a nested object's keys are)
+    _reads_as(tmp_path, lines, 0.86, ("time_ms", "stamp"), ("metadata/step", "counter"))
 
 
 def _human(num: float) -> str:
@@ -1333,3 +1334,81 @@ def test_a_count_of_steps_left_is_no_counter_pasted_newest_first(tmp_path: Path)
     lines = [f"remaining steps: {600 - 10 * i} loss 2.48" for i in range(1, 41)]
     m = _model(tmp_path, *lines)
     assert not [s for s in m.streams if "newest first" in s.note], m.streams
+
+
+def test_a_duration_whose_product_with_a_rate_is_the_print_interval_is_the_intervals(tmp_path: Path) -> None:
+    # keras-rl's episode line: the counter counts steps, `duration` is the episode's (10 steps), and `steps per
+    # second` (printed rounded) confirms it. Read as a step's, the median was 8.5 s.
+    lines = [f"{step:>6}/600: episode: {i}, duration: {10 * t:.3f}s, episode steps:   10, steps per second: "
+             f"{1 / t:>4.0f}, episode reward: 21.000, mean reward:  0.021 [ 0.000,  1.000],  loss: 2.483333, mae: "
+             "0.123456" for i, (step, t, _) in enumerate(_slowing(60))]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert ("duration", "interval_time") in [(r.name, r.role) for r in stream.roles], stream.roles
+    # the first print has no print before it to count the steps from
+    assert m.frames["steps"]["step_time_s"].slice(1, 3).to_list() == pytest.approx(
+        [t for _, t, _ in _slowing(60)[1:4]], rel=1e-3)
+    # a duration that is the step's beside a rate that agrees keeps its role
+    same = [f"step {10 * i}: duration: 0.850s, steps per second: 1.18" for i in range(1, 41)]
+    _reads_as(tmp_path, same, 0.85, ("duration", "step_time"))
+
+
+def test_a_generic_time_in_a_vertical_record_that_grows_is_the_elapsed_time(tmp_path: Path) -> None:
+    # Spinning Up's EpochLogger table: `Time` is seconds since the start. Read as each epoch's own time, a steady run
+    # was 259 s a step and alarmed as slowing down.
+    lines: list[str] = []
+    for step, t, wall in _slowing(60):
+        lines += ["-" * 41, f"|             Epoch |               {step:<3} |",
+                  "|      AverageEpRet |            -123 |", f"|              Time |        {wall:8.3g} |", "-" * 41]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert ("Time", "cum_time") in [(r.name, r.role) for r in stream.roles], stream.roles
+    times = m.frames["steps"]["step_time_s"].drop_nulls()
+    assert times.len() >= 55 and times.median() == pytest.approx(0.85 * 1.4, rel=0.1), times
+
+
+def test_a_clock_with_a_glued_unit_and_a_number_padded_before_a_bar(tmp_path: Path) -> None:
+    # pytorch-tabnet: `epoch {:<3}| loss: ... |  0:01:25s` (elapsed). The glued `s` split the clock, and `epoch 100|`
+    # was another template than `epoch 10 |`.
+    lines = [f"epoch {step:<3}| loss: 2.48333 | val_0_auc: 0.51234 |  {int(wall) // 3600}:{int(wall) % 3600 // 60:02d}:"
+             f"{int(wall) % 60:02d}s" for step, _, wall in _slowing(60)]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert stream.lines == 60 and ("#4", "cum_time") in [(r.name, r.role) for r in stream.roles], stream
+    # spaces before a bar that never vary are the layout and stay
+    assert "# |" in _model(tmp_path, *[f"| {0.85:.2f} ms | step {10 * i} |" for i in range(1, 41)]).streams[0].template
+
+
+def test_a_part_of_a_step_per_step_is_named_by_the_part(tmp_path: Path) -> None:
+    # `time/iter: 0.850 | data/iter: 0.510`: `data/iter` was a counter's name (`iter`) and the data wait went unread.
+    lines = [f"samples seen: {256 * step} | loss: 2.4833 | time/iter: 0.850 | data/iter: 0.510"
+             for step, _, _ in _slowing(40)]
+    m = _model(tmp_path, *lines)
+    assert m.frames["steps"]["data_time_s"].drop_nulls().to_list()[:2] == [0.51, 0.51]
+    _reads_as(tmp_path, lines, 0.85, ("time/iter", "step_time"), ("data/iter", "data_time"))
+
+
+def test_the_keys_of_a_nested_json_object_are_named_with_their_parent(tmp_path: Path) -> None:
+    # `{"step": 10, "timing": {"step": 0.85, "data": 0.51}}`: the inner `step` was a second counter and dropped.
+    lines = [f'{{"step": {step}, "loss": 2.4833, "timing": {{"step": 0.8500, "data": 0.5100}}, "lr": 0.0003}}'
+             for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, lines, 0.85, ("step", "counter"), ("timing/step", "step_time"),
+              ("timing/data", "data_time"), ("lr", "lr"))
+    # a Python dict printed the same way
+    py = [f"{{'step': {step}, 'perf': {{'iter_time': 0.85}}, 'loss': 2.48}}" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, py, 0.85, ("perf/iter_time", "step_time"), ("loss", "loss"))
+
+
+def test_a_unit_spelled_out(tmp_path: Path) -> None:
+    # `the step took 850 milliseconds` was 850 s a step.
+    lines = [f"Step {step}: the step took 850 milliseconds (data 17 milliseconds)" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, lines, 0.85)
+
+
+def test_a_time_per_step_after_a_count_of_steps_is_not_divided_again(tmp_path: Path) -> None:
+    # `8.50 s for 10 steps | 0.850 s/step`: the count of steps divided the per-step time after it (0.085 s a step).
+    lines = [f"Step {step} | {10 * 0.85:.2f} s for 10 steps | 0.850 s/step | loss 2.48" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, lines, 0.85)
+    # a window's total after its count is still divided
+    window = [f"step {step}: last 10 steps took 8.50s, loss 2.48" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, window, 0.85)
