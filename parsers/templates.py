@@ -707,6 +707,8 @@ def _newest_first(sub: pl.DataFrame, template: str, clocks: str) -> bool:
     numerators = {s.total_of for s in slots if s.total_of is not None}
     counters = [s.index for s in slots if (s.name_role in ("counter", "epoch") or s.index in numerators)
                 and not _COUNTDOWN_WORDS.intersection(s.norm.split("_"))]
+    # the finest first: an epoch holds over most lines (`Epoch 2, Step 590` before `Epoch 2, Step 580`)
+    counters.sort(key=lambda i: slots[i].name_role == "epoch")
     if not counters or sub.height < MIN_LINES_PASTE + 1:
         return False
     if not counts_down(sub.select(pl.col("vals").list.get(counters[0], null_on_oob=True).diff().over("rank"))

@@ -1412,3 +1412,14 @@ def test_a_time_per_step_after_a_count_of_steps_is_not_divided_again(tmp_path: P
     # a window's total after its count is still divided
     window = [f"step {step}: last 10 steps took 8.50s, loss 2.48" for step, _, _ in _slowing(40)]
     _reads_as(tmp_path, window, 0.85)
+
+
+def test_a_paste_newest_first_with_an_epoch_before_its_step(tmp_path: Path) -> None:
+    # `Epoch 2, Step 590, ..., Time: 0.83s` over `Epoch 2, Step 580`: the epoch holds over most lines, so the test of
+    # a falling counter looked at it and the paste was not read at all.
+    from diagnose.engine import diagnose
+    lines = [f"Epoch {1 + step // 300}, Step {step}, Loss: 2.4833, Time: {t:.2f}s" for step, t, _ in _slowing(60)]
+    m = _model(tmp_path, *reversed(lines))
+    stream = next(s for s in m.streams if s.step_clock)
+    assert "newest first" in stream.note and stream.lines == 60, stream
+    assert "progressive-slowdown" in [f.id for f in diagnose(m).findings[:3]]
