@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from diagnose.parsers.errors import InputError
+from diagnose.parsers.html_text import html_to_text, is_html
 
 MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024  # a raw log attachment larger than this is not a paste; ask for the file
 DOWNLOAD_TIMEOUT_S = 20.0  # per read
@@ -408,9 +409,14 @@ def open_input(path: Path) -> BinaryIO:
     fh.seek(0)
     if (encoding := utf16_encoding(head)) is not None:
         return io.BufferedReader(_Utf16(fh, encoding), buffer_size=1 << 20)
+    if is_html(head) and os.fstat(fh.fileno()).st_size <= HTML_MAX_BYTES:
+        with fh:
+            return io.BytesIO(html_to_text(fh.read()))
     return fh
 
 
+# A saved web page is read for the text it shows (parsers/html_text.py), whole: one larger is read as it is.
+HTML_MAX_BYTES = 64 * 1024 * 1024
 # Windows PowerShell 5's `>` and `Out-File` write UTF-16 (little-endian, with a byte-order mark): a log saved that way
 # has a NUL after every ASCII character and would read as a binary file. It is read as the text it is.
 UTF16_SNIFF_BYTES = 4096
