@@ -27,17 +27,18 @@ import os
 import re
 import time
 import urllib.error
+import tempfile
 import urllib.request
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 from urllib.parse import urlparse
 
+from diagnose.parsers.archives import ArchiveError, ArchiveKind, archive_kind, unpack
 from diagnose.parsers.errors import InputError
 from diagnose.parsers.sources import (GZIP_RATIO_CAP, GZIP_RATIO_FLOOR, MAX_DOWNLOAD_BYTES, Input, HostRedirects,
-                                      download)
+                                      download, head_bytes)
 
 API_TIMEOUT_S = 20.0
 MAX_COMMENT_PAGES = 30  # 3,000 comments: past that a thread is not a bug report
@@ -49,7 +50,7 @@ MAX_GIST_FILES = 20  # per gist: a gist of hundreds of files is a dataset, not a
 # in its bytes, so the byte budget bounds that too.
 THREAD_MAX_BYTES = 1 << 30
 THREAD_MAX_S = 300.0
-ATTACHMENT_SUFFIXES = (".log", ".txt", ".out", ".err", ".json", ".yaml", ".yml", ".sh", ".gz", ".zip")
+ATTACHMENT_SUFFIXES = (".log", ".txt", ".out", ".err", ".json", ".yaml", ".yml", ".sh", ".gz", ".zip", ".tgz", ".tar")
 # The suffix a fenced block's info string gives its temporary file, so that the readers sniff it as what it is.
 _INFO_SUFFIX = {"json": ".json", "jsonc": ".json", "yaml": ".yaml", "yml": ".yaml", "bash": ".sh", "sh": ".sh",
                 "shell": ".sh", "zsh": ".sh", "console": ".log", "text": ".log", "txt": ".log", "log": ".log",
@@ -513,9 +514,8 @@ def _attachment(out: Pieces, post: Post, where: str, url: str, name: str, tmpdir
             _add(out, post, f"{where} gist {fname}", data, _suffix(fname), tmpdir, budget)
         return
     fetched = _fetch(url, tmpdir, budget)
-    if name.lower().endswith(".zip"):
-        with open(fetched, "rb") as fh:
-            _unzip(out, post, f"{where} {name}", fh, tmpdir, budget)
+    if (kind := archive_kind(head_bytes(fetched, 512))) is not None:
+        _unpack(out, post, f"{where} {name}", fetched, kind, tmpdir, budget)
         fetched.unlink()
     elif size := fetched.stat().st_size:  # moved, not read: an attachment may be hundreds of megabytes
         budget.bytes_left -= size
@@ -531,27 +531,19 @@ def _suffix(name: str) -> str:
     return suffix if suffix in ATTACHMENT_SUFFIXES or suffix == ".md" else ".log"
 
 
-def _unzip(out: Pieces, post: Post, where: str, data: BinaryIO, tmpdir: Path, budget: _Budget) -> None:
+def _unpack(out: Pieces, post: Post, where: str, path: Path, kind: ArchiveKind, tmpdir: Path, budget: _Budget) -> None:
+    """An attached archive's files, each a piece (moved, not read), within what the thread's budget leaves; a member
+    that expands past gzip's ratio (sources.GZIP_RATIO_CAP) is listed as skipped and the rest read."""
+    dest = Path(tempfile.mkdtemp(prefix="archive-", dir=tmpdir))
     try:
-        z = zipfile.ZipFile(data)
-        members = [i for i in z.infolist() if not i.is_dir() and i.filename.lower().endswith(ATTACHMENT_SUFFIXES)
-                   and not i.filename.lower().endswith(".zip")][:MAX_ZIP_MEMBERS]
-        total = 0
-        for info in members:
-            name = f"{where}/{info.filename}"
-            # The sizes a zip's directory states can lie: the bytes actually unpacked count, a member is read up to
-            # what the cap leaves, and one that would expand past gzip's ratio (sources.GZIP_RATIO_CAP) is refused.
-            left = min(MAX_DOWNLOAD_BYTES - total, budget.bytes_left)
-            with z.open(info) as fh:
-                content = fh.read(min(left, GZIP_RATIO_FLOOR + GZIP_RATIO_CAP * max(info.compress_size, 1)) + 1)
-            if len(content) > GZIP_RATIO_FLOOR and len(content) > GZIP_RATIO_CAP * max(info.compress_size, 1):
-                out.skipped.append((name, f"expands more than {GZIP_RATIO_CAP}x: not read"))
-                continue
-            total += len(content)
-            if total > MAX_DOWNLOAD_BYTES:
-                out.skipped.append((where, f"unpacks past the {MAX_DOWNLOAD_BYTES >> 20} MiB cap; the rest skipped"))
-                return
-            _add(out, post, name, content, _suffix(info.filename), tmpdir, budget)
-    except (zipfile.BadZipFile, OSError, EOFError, RuntimeError) as e:
-        out.skipped.append((where, f"not a readable zip ({e})"))
-
+        left_out = unpack(path, kind, dest, GZIP_RATIO_CAP, GZIP_RATIO_FLOOR,
+                          min(MAX_DOWNLOAD_BYTES, budget.bytes_left), MAX_ZIP_MEMBERS)
+    except ArchiveError as e:
+        out.skipped.append((where, str(e)))
+        return
+    out.skipped.extend((f"{where}/{member}" if member else where, why) for member, why in left_out)
+    for f in sorted(p for p in dest.rglob("*") if p.is_file()):
+        if size := f.stat().st_size:
+            budget.bytes_left -= size
+            name = f"{where}/{f.relative_to(dest).as_posix()}"
+            out.pieces.append(Piece(post, name, Input(name, f, False)))

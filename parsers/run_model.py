@@ -246,6 +246,9 @@ def _read_guarded(inp: Input, acc: _Acc, progress: Callable[[int], None] | None,
                   fetch_progress: Callable[[str, int, int | None], None] | None = None, batch: bool = True) -> None:
     """Read one input; an unreadable one is listed as skipped with why, and the rows it left are dropped."""
     acc.reading = None
+    if inp.skip:
+        acc.skipped.append(Skipped(inp.name, inp.skip))
+        return
     try:
         if inp.path is not None and inp.path.is_dir() and wandb_offline.is_legacy_run_dir(inp.path):
             run = wandb_offline.read_legacy(inp.path)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from diagnose.parsers.archives import ArchiveError, archive_kind, unpack
 from diagnose.parsers.errors import InputError
 from diagnose.parsers.html_text import html_to_text, is_html
 
@@ -42,6 +43,7 @@ class Input:
     path: Path | None  # local file to read (a temp file for downloads and stdin)
     explicit: bool  # named on the command line (errors are fatal) vs found in a directory (skipped quietly)
     wandb: object | None = None  # a parsers.wandb_api.WandbRef: fetched through the W&B API instead of read
+    skip: str = ""  # why it was not read, where that was known before reading (an archive's member left out)
 
 
 def resolve(sources: list[str], tmpdir: Path) -> list[Input]:
@@ -55,7 +57,8 @@ def resolve(sources: list[str], tmpdir: Path) -> list[Input]:
         elif src == "-":
             inputs.append(Input("<stdin>", _spool_stdin(tmpdir), True))
         elif src.startswith(("http://", "https://")):
-            inputs.append(Input(src, download(src, tmpdir), True))
+            got = download(src, tmpdir)
+            inputs.extend(_archive(src, got, tmpdir) or [Input(src, got, True)])
         else:
             inputs.extend(_local(src, tmpdir))
     return inputs
@@ -80,7 +83,31 @@ def _local(src: str, tmpdir: Path | None = None) -> Iterator[Input]:
         for f in found:
             yield Input(str(f), f, False)
         return
+    if tmpdir is not None and path.is_file() and (members := _archive(src, path, tmpdir)):
+        yield from members
+        return
     yield Input(src, path, True)  # an unreadable file is skipped when it is read, like any other unreadable input
+
+
+def _archive(src: str, path: Path, tmpdir: Path) -> list[Input]:
+    """A zip or tar archive's files, unpacked into the run's temporary folder and named inside the archive's name
+    (`logs.zip/rank0/train.log`); [] for a file that is no archive. Its files are read as a folder's are."""
+    try:
+        kind = archive_kind(head_bytes(path, 512))
+    except OSError:
+        return []
+    if kind is None:
+        return []
+    dest = Path(tempfile.mkdtemp(prefix="archive-", dir=tmpdir))
+    try:
+        left_out = unpack(path, kind, dest, GZIP_RATIO_CAP, GZIP_RATIO_FLOOR, GZIP_ABSOLUTE_CAP)
+    except ArchiveError as e:
+        raise InputError(src, str(e)) from None
+    found = sorted(_walk(dest, unread=True))
+    if not found and not left_out:
+        raise InputError(src, "archive holds no log, config or launch-script files")
+    return [Input(f"{src}/{f.relative_to(dest).as_posix()}", f, False) for f in found] + \
+        [Input(f"{src}/{member}" if member else src, None, False, skip=why) for member, why in left_out]
 
 
 def input_files(sources: list[str]) -> set[str]:
