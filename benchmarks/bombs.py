@@ -10,6 +10,7 @@ The inputs, written once into --dir (reused while their sizes match):
   tqdm-300mb.log     300 MB of tqdm redraws separated by carriage returns, no newline
   blank-1gb.log      1 GB of newlines, uncompressed
   cr-100mb.log       100 MiB of bare carriage returns; cr-500mb.log 500 MiB; cr-100mb.log.gz the first gzipped
+  newlines-2gib.zip  2 GiB of newlines in a zip beside a real log; zeros-2gib.tar.gz 2 GiB of zeros in a tar.gz
 
 Each is given to `diagnose report FILE --format json -o OUT` in a fresh process (peak RSS from wait4) and uploaded to
 a running server (its RSS sampled from /proc every 50 ms, and 2 s after it answered: what it still holds); the gzip
@@ -65,6 +66,36 @@ def _gzip_file(src: Path, dest: Path) -> None:
             gz.write(block)
 
 
+def _zip_bomb(path: Path, size: int) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.write(ROOT / "sample_logs" / "ds_zero0" / "train.log", "run/train.log")
+        with z.open("run/big.log", "w", force_zip64=True) as out:
+            block = b"\n" * MiB
+            for _ in range(size // MiB):
+                out.write(block)
+
+
+class _Zeros:
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        return b"\0" * n
+
+
+def _tar_bomb(path: Path, size: int) -> None:
+    import tarfile
+
+    with tarfile.open(path, "w:gz", compresslevel=9) as t:
+        info = tarfile.TarInfo("run/zeros.log")
+        info.size = size
+        t.addfile(info, _Zeros(size))  # type: ignore[arg-type]  # read() is all addfile asks of it
+
+
 def _tqdm(path: Path, size: int) -> None:
     with open(path, "w", buffering=MiB) as out:
         written, n, total = 0, 0, 10_000_000
@@ -89,6 +120,9 @@ INPUTS: dict[str, tuple[int, Callable[[Path], None]]] = {
     "cr-100mb.log": (100 * MiB, lambda p: _write_repeated(p, b"\r", 100 * MiB)),
     "cr-500mb.log": (500 * MiB, lambda p: _write_repeated(p, b"\r", 500 * MiB)),
     "cr-100mb.log.gz": (0, lambda p: _gzip_file(p.with_suffix(""), p)),
+    # archives: a zip of 2 GiB of newlines beside a real log, a tar.gz of 2 GiB of zeros
+    "newlines-2gib.zip": (0, lambda p: _zip_bomb(p, 2 * 1024 * MiB)),
+    "zeros-2gib.tar.gz": (0, lambda p: _tar_bomb(p, 2 * 1024 * MiB)),
 }
 # Issue 32: hostile GitHub threads, read by `diagnose comment URL` (a dry run) from a loopback stand-in of the API
 # (tests/github_standin.py): one post of 65,536 newlines, a ~100 KB zip attachment of 100 MiB of carriage returns,
