@@ -93,7 +93,7 @@ def _tar_bomb(path: Path, size: int) -> None:
     with tarfile.open(path, "w:gz", compresslevel=9) as t:
         info = tarfile.TarInfo("run/zeros.log")
         info.size = size
-        t.addfile(info, _Zeros(size))  # type: ignore[arg-type]  # read() is all addfile asks of it
+        t.addfile(info, _Zeros(size))  # read() is all addfile asks of it
 
 
 def _tqdm(path: Path, size: int) -> None:
