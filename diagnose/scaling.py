@@ -87,6 +87,43 @@ def _from_steps(settings: pl.DataFrame, steps: pl.DataFrame) -> Scaling | None:
                    found.evidence + tuple((s, firsts[(s, line)]) for s, line in found.evidence))
 
 
+@dataclass(frozen=True)
+class StageComparison:
+    """The same training at two ZeRO stages, as one text states it (`2.3 s with ZeRO-3, 1.1 s with ZeRO-2`)."""
+
+    low: int  # the lower stage (0: no ZeRO)
+    high: int
+    low_s: float
+    high_s: float
+    basis: str  # "step" | "epoch" | "run"
+    evidence: tuple[tuple[int, int], ...]  # (source, line) of the sentences or table rows
+
+    @property
+    def cost(self) -> float:
+        """How many times the lower stage's time the higher stage takes."""
+        return self.high_s / self.low_s
+
+
+def compare_stages(stated: pl.DataFrame) -> StageComparison | None:
+    """The lowest and the highest ZeRO stage the text states a time for, at one setting: the first time stated for
+    each stage, per step first, then per epoch, then for the run."""
+    if stated.height == 0:
+        return None
+    for quantity, basis in (("step_time", "step"), ("epoch_time", "epoch"), ("total_time", "run")):
+        rows = stated.filter((pl.col("quantity") == quantity) & pl.col("value").is_not_null()
+                             & (pl.col("value") > 0) & pl.col("zero_stage").is_not_null())
+        per = rows.group_by("zero_stage", maintain_order=True).agg(
+            pl.col("value", "source", "line", "gpus").first()).sort("zero_stage")
+        if per.height < 2:
+            continue
+        lo, hi = per.row(0, named=True), per.row(-1, named=True)
+        if lo["gpus"] is not None and hi["gpus"] is not None and lo["gpus"] != hi["gpus"]:
+            continue  # two settings at once: not one training at two stages
+        return StageComparison(int(lo["zero_stage"]), int(hi["zero_stage"]), float(lo["value"]), float(hi["value"]),
+                               basis, ((int(lo["source"]), int(lo["line"])), (int(hi["source"]), int(hi["line"]))))
+    return None
+
+
 def stated_comm_share(stated: pl.DataFrame) -> tuple[float, int, int] | None:
     """The largest share of time the text says goes to communication, with its (source, line)."""
     rows = stated.filter(pl.col("quantity") == "comm_share").sort("value", descending=True)

@@ -66,12 +66,14 @@ DURATION = re.compile(rf"(?<![\w.])(?P<v>\d+(?:\.\d+)?)\s*(?P<u>{_UNIT})(?![A-Za
                       r"(?P<per>\s*(?:/|per|a|each|every)\s*(?:step|iteration|iter|it|batch|epoch)s?\b)?", re.I)
 # what a duration without `per ...` is of: the words of the sentence before it
 _EPOCH = re.compile(r"\bepoch\b|一个 ?epoch|每个 ?epoch", re.I)
-_STEP = re.compile(r"\b(?:each|every|per|one|a) (?:step|iteration|iter|batch)\b|\bsteps? takes?\b|每(?:步|个 ?step)",
-                   re.I)
+_STEP = re.compile(r"\b(?:each|every|per|one|a) (?:step|iteration|iter|batch)\b|\bsteps? takes?\b|每(?:步|个 ?step)"
+                   r"|\b(?:step|iteration|iter) ?time\b|\btime per (?:step|iteration|iter)\b", re.I)
 _TOTAL = re.compile(r"\b(?:training|wall|total|whole|run|entire|takes?|took|finish(?:es|ed)?|lasts?)\b|训练|需要|用时|耗时",
                     re.I)
 # A ZeRO stage named in words: `ZeRO-3`, `ZeRO2`, `Zero stage 2`, `ZeRO_3` (not `ZeRO-Offload`, not `zero 3`).
-ZERO_STAGE = re.compile(r"(?<![A-Za-z])(?:ZeRO|Zero|ZERO)[-_ ]?(?:[Ss]tage[-_ ]?)?(?P<stage>[0-3])(?![\d.])")
+ZERO_STAGE = re.compile(r"(?<![A-Za-z])(?:ZeRO|Zero|ZERO)[-_ ]?(?:[Ss]tage[-_ ]?)?(?P<stage>[0-3])(?!\d|\.\d)")
+# No ZeRO at all, as a thread compares it with a stage (`without ZeRO`, `plain DDP`): stage 0.
+_NO_ZERO = re.compile(r"\b(?:without|no) (?:ZeRO|DeepSpeed)\b|\bplain DDP\b|\bvanilla DDP\b", re.I)
 COMM_SHARE = re.compile(
     r"(?P<share>half|a third|a quarter|\d+(?:\.\d+)?\s*%)\s+of\s+(?:the\s+)?(?:GPU\s+|total\s+|step\s+|training\s+)?"
     r"time\s+(?:is\s+|was\s+)?(?:spent\s+)?(?:on|in|by|waiting for)\s+(?P<what>\S+)", re.I)
@@ -143,6 +145,21 @@ _SETTING_HEAD = re.compile(r"^(?:#\s*|num(?:ber of)?[ _]?|n[ _]?)?(?P<what>GPUs?
 _HEAD_UNIT = re.compile(rf"[(\[]\s*(?P<u>{_UNIT})\s*(?:/\s*(?:it|iter|step))?\s*[)\]]", re.I)
 
 
+_STAGE_HEAD = re.compile(r"^(?:zero(?:[ _-]?stage)?|(?:zero[ _-]?)?stage|config(?:uration)?|setting|setup|strategy)$",
+                         re.I)
+
+
+def _stage_cell(cell: str) -> int | None:
+    """The ZeRO stage a table cell names (`ZeRO-2`, `stage 3`, `2`; `none`, `DDP`, `no ZeRO`: 0), or None."""
+    if (m := ZERO_STAGE.search(cell)) is not None:
+        return int(m.group("stage"))
+    if re.fullmatch(r"(?:stage\s*)?([0-3])", cell.strip(), re.I):
+        return int(cell.strip()[-1])
+    if re.fullmatch(r"none|no|ddp|no zero|without zero|plain ddp|vanilla ddp|0", cell.strip(), re.I):
+        return 0
+    return None
+
+
 def _cells(text: str) -> list[str]:
     return [c.strip() for c in text.strip().strip("|").split("|")]
 
@@ -171,16 +188,29 @@ def _table_rows(lines: list[tuple[int, str]]) -> dict[int, tuple[str, str]]:
             continue
         head = _cells(lines[i - 1][1])
         setting = next(((k, m.group("what")) for k, h in enumerate(head) if (m := _SETTING_HEAD.match(h))), None)
-        if setting is None:
+        stage_col = next((k for k, h in enumerate(head) if _STAGE_HEAD.match(h)), None)
+        if setting is not None:
+            k, what = setting
+        elif stage_col is not None:
+            k, what = stage_col, ""
+        else:
             continue
-        k, what = setting
         unit = "nodes" if re.match(r"nodes?|machines?|hosts?|节点", what, re.I) else "GPUs"
         for at, row in lines[i + 1:]:
             if at != line + 1 or not row.strip().startswith("|"):
                 break
             line, cells = at, _cells(row)
-            if len(cells) != len(head) or not re.fullmatch(r"\d{1,4}", cells[k]):
+            if len(cells) != len(head):
                 continue
+            if setting is None:  # a column of ZeRO stages (`ZeRO-2`, `3`, `none`): said as `with ZeRO-N`
+                stage = _stage_cell(cells[k])
+                if stage is None:
+                    continue
+                said_for = f"with ZeRO-{stage}" if stage else "without ZeRO"
+            elif not re.fullmatch(r"\d{1,4}", cells[k]):
+                continue
+            else:
+                said_for = f"with {cells[k]} {unit}"
             said = []
             for j, (h, cell) in enumerate(zip(head, cells)):
                 words = _head_words(h) if j != k else None
@@ -193,7 +223,7 @@ def _table_rows(lines: list[tuple[int, str]]) -> dict[int, tuple[str, str]]:
                 else:
                     said.append(f"{words} {value.group(1)} {u}")
             if said:
-                out[at] = (f"with {cells[k]} {unit}: " + "; ".join(said), f"{lines[i - 1][1].strip()} {row.strip()}")
+                out[at] = (f"{said_for}: " + "; ".join(said), f"{lines[i - 1][1].strip()} {row.strip()}")
     return out
 
 
@@ -202,6 +232,7 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
     out: list[dict[str, object]] = []
     for (source,), part in rows.sort("source", "line").group_by(["source"], maintain_order=True):
         setting: tuple[int, int | None, int | None] | None = None  # (line, gpus, nodes) in force
+        in_force: tuple[int, int] | None = None  # (line, ZeRO stage) named alone above the durations under it
         lines = list(part.head(PROSE_MAX_LINES).select("line", "text").iter_rows())
         tables = _table_rows(lines)
         for line, text in lines:
@@ -209,11 +240,17 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
             text, shown = tables.get(line, (text, text))
             text, shown = text.strip()[:MAX_LINE], shown.strip()[:MAX_LINE]
             found = _settings(text)
-            durations = [(m, k) for m in DURATION.finditer(text) if (k := _duration_kind(text, m)) is not None]
+            every = list(DURATION.finditer(text))
+            stages = _stages(text, [m.start() for m in every],
+                             in_force[1] if in_force and line - in_force[0] <= PROSE_WINDOW else None)
+            durations = _parallel(text, [(m, _duration_kind(text, m), st) for m, st in zip(every, stages)])
             paired = len(found) >= 2 and len(durations) == len(found)
             for _, g, n in (found if paired else [(0, *_merged(found))] if found else []):
                 out.append(_row(source, line, "setting", None, g, n, shown))
-            for i, (m, kind) in enumerate(durations):
+            alone = [int(m.group("stage")) for m in ZERO_STAGE.finditer(text)] + [0 for _ in _NO_ZERO.finditer(text)]
+            if not durations and len(alone) == 1:
+                in_force = (line, alone[0])
+            for i, (m, kind, stage) in enumerate(durations):
                 seconds = float(m.group("v")) * UNITS[m.group("u").lower()]
                 if paired:
                     g, n = found[i][1], found[i][2]
@@ -223,7 +260,7 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
                     g, n = setting[1], setting[2]
                 else:
                     g = n = None
-                out.append(_row(source, line, kind, seconds, g, n, shown))
+                out.append(_row(source, line, kind, seconds, g, n, shown, stage))
             for m in ZERO_STAGE.finditer(text):
                 out.append(_row(source, line, "zero_stage", float(m.group("stage")), None, None, shown))
             for m in COMM_SHARE.finditer(text):
@@ -244,7 +281,52 @@ def _merged(found: list[tuple[int, int | None, int | None]]) -> tuple[int | None
     return (gpus[-1] if gpus else None), (nodes[-1] if nodes else None)
 
 
+def _parallel(text: str, durations: list[tuple[re.Match[str], str | None, int | None]]
+              ) -> list[tuple[re.Match[str], str, int | None]]:
+    """A line's durations with what each is of and its ZeRO stage, those of no kind left out. Where each is stated
+    for a stage of its own, they are one quantity compared (`went from 1.1 s to 2.3 s per step`, `an epoch takes 5 h;
+    without DeepSpeed it took 2 h`): a duration that says less than another (no kind, or a total by a verb alone)
+    takes that one's kind."""
+    kinds = [k for _, k, _ in durations]
+    stages = [st for _, _, st in durations]
+    specific = next((k for k in kinds if k in ("step_time", "epoch_time")), None)
+    compared = len(durations) >= 2 and None not in stages and len(set(stages)) == len(stages)
+    if compared and specific is not None and not _TOTAL_NAMED.search(text):
+        kinds = [specific if k in (None, "total_time") else k for k in kinds]
+    return [(m, k, st) for (m, _, st), k in zip(durations, kinds) if k is not None]
+
+
+# A whole run's time named as such: a total that stays one beside a step's time
+_TOTAL_NAMED = re.compile(r"\b(?:training|total|whole|entire|wall)(?: ?clock)? time\b|\bin total\b", re.I)
+
+
+def _stages(text: str, at: list[int], in_force: int | None) -> list[int | None]:
+    """The ZeRO stage of each duration of a line (`at`: their positions), sentence by sentence: one a duration
+    where the sentence names as many as it states (`2.3 s with ZeRO-3, whereas with ZeRO-2 it was 1.1 s`, in order),
+    the one it names for all of them, else the one in force above it (a line that names one alone); none where the
+    sentence names several for fewer durations (no pairing to trust)."""
+    named = sorted([(m.start(), int(m.group("stage"))) for m in ZERO_STAGE.finditer(text)]
+                   + [(m.start(), 0) for m in _NO_ZERO.finditer(text)])
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text) + 1]
+    out: list[int | None] = []
+    for p in at:
+        end = next(e for e in ends if p < e)
+        start = max([e for e in ends if e <= p], default=0)
+        here = [st for q, st in named if start <= q < end]
+        mine = [q for q in at if start <= q < end]
+        if len(here) == len(mine):
+            out.append(here[mine.index(p)])
+        elif len(here) == 1:
+            out.append(here[0])
+        else:
+            out.append(in_force if not here else None)
+    return out
+
+
+_SENTENCE_END = re.compile(r"[.!?;](?=\s+[A-Z(])")
+
+
 def _row(source: int, line: int, quantity: str, value: float | None, gpus: int | None, nodes: int | None,
-         text: str) -> dict[str, object]:
+         text: str, stage: int | None = None) -> dict[str, object]:
     return {"source": source, "line": line, "quantity": quantity, "value": value, "gpus": gpus, "nodes": nodes,
-            "detail": text}
+            "zero_stage": stage, "detail": text}

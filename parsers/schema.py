@@ -156,6 +156,8 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
         "value": (pl.Float64, "seconds for a duration, a fraction for a share, the stage; null for a setting"),
         "gpus": (pl.Int64, "the GPU count of the setting (the one stated, or in force where the duration is)"),
         "nodes": (pl.Int64, "the node count of the setting"),
+        "zero_stage": (pl.Int64, "the ZeRO stage a duration was stated for (0: none), where its sentence pairs one "
+                                 "with it (`2.3 s with ZeRO-3, 1.1 s with ZeRO-2`) or one is in force above it"),
         "detail": (pl.String, "the sentence, for evidence"),
     },
     # Filled from W&B runs (issue 3); empty for logs.

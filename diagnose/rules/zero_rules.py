@@ -6,6 +6,7 @@ from typing import Any
 from diagnose.planner import USABLE_FRACTION
 from diagnose.recommend import global_batch
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
+from diagnose.scaling import StageComparison
 from diagnose.parsers.facts import RunFacts
 
 OPTIMIZER_STEP_SHARE = 0.4  # optimizer step > 40% of the timed step: far above the few % of a fused GPU AdamW
@@ -17,6 +18,9 @@ FIXED_COST_SHARE = 0.4
 SMALL_TOKENS_PER_GPU = 4096  # micro-batch x sequence below ~4k tokens leaves a 1B+ model launch/comm bound
 #                              (causes.md C7; HF perf docs)
 BIG_MODEL_PARAMS = 1e9
+# A stage stated to take at least this many times the time of a lower one (the poster's own figures, rounded as
+# people round them: a 10% difference is within that, 20% is not).
+STATED_STAGE_COST = 1.2
 
 
 def _stage_name(stage: int) -> str:
@@ -38,18 +42,53 @@ def _option_name(name: str) -> str:
     return label + (" with CPU offload" if offload else "")
 
 
+def _stated_stages(ctx: Ctx, said: StageComparison) -> Finding:
+    """The text states the same training at two stages, the higher one slower: the lower one ran, so it fits."""
+    what = {"step": "a step", "epoch": "an epoch", "run": "the run"}[said.basis]
+    low, high = ("plain data parallel" if said.low == 0 else f"ZeRO-{said.low}"), _stage_name(said.high)
+    costs = ("ZeRO-3 gathers the parameters in every forward and backward" if said.high == 3 else
+             "the gradients and optimizer states are partitioned and exchanged")
+    ev = [Evidence(f"{what} takes {_seconds(said.high_s)} with {high} and {_seconds(said.low_s)} with {low}: "
+                   f"{said.cost:.2f}x the time", kind="metric")]
+    seen = dict.fromkeys(said.evidence)
+    ev += [Evidence("as stated", ctx.model.source_name(src), line) for src, line in seen]
+    return ctx.finding(
+        title=f"{high} takes {said.cost:.1f}x the time of {low}, which fits (as stated)",
+        severity="warning",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"The text states {what} takes {_seconds(said.high_s)} with {high} against {_seconds(said.low_s)} "
+                f"with {low}. Each stage up adds communication ({costs}), and the {low} run shows the model fits "
+                "without it.",
+        evidence=tuple(ev),
+        fix=Fix(f"Train with {low}; go up a stage only for memory, in the maintainers' order (no ZeRO -> gradient "
+                "accumulation / activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload).",
+                (Change("ds_config", "zero_optimization.stage", said.high, said.low),),
+                f"{what[0].upper()}{what[1:]} near the {_seconds(said.low_s)} stated for {low}."),
+        data={"stated_stage_cost": said.cost, "stated_low_stage": said.low, "stated_high_stage": said.high},
+    )
+
+
+def _seconds(s: float) -> str:
+    return f"{s / 3600:.1f} h" if s >= 3 * 3600 else f"{s / 60:.1f} min" if s >= 300 else f"{s:.3g} s"
+
+
 @rule("zero-stage-too-high", "A lower ZeRO stage fits in memory",
       detects="ZeRO stage 2 or 3 (or offload) while the planner finds a lower stage whose model states fit on the "
               "GPUs with room for activations.",
       why="Each stage up adds communication: ZeRO-3 gathers parameters in every forward and backward (1.5x DDP's "
           "traffic, times the accumulation steps) and cannot skip partitioning for a model that fits; the memory "
           "it frees is unused.",
-      evidence="Parameter count (logs, config or W&B), GPU count and memory, the configured stage.",
+      evidence="Parameter count (logs, config or W&B), GPU count and memory, the configured stage; or a text that "
+               "states the same training's time at two stages, the higher one slower.",
       fix="The stage the planner recommends, in the maintainers' order: no ZeRO -> gradient accumulation / "
           "activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload.",
       drivers=("zero_stage",), scenario="synthetic/seed_zero3_launch_blocking")
 def zero_stage_too_high(ctx: Ctx) -> Finding | None:
     f, plan = ctx.facts, ctx.plan
+    said = ctx.metrics.stages
+    if said is not None and said.cost >= STATED_STAGE_COST:
+        return _stated_stages(ctx, said)
     offloaded = f.offloaded
     if (f.data_parallel or f.world_size) == 1 and (f.zero_stage or 0) >= 1 and not offloaded:
         return _zero_on_one_gpu(ctx)
