@@ -237,7 +237,14 @@ def _figures(m: Metrics) -> list[str]:
         parts.append(f"memory {m.utilization['mem_mean']:.0f}%")
     if m.tokens_per_sec and m.mfu is None:
         parts.append(f"{m.tokens_per_sec:,.0f} tokens/s")
+    if m.steps is None and m.stated is not None:  # no step line: what the text says, as it says it
+        what = {"step": "a step", "epoch": "an epoch", "run": "the run"}[m.stated.basis]
+        parts.insert(0, f"the text states {' then '.join(_secs(s) for s in m.stated.seconds)} for {what}")
     return parts
+
+
+def _secs(s: float) -> str:
+    return f"{s / 3600:.3g} h" if s >= 3 * 3600 else f"{s / 60:.3g} min" if s >= 300 else f"{s:.3g} s"
 
 
 def _fit(lead: str, figures: list[str], tail: str) -> str:

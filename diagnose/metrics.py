@@ -19,7 +19,7 @@ from diagnose import clocks as clock_table
 from diagnose import hardware, scaling
 from diagnose.parsers.run_model import RunModel
 from diagnose.parsers.scalars import between, number, whole
-from diagnose.scaling import Scaling, StageComparison
+from diagnose.scaling import Scaling, StageComparison, StatedTimes
 
 WARMUP_STEPS = 2  # DeepSpeed's ThroughputTimer skips 2 steps too (start_step); the first steps build caches
 SPIKE_FACTOR = 2.0  # a step at 2x the median is a stall, not noise (HTA's idle-time analysis uses the same cut)
@@ -145,6 +145,7 @@ class Metrics:
     generation_share: float | None = None  # RLHF: median generation time / end-to-end step time
     scaling: Scaling | None = None  # the same training at two GPU (or node) counts, as one text shows it
     stages: StageComparison | None = None  # the same training at two ZeRO stages, as one text states it
+    stated: StatedTimes | None = None  # the time a text states a step (epoch, run) takes, and a second on its line
     comm_stated: tuple[float, int, int] | None = None  # a share of time the text says communication takes, (src, line)
     training_share: float | None = None  # RLHF: median training-phase time / end-to-end step time
     # RLHF: how much of the step time's growth (last quarter's median over the first's) is generation's own growth
@@ -214,7 +215,8 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
                    clock_series={k: ser for k, (_, ser) in by_clock.items()},
                    steps_read=_steps_read(steps), scaling=scaling.compare(model.frames["stated"], steps),
                    comm_stated=scaling.stated_comm_share(model.frames["stated"]),
-                   stages=scaling.compare_stages(model.frames["stated"]))
+                   stages=scaling.compare_stages(model.frames["stated"]),
+                   stated=scaling.stated_times(model.frames["stated"]))
 
 
 def _flushes(events: pl.DataFrame) -> pl.DataFrame:

@@ -124,6 +124,28 @@ def compare_stages(stated: pl.DataFrame) -> StageComparison | None:
     return None
 
 
+@dataclass(frozen=True)
+class StatedTimes:
+    """The first time a text states, and a second on the same line (a before and after: `went from 0.8 s to 1.6 s
+    a step`, `0.8 s vs 1.6 s`), with no step line to time the run."""
+
+    basis: str  # "step" | "epoch" | "run"
+    seconds: tuple[float, ...]
+    source: int
+    line: int
+
+
+def stated_times(stated: pl.DataFrame) -> StatedTimes | None:
+    """What a text states a step (else an epoch, else the run) takes, as it states it first."""
+    for quantity, basis in (("step_time", "step"), ("epoch_time", "epoch"), ("total_time", "run")):
+        rows = stated.filter((pl.col("quantity") == quantity) & (pl.col("value") > 0))
+        if rows.height:
+            src, line = int(rows["source"][0]), int(rows["line"][0])
+            same = rows.filter((pl.col("source") == src) & (pl.col("line") == line))["value"].head(2).to_list()
+            return StatedTimes(basis, tuple(float(v) for v in same), src, line)
+    return None
+
+
 def stated_comm_share(stated: pl.DataFrame) -> tuple[float, int, int] | None:
     """The largest share of time the text says goes to communication, with its (source, line)."""
     rows = stated.filter(pl.col("quantity") == "comm_share").sort("value", descending=True)

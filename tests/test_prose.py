@@ -232,3 +232,16 @@ def test_a_higher_stage_stated_slower_is_the_finding(tmp_path: Path) -> None:
     close = tmp_path / "close.md"
     close.write_text("ZeRO-3: 1.15 s/it, ZeRO-2: 1.1 s/it\n")
     assert "zero-stage-too-high" not in [f.id for f in diagnose(parse([str(close)])).findings]
+
+
+@pytest.mark.parametrize("text, said", [
+    ("After upgrading to torch 2.1 the step time went from 0.8 s to 1.6 s.",
+     "the text states 0.8 s then 1.6 s for a step"),
+    ("It runs at 90 s per iteration, far too slow.", "the text states 90 s for a step"),
+    ("an epoch takes 5 h on this machine", "the text states 5 h for an epoch"),
+])
+def test_a_stated_time_is_quoted_where_no_step_line_times_the_run(tmp_path: Path, text: str, said: str) -> None:
+    p = tmp_path / "issue.md"
+    p.write_text(text + "\n")
+    d = diagnose(parse([str(p)]))
+    assert d.verdict.startswith("Not enough to tell: no step line read (" + said + ")"), d.verdict
