@@ -39,14 +39,46 @@ def sniff_json(text: str) -> tuple[str, Any] | None:
 # A JSON object or Python dict pasted into a log or a thread: a line that opens it alone (`{`, `ds_config = {`,
 # `baseline.json: {`), read up to the line where its braces balance. DeepSpeed's own `json = {` dump is the block
 # reader's (blocks.py). At most EMBEDDED_MAX_LINES lines: no config is longer.
-_OPENS = re.compile(r"(?m)^[ \t>]*(?:[\w.-]+[ \t]*[:=][ \t]*)?\{[ \t]*$")
+# A JSON key before the brace (`"zero_optimization": {`, a fragment quoted from a config) is kept: the object is
+# read as that key's.
+_OPENS = re.compile(r"(?m)^[ \t>]*(?:(?:\"(?P<key>[\w.-]+)\"|[\w.-]+)[ \t]*[:=][ \t]*)?\{[ \t]*$")
+# A config (or a fragment of one) pasted on one line, found by a key only DeepSpeed configs hold:
+# `{"zero_optimization": {"stage": 3}, "bf16": {"enabled": true}}`, `> "zero_optimization": {"stage": 3},`.
+_DS_ONLY = r"\"(?:zero_optimization|train_micro_batch_size_per_gpu|gradient_accumulation_steps)\""
+# (A fragment stands at the line's start or behind a blockquote's `>`: indented, it is a line of a config that did
+# not balance, cut short, and read whole or not at all.)
+_ONE_LINE = re.compile(r"(?m)^(?:[ \t]*(?:[\w.-]+[ \t]*[:=][ \t]*)?(?P<obj>\{[^\n]*" + _DS_ONLY + r"[^\n]*)"
+                       r"|(?:[ \t]*>[ \t]*)?(?P<fragment>" + _DS_ONLY + r"[ \t]*:[ \t]*[{\d][^\n]*))$")
 EMBEDDED_MAX_LINES = 400
 EMBEDDED_MAX_BYTES = 64 * 1024  # each candidate looks this far ahead: a log of many `{` lines costs no more per line
+
+
+_MEMBER = re.compile(r"^(?:[ \t]*>[ \t]*)?(?P<member>\"[\w.-]+\"[ \t]*:.*)$")
+
+
+def _member_run(text: str, at: int) -> tuple[int, int]:
+    """The (start, end) of the consecutive `"key": value` lines (blockquoted or not) around the line at `at`."""
+    start = text.rfind("\n", 0, at) + 1
+    while start > 0:
+        prev = text.rfind("\n", 0, start - 1) + 1
+        if not _MEMBER.match(text[prev:start - 1]):
+            break
+        start = prev
+    stop = text.find("\n", at)
+    stop = len(text) if stop < 0 else stop
+    while stop < len(text):
+        nxt = text.find("\n", stop + 1)
+        nxt = len(text) if nxt < 0 else nxt
+        if not _MEMBER.match(text[stop + 1:nxt]):
+            break
+        stop = nxt
+    return start, stop
 
 
 def embedded_configs(text: str) -> list[tuple[int, str, Any]]:
     """(line from 1, kind, data) of each DeepSpeed config (or trainer state) pasted whole into a text."""
     out: list[tuple[int, str, Any]] = []
+    spans: list[tuple[int, int]] = []
     end = 0
     for m in _OPENS.finditer(text):
         if m.start() < end or "json = {" in m.group(0):
@@ -63,12 +95,26 @@ def embedded_configs(text: str) -> list[tuple[int, str, Any]]:
             continue
         block = "\n".join(body)
         block = block[block.index("{"):]
-        found = sniff_json(block)
+        found = sniff_json(block if m.group("key") is None else f'{{"{m.group("key")}": {block}}}')
         if found is None and (py := sniff_python_dict(block)) is not None and DS_KEYS & set(py):
             found = ("ds_config", py)
         if found is not None:
             out.append((text.count("\n", 0, m.start()) + 1, *found))
             end = m.start() + len(block)
+            spans.append((m.start(), end))
+    for m in _ONE_LINE.finditer(text):
+        if any(a <= m.start() < b for a, b in spans):  # a line of a config read whole above
+            continue
+        if m.group("obj"):
+            found = sniff_json(m.group("obj").rstrip(" \t,"))
+        else:  # the run of `"key": value` lines it stands in, read as one object
+            start, stop = _member_run(text, m.start())
+            spans.append((start, stop))
+            members = "\n".join(m2.group("member") if (m2 := _MEMBER.match(x)) else x
+                                for x in text[start:stop].split("\n"))
+            found = sniff_json("{" + members.rstrip(" \t\n,") + "}")
+        if found is not None and found[0] == "ds_config":
+            out.append((text.count("\n", 0, m.start()) + 1, *found))
     return out
 
 

@@ -693,7 +693,7 @@ def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | No
              .with_columns(pl.col("_m").str.extract_groups(SETTING_RE).alias("_g")).unnest("_g"))
     if found.height == 0:
         return None
-    name = pl.coalesce("flag", "key").str.to_lowercase()
+    name = pl.coalesce("flag", "key").str.to_lowercase().str.replace_all(r"[ -]", "_")
     return found.select(*BASE_COLUMNS, (pl.lit("setting.") + name).alias("key"), pl.col("value"),
                         pl.lit("config_setting").alias("origin"))
 

@@ -427,6 +427,14 @@ def assemble(inp: FactInputs) -> RunFacts:
         ev_g = c.first("gpus_per_node")
         if ev_g is not None and ev_g.tier != "job":
             gpn = world // nodes if world % nodes == 0 else None
+    # Nodes and GPUs per node from sources above the world size's (`trainer.num_nodes=2 trainer.devices=8` in a
+    # command, `8x A100` in a sentence): the topology they give wins, and the weaker count stays among the claims.
+    topology: Evidence | None = None
+    if nodes and gpn and world and nodes * gpn != world:
+        ws, en, eg = c.first("world_size"), c.first("nodes"), c.first("gpus_per_node")
+        if ws is not None and en is not None and eg is not None \
+                and TIERS.index(ws.tier) > max(TIERS.index(en.tier), TIERS.index(eg.tier)):
+            world, topology = nodes * gpn, eg
     if gpn is None and world and nodes:
         gpn = world // nodes if world % nodes == 0 else None
     if world is None and nodes and gpn:
@@ -448,6 +456,8 @@ def assemble(inp: FactInputs) -> RunFacts:
     hosts = tuple(dict.fromkeys(h for ev in c.by_fact.get("hostname", []) for h in [ev.value]))
     versions = {k[len("version."):]: v.value for k, vs in c.by_fact.items() if k.startswith("version.") for v in vs[:1]}
     evidence = {k: ev for k in c.by_fact if (ev := c.first(k)) is not None}
+    if topology is not None and bound is None:
+        evidence["world_size"] = Evidence(world, topology.origin, topology.source, topology.line)
     if bound is not None:
         evidence["world_size"] = bound
     # every declared fact from its winning claim (parsers/fact_table.py), then the topology the rules above derived

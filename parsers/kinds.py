@@ -1020,7 +1020,8 @@ ANCHORS: tuple[str, ...] = tuple(dict.fromkeys(a for k in KINDS for a in k.ancho
 # the last part of a dotted key; the value must be a whole number. Name -> run fact: the names some tool gives each
 # fact, declared with the fact.
 SETTING_FACTS: dict[str, str] = fact_table.SETTING_FACTS  # each fact's `settings` names (parsers/fact_table.py)
-_SETTING_NAMES = "|".join(sorted(SETTING_FACTS, key=len, reverse=True))
+# a name's words may be spaced or dashed as people write them (`ZeRO stage: 3`, `--num-gpus 8`); read back as `_`
+_SETTING_NAMES = "|".join(n.replace("_", "[ _-]") for n in sorted(SETTING_FACTS, key=len, reverse=True))
 # One name and its value: `key: v`, `key=v`, `"key": v`, `'KEY': v`, `| key | v |`, `--key v`, `--key=v`.
 SETTING_RE = (r"(?i)(?:--(?P<flag>" + _SETTING_NAMES + r")(?:=|\s+)|\b(?P<key>" + _SETTING_NAMES
               + r")['\"]?\s*[:=|]\s*)['\"]?(?P<value>\d+)\b")
@@ -1028,8 +1029,10 @@ SETTING_HINT = r"(?i)(?:" + _SETTING_NAMES + r")['\"]?\s*[:=| ]"
 # Tried first, on every line: a case-sensitive alternation of a fragment of each name in lower and upper case costs a
 # fifth of SETTING_HINT (whose case-insensitive alternation defeats the literal search); tests check the cover.
 _FRAGMENTS = ("gpus", "nodes", "shards", "machines", "world_size", "processes", "batch_size", "accumulation",
-              "zero_stage", "devices", "nproc", "g_steps")
-SETTING_PREFILTER = "|".join(f for frag in _FRAGMENTS for f in (frag, frag.upper()))
+              "zero_stage", "devices", "nproc", "g_steps", "g steps", "g-steps", "batch size", "batch-size",
+              "world size", "world-size", "grad_accum", "grad accum", "grad-accum", "zero stage", "zero-stage")
+SETTING_PREFILTER = "|".join(f for frag in _FRAGMENTS for f in (frag, frag.upper(), frag.capitalize())) + \
+    "|ZeRO stage|ZeRO-stage|ZeRO_stage|Zero stage"
 
 
 # CUDA's out-of-memory message (c10/cuda/CUDACachingAllocator.cpp), in its two shapes: torch >= 2.1 `Tried to allocate

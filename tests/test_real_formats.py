@@ -476,6 +476,10 @@ def test_a_bare_time_is_not_a_step(tmp_path: Path) -> None:
     # a flag, and a Markdown list
     (["python train.py --devices 1 --num_nodes=1"], {"world_size": 1, "gpus_per_node": 1, "nodes": 1}),
     (["- zero_stage: 2", "- per_device_train_batch_size: 8"], {"zero_stage": 2, "micro_batch_per_gpu": 8}),
+    # the names written as words, and dashed flags
+    (["- ZeRO stage: 3", "- gradient accumulation: 8", "- micro batch size per GPU: 4"],
+     {"zero_stage": 3, "grad_accum_steps": 8, "micro_batch_per_gpu": 4}),
+    (["deepspeed train.py --num-gpus 4 --num-nodes 2"], {"world_size": 8, "gpus_per_node": 4, "nodes": 2}),
 ])
 def test_settings_named_in_configs_and_commands(tmp_path: Path, lines: list[str], want: dict) -> None:
     facts = _model(tmp_path, *lines, name="thread.md").facts
@@ -510,7 +514,17 @@ def test_the_settings_prefilter_covers_every_name() -> None:
     import re
 
     from diagnose.parsers.kinds import SETTING_FACTS, SETTING_PREFILTER
-    assert all(re.search(SETTING_PREFILTER, n) and re.search(SETTING_PREFILTER, n.upper()) for n in SETTING_FACTS)
+    names = [*SETTING_FACTS, *(n.replace("_", sep) for n in SETTING_FACTS for sep in (" ", "-"))]
+    assert [n for n in names if not (re.search(SETTING_PREFILTER, n) and re.search(SETTING_PREFILTER, n.upper()))] == []
+
+
+def test_a_topology_from_settings_outranks_a_count_stated_in_words(tmp_path: Path) -> None:
+    # `8x A100` in a sentence is per node or in all; `trainer.devices=8 trainer.num_nodes=2` says which
+    post = ["We train on 8x A100 80GB.", "", "python train.py trainer.devices=8 trainer.num_nodes=2"]
+    facts = _model(tmp_path, *post, name="post.md").facts
+    assert (facts.world_size, facts.nodes, facts.gpus_per_node) == (16, 2, 8)
+    assert facts.evidence["world_size"].origin == "config_setting" and facts.evidence["world_size"].line == 3
+    assert [(ev.value, ev.origin) for ev in facts.claims["world_size"]] == [(8, "stated_in_text")]
 
 
 DS_JSON = ['{', '  "train_micro_batch_size_per_gpu": 16,', '  "bf16": {"enabled": true},',
@@ -521,6 +535,11 @@ DS_JSON = ['{', '  "train_micro_batch_size_per_gpu": 16,', '  "bf16": {"enabled"
     ["baseline.json:", *DS_JSON],  # a config pasted above its log
     ["My config:", "", *(f"> {line}" for line in DS_JSON)],  # blockquoted in a thread
     ["ds_config = {", *DS_JSON[1:-1], "}"],  # a Python dict in a script or a post
+    # on one line, and a fragment quoted from one (its key kept)
+    ['{"train_micro_batch_size_per_gpu": 16, "bf16": {"enabled": true}, "zero_optimization": {"stage": 2, '
+     '"offload_optimizer": {"device": "cpu"}}}'],
+    ['> "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}},', '> "bf16": {"enabled": true},',
+     '> "train_micro_batch_size_per_gpu": 16'],
 ])
 def test_a_deepspeed_config_pasted_whole_into_a_log_or_a_thread(tmp_path: Path, head: list[str]) -> None:
     steps = [f"[2024-01-01 10:00:{2 * i:02d},000] [INFO] [logging.py:96:log_dist] [Rank 0] step={i}, skipped=0, "
