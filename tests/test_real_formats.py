@@ -513,9 +513,10 @@ def test_counts_a_thread_states_in_words_are_the_lowest_tier_claims(tmp_path: Pa
 def test_the_settings_prefilter_covers_every_name() -> None:
     import re
 
-    from diagnose.parsers.kinds import SETTING_FACTS, SETTING_PREFILTER
-    names = [*SETTING_FACTS, *(n.replace("_", sep) for n in SETTING_FACTS for sep in (" ", "-"))]
-    assert [n for n in names if not (re.search(SETTING_PREFILTER, n) and re.search(SETTING_PREFILTER, n.upper()))] == []
+    from diagnose.parsers.kinds import SETTING_FACTS, SETTING_PREFILTER, SPACED_SETTINGS
+    assert all(re.search(SETTING_PREFILTER, n) and re.search(SETTING_PREFILTER, n.upper()) for n in SETTING_FACTS)
+    forms = [f for n in SPACED_SETTINGS for f in (n, n.upper(), n.capitalize())]
+    assert [f for f in forms if not re.search(SETTING_PREFILTER, f)] == []
 
 
 def test_a_topology_from_settings_outranks_a_count_stated_in_words(tmp_path: Path) -> None:
