@@ -238,8 +238,12 @@ def _figures(m: Metrics) -> list[str]:
     if m.tokens_per_sec and m.mfu is None:
         parts.append(f"{m.tokens_per_sec:,.0f} tokens/s")
     if m.steps is None and m.stated is not None:  # no step line: what the text says, as it says it
-        what = {"step": "a step", "epoch": "an epoch", "run": "the run"}[m.stated.basis]
-        parts.insert(0, f"the text states {' then '.join(_secs(s) for s in m.stated.seconds)} for {what}")
+        said = m.stated
+        if said.basis in ("samples", "tokens"):
+            parts.insert(0, f"the text states {' then '.join(f'{v:,.4g}' for v in said.seconds)} {said.basis}/s")
+        else:
+            what = {"step": "a step", "epoch": "an epoch", "run": "the run"}[said.basis]
+            parts.insert(0, f"the text states {' then '.join(_secs(v) for v in said.seconds)} for {what}")
     return parts
 
 

@@ -129,15 +129,17 @@ class StatedTimes:
     """The first time a text states, and a second on the same line (a before and after: `went from 0.8 s to 1.6 s
     a step`, `0.8 s vs 1.6 s`), with no step line to time the run."""
 
-    basis: str  # "step" | "epoch" | "run"
-    seconds: tuple[float, ...]
+    basis: str  # "step" | "epoch" | "run", or "samples" | "tokens" for a throughput stated alone
+    seconds: tuple[float, ...]  # (per second for a throughput)
     source: int
     line: int
 
 
 def stated_times(stated: pl.DataFrame) -> StatedTimes | None:
-    """What a text states a step (else an epoch, else the run) takes, as it states it first."""
-    for quantity, basis in (("step_time", "step"), ("epoch_time", "epoch"), ("total_time", "run")):
+    """What a text states a step (else an epoch, else the run) takes, as it states it first; else the throughput it
+    states."""
+    for quantity, basis in (("step_time", "step"), ("epoch_time", "epoch"), ("total_time", "run"),
+                            ("samples_per_sec", "samples"), ("tokens_per_sec", "tokens")):
         rows = stated.filter((pl.col("quantity") == quantity) & (pl.col("value") > 0))
         if rows.height:
             src, line = int(rows["source"][0]), int(rows["line"][0])

@@ -23,7 +23,7 @@ from diagnose.parsers.schema import FRAMES
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
          "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
-         "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO")
+         "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO", "it/s", "/s ", "/s,", "/s.")
 _HINTS_RE = any_of(HINTS)
 PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
 PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
@@ -64,6 +64,13 @@ UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds"
 _UNIT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
 DURATION = re.compile(rf"(?<![\w.])(?P<v>\d+(?:\.\d+)?)\s*(?P<u>{_UNIT})(?![A-Za-z])"
                       r"(?P<per>\s*(?:/|per|a|each|every)\s*(?:step|iteration|iter|it|batch|epoch)s?\b)?", re.I)
+# A rate: of steps (a step's time), of samples or tokens (a throughput): `1.5 it/s`, `150 images per second`,
+# `3,000 tokens/s`.
+_STEP_UNIT = re.compile(r"its?|iters?|iterations?|steps?|batch(?:es)?", re.I)
+RATE = re.compile(r"(?<![\w.,])(?P<v>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
+                  r"(?P<what>its?|iters?|iterations?|steps?|batch(?:es)?|images?|imgs?|samples?|examples?|seqs?|"
+                  r"sequences?|tokens?|toks?)\s*(?:/|per)\s*(?:s|sec|second)\b", re.I)
+_TQDM_SHAPE = re.compile(r"\[\d+:\d\d(?::\d\d)?<|%\|")
 # what a duration without `per ...` is of: the words of the sentence before it
 _EPOCH = re.compile(r"\bepoch\b|一个 ?epoch|每个 ?epoch", re.I)
 _STEP = re.compile(r"\b(?:each|every|per|one|a) (?:step|iteration|iter|batch)\b|\bsteps? takes?\b|每(?:步|个 ?step)"
@@ -240,18 +247,17 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
             text, shown = tables.get(line, (text, text))
             text, shown = text.strip()[:MAX_LINE], shown.strip()[:MAX_LINE]
             found = _settings(text)
-            every = list(DURATION.finditer(text))
-            stages = _stages(text, [m.start() for m in every],
+            every = _quantities(text)
+            stages = _stages(text, [at for at, _, _ in every],
                              in_force[1] if in_force and line - in_force[0] <= PROSE_WINDOW else None)
-            durations = _parallel(text, [(m, _duration_kind(text, m), st) for m, st in zip(every, stages)])
+            durations = _parallel(text, [(kind, value, st) for (_, kind, value), st in zip(every, stages)])
             paired = len(found) >= 2 and len(durations) == len(found)
             for _, g, n in (found if paired else [(0, *_merged(found))] if found else []):
                 out.append(_row(source, line, "setting", None, g, n, shown))
             alone = [int(m.group("stage")) for m in ZERO_STAGE.finditer(text)] + [0 for _ in _NO_ZERO.finditer(text)]
             if not durations and len(alone) == 1:
                 in_force = (line, alone[0])
-            for i, (m, kind, stage) in enumerate(durations):
-                seconds = float(m.group("v")) * UNITS[m.group("u").lower()]
+            for i, (kind, seconds, stage) in enumerate(durations):
                 if paired:
                     g, n = found[i][1], found[i][2]
                 elif found:
@@ -281,19 +287,39 @@ def _merged(found: list[tuple[int, int | None, int | None]]) -> tuple[int | None
     return (gpus[-1] if gpus else None), (nodes[-1] if nodes else None)
 
 
-def _parallel(text: str, durations: list[tuple[re.Match[str], str | None, int | None]]
-              ) -> list[tuple[re.Match[str], str, int | None]]:
-    """A line's durations with what each is of and its ZeRO stage, those of no kind left out. Where each is stated
+def _quantities(text: str) -> list[tuple[int, str | None, float]]:
+    """(position, what it is of, value) of each duration (in seconds) and rate a line states, in order: a rate of
+    steps is a step's time (`1.5 it/s`: 0.667 s), a rate of samples or tokens a throughput (`150 images per second`).
+    A tqdm bar's rate is the program's line, not a sentence."""
+    out: list[tuple[int, str | None, float]] = [
+        (m.start(), _duration_kind(text, m), float(m.group("v")) * UNITS[m.group("u").lower()])
+        for m in DURATION.finditer(text)]
+    if not _TQDM_SHAPE.search(text):
+        for m in RATE.finditer(text):
+            v = float(m.group("v").replace(",", ""))
+            what = m.group("what").lower()
+            if v <= 0:
+                continue
+            if _STEP_UNIT.fullmatch(what):
+                out.append((m.start(), "step_time", 1.0 / v))
+            else:
+                out.append((m.start(), "tokens_per_sec" if what.startswith("tok") else "samples_per_sec", v))
+    return sorted(out, key=lambda q: q[0])
+
+
+def _parallel(text: str, quantities: list[tuple[str | None, float, int | None]]
+              ) -> list[tuple[str, float, int | None]]:
+    """A line's quantities with what each is of and its ZeRO stage, those of no kind left out. Where each is stated
     for a stage of its own, they are one quantity compared (`went from 1.1 s to 2.3 s per step`, `an epoch takes 5 h;
     without DeepSpeed it took 2 h`): a duration that says less than another (no kind, or a total by a verb alone)
     takes that one's kind."""
-    kinds = [k for _, k, _ in durations]
-    stages = [st for _, _, st in durations]
+    kinds = [k for k, _, _ in quantities]
+    stages = [st for _, _, st in quantities]
     specific = next((k for k in kinds if k in ("step_time", "epoch_time")), None)
-    compared = len(durations) >= 2 and None not in stages and len(set(stages)) == len(stages)
+    compared = len(quantities) >= 2 and None not in stages and len(set(stages)) == len(stages)
     if compared and specific is not None and not _TOTAL_NAMED.search(text):
         kinds = [specific if k in (None, "total_time") else k for k in kinds]
-    return [(m, k, st) for (m, _, st), k in zip(durations, kinds) if k is not None]
+    return [(k, v, st) for (_, v, st), k in zip(quantities, kinds) if k is not None]
 
 
 # A whole run's time named as such: a total that stays one beside a step's time

@@ -245,3 +245,21 @@ def test_a_stated_time_is_quoted_where_no_step_line_times_the_run(tmp_path: Path
     p.write_text(text + "\n")
     d = diagnose(parse([str(p)]))
     assert d.verdict.startswith("Not enough to tell: no step line read (" + said + ")"), d.verdict
+
+
+def test_rates_in_sentences() -> None:
+    # a rate of steps is its step's time, paired with a stage as a duration is; a rate of samples or tokens is a
+    # throughput; a tqdm bar's rate is a printed line, not a sentence
+    rows = _stated("ZeRO-2 gives 1.8 it/s, ZeRO-3 only 0.9 it/s")
+    assert rows.filter(pl.col("quantity") == "step_time").select("value", "zero_stage").rows() == [
+        (pytest.approx(1 / 1.8), 2), (pytest.approx(1 / 0.9), 3)]
+    rows = _stated("we get 150 images per second on 8 GPUs and 3,000 tokens/s")
+    assert rows.filter(pl.col("quantity") != "setting").select("quantity", "value").rows() == [
+        ("samples_per_sec", 150.0), ("tokens_per_sec", 3000.0)]
+    assert _stated(" 10%|#         | 100/1000 [01:00<10:00, 1.50it/s]").height == 0
+
+
+def test_a_throughput_stated_alone_is_quoted(tmp_path: Path) -> None:
+    p = tmp_path / "issue.md"
+    p.write_text("Throughput dropped from 3,000 tokens/s to 1,200 tokens/s after enabling offload.\n")
+    assert "(the text states 3,000 then 1,200 tokens/s)" in diagnose(parse([str(p)])).verdict
