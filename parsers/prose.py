@@ -33,7 +33,8 @@ COUNT_WORDS = {"one": 1, "single": 1, "a": 1, "two": 2, "three": 3, "four": 4, "
                "单": 1, "单个": 1, "一": 1, "一个": 1, "一张": 1, "两": 2, "两个": 2, "两张": 2, "二": 2}
 _COUNT = r"(?P<n>\d{1,4}|one|single|two|three|four|six|eight|sixteen|单个|单|一个|一张|一|两个|两张|两|二)"
 # a device after its count: `8 GPUs`, `8GPU`, `8x A100`, `2 个 V100`, `单 GPU`
-_DEVICE = r"(?:GPUs?|gpus?|cards?|V100s?|A100s?|H100s?|T4s?|卡)"
+_DEVICE = (r"(?:GPUs?|gpus?|cards?|V100s?|A100s?|H100s?|H200s?|H800s?|A800s?|A6000s?|A40s?|A10G?s?|L40S?s?|L4s?|T4s?"
+           r"|(?:GeForce )?RTX ?\d{4}(?: ?Ti)?s?|MI\d{3}X?s?|卡)")
 # (a count glued to the CJK text before it is still a count: `在单个 GPU 上`)
 GPUS = re.compile(rf"(?<![A-Za-z0-9.]){_COUNT}\s*(?:x\s*|×\s*|个\s*)?(?:(?:Tesla|Telsa|NVIDIA)\s+)?{_DEVICE}"
                   r"(?![A-Za-z])(?!\s*(?:nodes?|machines?|hosts?|servers?)\b)", re.I)
@@ -106,6 +107,14 @@ def _count(word: str) -> int | None:
     return COUNT_WORDS.get(w)
 
 
+# One machine, however the GPUs on it are counted: `single node`, `a VM with 2 V100s`, `on the same machine`,
+# `一台机器`, `一个带有 2 个 V100 的虚拟机` (a VM with two V100s).
+_ONE_MACHINE = re.compile(r"\bsingle[- ](?:node|machine|server|host|VM)\b|\bone (?:node|machine|server|VM)\b"
+                          r"|\b(?:a|one|the same) (?:VM|virtual machine|machine|server|box|instance|workstation) "
+                          r"(?:with|that has|having)\b|\bon the same (?:machine|node|server|host)\b|单机|单节点"
+                          r"|一(?:个|台)[^，。,.]{0,24}?(?:虚拟机|机器|服务器|主机)", re.I)
+
+
 def _settings(text: str) -> list[tuple[int, int | None, int | None]]:
     """(position, gpus, nodes) of each setting a line states, in order. A per-node count is multiplied by the node
     count the line states (`2 host, 8 gpus per host`: 16 GPUs on 2 nodes) and is otherwise left out."""
@@ -124,7 +133,7 @@ def _settings(text: str) -> list[tuple[int, int | None, int | None]]:
             out.append((per.start(), k * n, n))
     out += [(m.start(), _count(m.group("n")), None) for m in GPUS.finditer(text)]
     out += [(m.start(), None, _count(m.group("n"))) for m in NODES.finditer(text)]
-    if re.search(r"\bsingle[- ]node\b|\bone node\b|单机|单节点", text, re.I) and not any(n for _, _, n in out):
+    if _ONE_MACHINE.search(text) and not any(n for _, _, n in out):
         out.append((0, None, 1))
     if re.search(r"\bsingle[- ]GPU\b|单卡", text, re.I) and not any(g for _, g, _ in out):
         out.append((0, 1, None))

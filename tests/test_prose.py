@@ -37,7 +37,10 @@ def _settings(text: str) -> tuple[int | None, int | None]:
     ("• 7 Nodes, 3 nodes have one Telsa T4", 3, 3),
     ("on 4 nodes x 8 GPUs each", 32, 4),
     ("We run on 8x A100 80GB", 8, None),
-    ("我有一个带有 2 个 V100 的虚拟机", 2, None),
+    # a VM (a machine) with its GPUs is one node
+    ("我有一个带有 2 个 V100 的虚拟机", 2, 1),
+    ("I have a VM with 2 V100s", 2, 1),
+    ("both GPUs are on the same machine, 4x RTX 3090", 4, 1),
     ("on a single GPU it trains fine", 1, None),
 ])
 def test_settings_in_sentences(text: str, gpus: int | None, nodes: int | None) -> None:
