@@ -30,7 +30,8 @@ _MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
 # C++ loggers (`20260105 10:00:08.160`).
 _DMY_DOT = r"\b\d\d\.\d\d\.\d{4},? " + _HMS
 _YMD_CJK = r"\d{4}年\d{1,2}月\d{1,2}日 ?" + _HMS
-_YMD_COMPACT = r"\b(?:19|20)\d\d[01]\d[0-3]\d[ T]" + _HMS
+# (glog since 0.7 prints the year: `I20260105 10:00:08.160000 12345 solver.cpp:245]`, its level's letter glued on)
+_YMD_COMPACT = r"\b[IWEF]?(?:19|20)\d\d[01]\d[0-3]\d[ T]" + _HMS
 # A two-digit year: `%m/%d/%y` (`01/05/26 10:00:08`) or log4j's `yy/MM/dd` (Spark's `26/01/05 10:00:08`). Read as the
 # month first where the first part can be a month, else as the year first. A day-first `%d/%m/%y` is not told apart
 # (no single line says which it is): its stamps are right within a day and jump a month at midnight.
@@ -72,7 +73,7 @@ def _parse(stamps: pl.Series) -> pl.Series:
 _TWELVE_HOUR = r"\d ?[AaPp][Mm]$"
 # Shapes the common ones need no work for: a 12-hour clock, a date ended by `,` or `-`, day first with dots, CJK,
 # %Y%m%d. Found by one test, and only those stamps normalised (each of _normalised's passes costs as much as the test).
-_RARE_SHAPE = _TWELVE_HOUR + r"|年|^\d\d\.\d\d\.|^(?:19|20)\d{6}[ T]|^\d{4}[-/]\d\d[-/]\d\d[,-]"
+_RARE_SHAPE = _TWELVE_HOUR + r"|年|^\d\d\.\d\d\.|^[IWEF]?(?:19|20)\d{6}[ T]|^\d{4}[-/]\d\d[-/]\d\d[,-]"
 
 
 def _normalised(stamp: pl.Expr) -> pl.Expr:
@@ -83,7 +84,7 @@ def _normalised(stamp: pl.Expr) -> pl.Expr:
             .str.replace(r"^(\d\d)\.(\d\d)\.(\d{4})", "${3}-${2}-${1}")  # day first with dots
             .str.replace(r"^(\d{4})年(\d{1,2})月(\d{1,2})日 ?", "${1}-${2}-${3} ")
             .str.replace(r"^(\d{4})-(\d)-", "${1}-0${2}-").str.replace(r"^(\d{4}-\d\d)-(\d) ", "${1}-0${2} ")
-            .str.replace(r"^((?:19|20)\d\d)([01]\d)([0-3]\d)[ T]", "${1}-${2}-${3} "))  # `%Y%m%d`
+            .str.replace(r"^[IWEF]?((?:19|20)\d\d)([01]\d)([0-3]\d)[ T]", "${1}-${2}-${3} "))  # `%Y%m%d`
 
 
 def _twelve_hour(ts: pl.Expr, half: pl.Expr) -> pl.Expr:

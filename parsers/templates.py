@@ -340,7 +340,8 @@ def _prunable(frame: pl.DataFrame, templates: pl.DataFrame) -> pl.DataFrame:
     # 0.85 seconds`), whatever its text says to the literal test above
     record = [tid for tid, template, clocks in big.select("tid", "template", "clocks").iter_rows()
               if _record_slot(template, clocks or "") is not None
-              or any(_per_step(s) for s in _slots(template, clocks or ""))]
+              or any(_per_step(s) for s in _slots(template, clocks or ""))
+              or _may_be_seen_and_timed(_slots(template, clocks or ""))]
     if record:
         big = big.filter(~pl.col("tid").is_in(record))
     if big.height == 0:
@@ -763,9 +764,10 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     counter = _counter(slots, stats, totals, roles)
     ordinal = False
     if counter is None:
-        # No counter, but a time named as a step's (`load_data_time: 0.0001, train_step_time: 0.665`): each line
-        # is one step, numbered in line order.
-        if not any(_per_step(s) for s in slots):
+        # No counter, but a time named as a step's (`load_data_time: 0.0001, train_step_time: 0.665`), or a step's
+        # time beside a count of what was seen that grows on every line (`[samples 2560] loss 2.48 time 0.850s`):
+        # each line is one step, numbered in line order.
+        if not any(_per_step(s) for s in slots) and not _seen_and_timed(slots, stats):
             return None
         ordinal = True
         counter = len(slots)
@@ -1122,6 +1124,18 @@ def _may_pass_name(slots: list[_Slot], pieces: list[str], i: int) -> bool:
     a, b = slots[i], slots[i + 1] if i + 1 < len(slots) else None
     return b is not None and a.name_role in _FRACTIONAL_ROLES and not a.unit and not b.name and not b.unit \
         and not pieces[b.index].strip()
+
+
+def _seen_and_timed(slots: list[_Slot], stats: list[dict[str, float]]) -> bool:
+    """A count of samples or tokens seen that grows on every line, beside a time named or printed as a step's."""
+    grows = any(s.name_role == "count" and stats[s.index]["integral"] and stats[s.index]["up"] >= CUMULATIVE_SHARE
+                for s in slots)
+    return grows and _may_be_seen_and_timed(slots)
+
+
+def _may_be_seen_and_timed(slots: list[_Slot]) -> bool:
+    """_seen_and_timed by the template alone (what pruning may tell before the numbers are read)."""
+    return any(s.name_role == "count" for s in slots) and any("step_time" in (s.name_role, s.unit_role) for s in slots)
 
 
 def _per_step(slot: _Slot) -> bool:

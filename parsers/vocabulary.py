@@ -48,6 +48,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                  "walltime", "wall", "wallclock", "runtime", "train_runtime", "time_since_start", "total_elapsed",
                  "time_total", "time_total_s", "time_since_restore", "time_since_restore_s",
                  "running_time",  # Ray Train's `Total running time: 1min 8s`
+                 "run_time",  # `runTime`, camelCase
                  "elap"),  # ELECTRA's ETAHook `SPS: 1.2, ELAP: 4:15, ETA: ...`
     # An epoch's time (MindSpore's TimeMonitor `epoch time: 8500.0 ms, per step time: 850.0 ms`, DGL's `Epoch
     # Time(s)`): many steps' worth, never a step's.
@@ -127,7 +128,7 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     "examples/s": ("samples_per_sec", None), "examples/sec": ("samples_per_sec", None),
     "tok/s": ("tokens_per_sec", None), "tokens/s": ("tokens_per_sec", None), "tok/sec": ("tokens_per_sec", None),
     "tokens/sec": ("tokens_per_sec", None),
-    "ms": (None, 1e-3), "msec": (None, 1e-3), "s": (None, 1.0), "sec": (None, 1.0), "secs": (None, 1.0),
+    "ms": (None, 1e-3), "msec": (None, 1e-3), "msecs": (None, 1e-3), "s": (None, 1.0), "sec": (None, 1.0), "secs": (None, 1.0),
     "seconds": (None, 1.0), "min": (None, 60.0), "mins": (None, 60.0), "minutes": (None, 60.0), "h": (None, 3600.0),
     "us": (None, 1e-6), "µs": (None, 1e-6),
     # spelled out (`the step took 850 milliseconds`)
@@ -141,7 +142,7 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
 }
 # The other spellings of a rate or a time per count (`steps/sec`, `it/sec`, `batches/s`, `s/batch`, `ms/iteration`,
 # `seqs/s`): each word reduced to one form, and the pair looked up in CANONICAL_UNITS. Rates are per second only.
-_TIME_WORDS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms", "msec": "ms",
+_TIME_WORDS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms", "msec": "ms", "msecs": "ms",
                "min": "min", "mins": "min", "minute": "min", "minutes": "min"}
 _COUNT_WORDS = {**dict.fromkeys(("it", "its", "iter", "iters", "iteration", "iterations", "step", "steps", "batch",
                                  "batches", "update", "updates"), "it"),
@@ -189,6 +190,8 @@ ROLE_COLUMNS: dict[Role, str] = {
 EVAL_WORDS = re.compile(r"\b(?:test|val|valid|validation|validate|eval|evaluation|evaluating|inference|predict|"
                         r"testing|sanity)\b", re.I)
 
+# camelCase words (DL4J's `iterationTimeMs`, `etlTimeMs`; JavaScript's `stepTime`) are words as `_` makes them
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z][a-z])")
 _SEP = re.compile(r"[\s_\-./():\\\[\]{}'\"@#,;=|*<>+]+")
 
 
@@ -219,7 +222,7 @@ def normalise(name: str) -> tuple[str, float | None]:
         head = _SEP.sub("_", per_step.group(1).lower()).strip("_")
         if role_of(head) in _PARTS_OF_A_STEP:
             return head, _name_unit(head)
-    norm = _SEP.sub("_", name.lower()).strip("_")
+    norm = _SEP.sub("_", _CAMEL.sub("_", name).lower()).strip("_")
     if role_of(norm) is not None:  # `average_steps_s`, `timing_s_step`: the whole name says it, unit word and all
         return norm, _name_unit(norm)
     for unit in sorted(NAME_UNITS, key=len, reverse=True):

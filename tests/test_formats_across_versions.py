@@ -1423,3 +1423,30 @@ def test_a_paste_newest_first_with_an_epoch_before_its_step(tmp_path: Path) -> N
     stream = next(s for s in m.streams if s.step_clock)
     assert "newest first" in stream.note and stream.lines == 60, stream
     assert "progressive-slowdown" in [f.id for f in diagnose(m).findings[:3]]
+
+
+def test_glog_with_its_year(tmp_path: Path) -> None:
+    # glog since 0.7 prints the year, its level's letter glued on: `I20260105 10:00:08.160000 12345 solver.cpp:245]`.
+    # No stamp was read, and a stream with no time of its own was not timed at all.
+    lines = [f"I{_stamp(wall)[:10].replace('-', '')} {_stamp(wall)[11:]}.160000 12345 solver.cpp:245] Iteration "
+             f"{step}, lr = 0.001, loss = 2.4833" for step, _, wall in _slowing(40)]
+    m = _model(tmp_path, *lines)
+    assert m.frames["steps"]["ts"].drop_nulls().len() == 40
+    assert m.frames["steps"]["ts"][0].year == 2026
+
+
+def test_camel_case_names_and_msecs(tmp_path: Path) -> None:
+    # DL4J's PerformanceListener through log4j: `iterationTimeMs`, `etlTimeMs` (camelCase, a unit word glued on)
+    lines = [f"iteration={step} score=2.4833 iterationTimeMs=850 etlTimeMs=510" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, lines, 0.85, ("iterationTimeMs", "step_time"), ("etlTimeMs", "data_time"))
+    msecs = [f"iter {step}: 850 msecs (data 17 msecs), loss=2.4833" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, msecs, 0.85)
+
+
+def test_a_count_of_samples_seen_beside_a_step_time_is_one_step_a_line(tmp_path: Path) -> None:
+    # `[samples 2560] loss 2.48 time 0.850s`: no counter but a count that grows on every line; the miner pruned it
+    lines = [f"[samples {256 * step}] loss 2.4833 time {t:.3f}s" for step, t, _ in _slowing(60)]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    assert stream.lines == 60 and m.frames["steps"]["step_time_s"].head(2).to_list() == pytest.approx(
+        [t for _, t, _ in _slowing(60)[:2]], rel=1e-3)
