@@ -128,7 +128,8 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     "examples/s": ("samples_per_sec", None), "examples/sec": ("samples_per_sec", None),
     "tok/s": ("tokens_per_sec", None), "tokens/s": ("tokens_per_sec", None), "tok/sec": ("tokens_per_sec", None),
     "tokens/sec": ("tokens_per_sec", None),
-    "ms": (None, 1e-3), "msec": (None, 1e-3), "msecs": (None, 1e-3), "s": (None, 1.0), "sec": (None, 1.0), "secs": (None, 1.0),
+    "ms": (None, 1e-3), "msec": (None, 1e-3), "msecs": (None, 1e-3), "s": (None, 1.0), "sec": (None, 1.0),
+    "secs": (None, 1.0),
     "seconds": (None, 1.0), "min": (None, 60.0), "mins": (None, 60.0), "minutes": (None, 60.0), "h": (None, 3600.0),
     "us": (None, 1e-6), "µs": (None, 1e-6),
     # spelled out (`the step took 850 milliseconds`)
@@ -142,7 +143,8 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
 }
 # The other spellings of a rate or a time per count (`steps/sec`, `it/sec`, `batches/s`, `s/batch`, `ms/iteration`,
 # `seqs/s`): each word reduced to one form, and the pair looked up in CANONICAL_UNITS. Rates are per second only.
-_TIME_WORDS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms", "msec": "ms", "msecs": "ms",
+_TIME_WORDS = {"s": "s", "sec": "s", "secs": "s", "second": "s", "seconds": "s", "ms": "ms", "msec": "ms",
+               "msecs": "ms",
                "min": "min", "mins": "min", "minute": "min", "minutes": "min"}
 _COUNT_WORDS = {**dict.fromkeys(("it", "its", "iter", "iters", "iteration", "iterations", "step", "steps", "batch",
                                  "batches", "update", "updates"), "it"),
