@@ -40,15 +40,19 @@ _SPACED_NAME = rf"{_NAME}(?: [A-Za-z_(][\w./()%\-]*)*"  # a later word may be a 
 # A header written as a comment (`# Epoch batch  loss  f_mae`: NequIP, gnuplot-style data) is a header all the same.
 HEADER = (rf"^[ \t]*(?:#[ \t]*)?{_SPACED_NAME}(?:(?:\t+| {{2,}}|{_RULE}){_SPACED_NAME}){{2,}}[ \t]*$"
           rf"|^[ \t]*(?:{_SPACED_NAME})?(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[ \t]*$"
+          # a Python tuple or list of names printed before its rows (`(step, loss, step_time)`)
+          rf"|^[ \t]*[(\[]{_SPACED_NAME}(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[)\]][ \t]*$"
           # two tab-separated columns: a notebook's table copied as text (the HF Trainer's `Step  Training Loss`)
           rf"|^[ \t]*{_SPACED_NAME}\t+{_SPACED_NAME}[ \t]*$")
-_BAR = "[|\u2502]"  # a bordered table's column rule: `|`, or the box-drawing `│`
+# a bordered table's column rule: `|`, or the box-drawing `│`, the heavy `┃` of rich's header and the double `║`
+_BAR = "[|\u2502\u2503\u2551]"
 _CELL = rf"[ \t]*{_SPACED_NAME}[ \t]*"
 HEADER += rf"|^[ \t]*{_BAR}{_CELL}(?:(?:{_BAR}| {{2,}}){_CELL}){{2,}}{_BAR}[ \t]*$"
 # What a row may hold: digits, signs, points, exponents, clock colons, separators (`nan` and `inf` rows are rare
 # enough to leave to the template reader as they are); a bordered row anything between its borders.
 # A later cell may be one number in brackets, or none (DeepXDE's `1000      [2.30e-02]    [2.50e-02]    []`).
 ROW_HINT = (rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}\[?[-+.\deE:]*\]?){{2,}}[ \t]*$"
+            r"|^[ \t]*[(\[][-+.\d][-+.\deE:]*(?:[ \t]*,[ \t]*[-+.\deE:]+){2,}[)\]][ \t]*$"
             r"|^[ \t]*[-+.\d][-+.\deE:]*\t+[-+.\deE:]+[ \t]*$"
             rf"|^[ \t]*{_BAR}[^\d]*\d.*{_BAR}[ \t]*$")
 _VALUE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?")
@@ -61,7 +65,8 @@ HEADERS_KEPT = 4
 
 
 _RULE_RE = re.compile(_RULE)
-_BORDERED = re.compile(r"^[ \t]*([|\u2502])(.*)\1[ \t]*$")
+_TUPLE = re.compile(r"^[ \t]*[(\[]([^()\[\]]*,[^()\[\]]*)[)\]][ \t]*$")
+_BORDERED = re.compile(r"^[ \t]*([|\u2502\u2503\u2551])(.*)\1[ \t]*$")
 
 
 def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
@@ -76,6 +81,8 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
         return "| ", re.split(r" {2,}", inner.strip())
     if header:  # a comment's mark, one space before the first name at most (a `#` column is set apart by more)
         text = re.sub(r"^[ \t]*#[ \t]?(?=[^\s#])", "", text)
+    if (tup := _TUPLE.match(text)) is not None:  # a printed tuple or list: its brackets are no part of a field
+        text = tup.group(1)
     if " | " in text:  # inner rules with no border: runs of spaces
         text = _RULE_RE.sub("   ", text)
     if "," in text:

@@ -497,6 +497,13 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
             name, avg_of = paired.group(2), None
         total_of = i - 1 if i > 0 and pre.strip() == "/" else None
         slots.append(_slot(i, name, kind == "clock", unit, unit_role, unit_scale, post, total_of, avg_of))
+    # A mean and its spread (`0.850 ± 0.021 s/step`): the unit after the spread is the mean's too, and the spread is
+    # the mean's companion, as a running average in brackets is (not a quantity of its own).
+    for i in range(1, len(slots)):
+        if _SPREAD.fullmatch(pieces[i]) and not slots[i - 1].unit and slots[i].unit:
+            a, b = slots[i - 1], slots[i]
+            slots[i - 1] = _slot(a.index, a.name, a.clock, b.unit, b.unit_role, b.scale, "", a.total_of, a.avg_of)
+            slots[i] = _slot(b.index, "", b.clock, b.unit, b.unit_role, b.scale, "", None, i - 1)
     # The last number may be named by the words after it, where none stand before it: a duration followed by a few
     # words that a bracket or the line's end closes (`(0.816 s/step, 0.490 s data)`, `(490 ms waiting for data)`).
     if slots and _unnamed_duration(slots[-1]):
@@ -525,6 +532,7 @@ def _json_parents(pieces: list[str]) -> list[tuple[str, ...]]:
     return out
 
 
+_SPREAD = re.compile(r"\s*(?:±|\+/-|\+-)\s*")
 _PAIRED_NAME = re.compile(r"(.*?\S)\s*\(([A-Za-z][\w ]*)\)")
 _AVERAGE_WORDS = frozenset({"avg", "average", "mean", "ema", "smooth", "smoothed", "running", "median", "global avg"})
 

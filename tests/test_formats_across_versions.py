@@ -1450,3 +1450,22 @@ def test_a_count_of_samples_seen_beside_a_step_time_is_one_step_a_line(tmp_path:
     stream = next(s for s in m.streams if s.step_clock)
     assert stream.lines == 60 and m.frames["steps"]["step_time_s"].head(2).to_list() == pytest.approx(
         [t for _, t, _ in _slowing(60)[:2]], rel=1e-3)
+
+
+def test_a_mean_and_its_spread(tmp_path: Path) -> None:
+    # `0.850 ± 0.021 s/step`: the unit after the spread was the spread's alone; the spread was read as the step time
+    lines = [f"step {step} | loss 2.4833 | {t:.3f} ± 0.021 s/step | data 0.017 +/- 0.002 s"
+             for step, t, _ in _slowing(40)]
+    _reads_as(tmp_path, lines, _slowing(40)[19][1], ("#3", "step_time"), ("data", "data_time"), rel=0.02)
+
+
+def test_tables_drawn_by_rich_and_printed_as_tuples(tmp_path: Path) -> None:
+    # rich's default box: a heavy `┃` header over `│` rows
+    rich = ["┏━━━━━━━━┳━━━━━━━━━━┳━━━━━━━━━━━┳━━━━━━━━━━┓", "┃   step ┃     loss ┃   time_ms ┃  data_ms ┃",
+            "┡━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━╇━━━━━━━━━━┩"]
+    rich += [f"│ {step:>6} │ {2.4833:>8.4f} │ {850.0:>9.1f} │ {17.0:>8.1f} │" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, rich, 0.85, ("time_ms", "step_time"), ("data_ms", "data_time"))
+    # a Python tuple of names, then a tuple a step
+    tuples = ["(step, loss, step_time, data_time)"]
+    tuples += [f"({step}, 2.4833, 0.8500, 0.0170)" for step, _, _ in _slowing(40)]
+    _reads_as(tmp_path, tuples, 0.85, ("step_time", "step_time"), ("data_time", "data_time"))
