@@ -1111,6 +1111,7 @@ def _name_passed_on(slots: list[_Slot], stats: list[dict[str, float]], pieces: l
 # What a duration after a count of steps may be named (`took`, `steps`, nothing): not a total or a countdown.
 _PER_WINDOW = frozenset({None, "step_time", "avg_step_time", "sec_per_iter", "counter"})
 _COUNTED_STEPS = re.compile(r"\s*(?:steps?|iters?|iterations?|batches|updates)\b", re.IGNORECASE)
+_STEPS_AFTER_SLASH = re.compile(r"\s?(?:its?|steps?|iters?|iterations?|batch(?:es)?|updates?)\b", re.IGNORECASE)
 
 
 def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces: list[str]) -> list[_Slot]:
@@ -1119,6 +1120,13 @@ def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces
     by it, so that the slot reads per step whatever its name says."""
     out = list(slots)
     for a, b in zip(slots, slots[1:]):
+        # a duration over a count of steps, as a unit (`Time: 8.5s/10it`): per step once divided by the count
+        per = stats[b.index]
+        if a.scale is not None and not a.clock and pieces[a.index + 1].rstrip().endswith("/") \
+                and per["constant"] and per["integral"] and per["median"] > 1 \
+                and _STEPS_AFTER_SLASH.match(pieces[b.index + 1]):
+            out[a.index] = replace(a, scale=a.scale / per["median"])
+            continue
         st = stats[a.index]
         if st["constant"] and st["integral"] and st["median"] > 1 and _COUNTED_STEPS.match(pieces[a.index + 1]) \
                 and not a.unit and b.scale is not None and not b.clock and b.name_role in _PER_WINDOW \

@@ -1469,3 +1469,11 @@ def test_tables_drawn_by_rich_and_printed_as_tuples(tmp_path: Path) -> None:
     tuples = ["(step, loss, step_time, data_time)"]
     tuples += [f"({step}, 2.4833, 0.8500, 0.0170)" for step, _, _ in _slowing(40)]
     _reads_as(tmp_path, tuples, 0.85, ("step_time", "step_time"), ("data_time", "data_time"))
+
+
+def test_a_duration_over_a_count_of_steps_as_its_unit(tmp_path: Path) -> None:
+    # `Time: 8.5s/10it`: seconds per ten iterations, read as 8.5 s a step
+    lines = [f"[{step}/600 ({step // 6}%)] Loss: 2.4833 | Time: {10 * t:.1f}s/10it" for step, t, _ in _slowing(40)]
+    m = _model(tmp_path, *lines)
+    assert m.frames["steps"]["step_time_s"].head(3).to_list() == pytest.approx(
+        [round(10 * t, 1) / 10 for _, t, _ in _slowing(40)[:3]])
