@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from diagnose import changepoints, costs, endings, goodput, hardware, stragglers
+from diagnose import changepoints, costs, endings, goodput, hardware, scaling, stragglers
 from diagnose.findings import Change, Finding, causes_first, rank_key
 from diagnose.metrics import PRINTED_CLOCKS, Metrics, compute
 from diagnose.planner import ASSUMED_GPU_GB, MEASURED_FRACTION, Plan, plan
@@ -243,12 +243,9 @@ def _figures(m: Metrics) -> list[str]:
             parts.insert(0, f"the text states {' then '.join(f'{v:,.4g}' for v in said.seconds)} {said.basis}/s")
         else:
             what = {"step": "a step", "epoch": "an epoch", "run": "the run"}[said.basis]
-            parts.insert(0, f"the text states {' then '.join(_secs(v) for v in said.seconds)} for {what}")
+            parts.insert(0, f"the text states {' then '.join(scaling.spoken(v) for v in said.seconds)} for {what}")
     return parts
 
-
-def _secs(s: float) -> str:
-    return f"{s / 3600:.3g} h" if s >= 3 * 3600 else f"{s / 60:.3g} min" if s >= 300 else f"{s:.3g} s"
 
 
 def _fit(lead: str, figures: list[str], tail: str) -> str:

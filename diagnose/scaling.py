@@ -148,6 +148,13 @@ def stated_times(stated: pl.DataFrame) -> StatedTimes | None:
     return None
 
 
+def spoken(seconds: float) -> str:
+    """A stated time said back as people state it: seconds, minutes past five, hours past three (`5 h`, `6.5 h`)."""
+    if seconds >= 3 * 3600:
+        return f"{seconds / 3600:.3g} h"
+    return f"{seconds / 60:.3g} min" if seconds >= 300 else f"{seconds:.3g} s"
+
+
 def stated_comm_share(stated: pl.DataFrame) -> tuple[float, int, int] | None:
     """The largest share of time the text says goes to communication, with its (source, line)."""
     rows = stated.filter(pl.col("quantity") == "comm_share").sort("value", descending=True)

@@ -10,6 +10,7 @@ from diagnose import stragglers
 from diagnose.metrics import Metrics
 from diagnose.parsers.scalars import number
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
+from diagnose.scaling import spoken
 
 if TYPE_CHECKING:
     from diagnose.parsers.facts import RunFacts
@@ -227,9 +228,10 @@ def _from_scaling(ctx: Ctx) -> Finding | None:
     ev: list[Evidence] = []
     if sc is not None and low:
         what = {"step": "a step", "epoch": "an epoch", "run": "the run"}[sc.basis]
-        ev.append(Evidence(f"{what} takes {_secs(sc.small_s)} on {sc.small} {_unit(sc.unit, sc.small)} and "
-                           f"{_secs(sc.large_s)} on {sc.large}: {sc.speedup:.2f}x the speed for {sc.large / sc.small:g}x "
-                           f"the {sc.unit}, {sc.efficiency:.0%} scaling efficiency", kind="metric"))
+        ev.append(Evidence(f"{what} takes {spoken(sc.small_s)} on {sc.small} {_unit(sc.unit, sc.small)} and "
+                           f"{spoken(sc.large_s)} on {sc.large}: {sc.speedup:.2f}x the speed for "
+                           f"{sc.large / sc.small:g}x the {sc.unit}, {sc.efficiency:.0%} scaling efficiency",
+                           kind="metric"))
         # a stated pair's sentences, or each setting's sentence and the first of its step lines
         seen = dict.fromkeys(sc.evidence)
         ev += [Evidence("as stated" if i < 2 else "the step lines under it", ctx.model.source_name(src), line)
@@ -255,9 +257,6 @@ def _from_scaling(ctx: Ctx) -> Finding | None:
               "stated_comm_share": said[0] if said is not None else None},
     )
 
-
-def _secs(s: float) -> str:
-    return f"{s / 3600:.1f} h" if s >= 3 * 3600 else f"{s / 60:.1f} min" if s >= 300 else f"{s:.3g} s"
 
 
 def _unit(unit: str, n: int) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 from diagnose.planner import USABLE_FRACTION
 from diagnose.recommend import global_batch
 from diagnose.rules import Change, Ctx, Evidence, Finding, Fix, rule
-from diagnose.scaling import StageComparison
+from diagnose.scaling import StageComparison, spoken
 from diagnose.parsers.facts import RunFacts
 
 OPTIMIZER_STEP_SHARE = 0.4  # optimizer step > 40% of the timed step: far above the few % of a fused GPU AdamW
@@ -48,7 +48,7 @@ def _stated_stages(ctx: Ctx, said: StageComparison) -> Finding:
     low, high = ("plain data parallel" if said.low == 0 else f"ZeRO-{said.low}"), _stage_name(said.high)
     costs = ("ZeRO-3 gathers the parameters in every forward and backward" if said.high == 3 else
              "the gradients and optimizer states are partitioned and exchanged")
-    ev = [Evidence(f"{what} takes {_seconds(said.high_s)} with {high} and {_seconds(said.low_s)} with {low}: "
+    ev = [Evidence(f"{what} takes {spoken(said.high_s)} with {high} and {spoken(said.low_s)} with {low}: "
                    f"{said.cost:.2f}x the time", kind="metric")]
     seen = dict.fromkeys(said.evidence)
     ev += [Evidence("as stated", ctx.model.source_name(src), line) for src, line in seen]
@@ -57,20 +57,17 @@ def _stated_stages(ctx: Ctx, said: StageComparison) -> Finding:
         severity="warning",
         confidence="medium",
         explains_slowdown=True,
-        summary=f"The text states {what} takes {_seconds(said.high_s)} with {high} against {_seconds(said.low_s)} "
+        summary=f"The text states {what} takes {spoken(said.high_s)} with {high} against {spoken(said.low_s)} "
                 f"with {low}. Each stage up adds communication ({costs}), and the {low} run shows the model fits "
                 "without it.",
         evidence=tuple(ev),
         fix=Fix(f"Train with {low}; go up a stage only for memory, in the maintainers' order (no ZeRO -> gradient "
                 "accumulation / activation checkpointing -> ZeRO-1 -> ZeRO-2 -> ZeRO-3 -> offload).",
                 (Change("ds_config", "zero_optimization.stage", said.high, said.low),),
-                f"{what[0].upper()}{what[1:]} near the {_seconds(said.low_s)} stated for {low}."),
+                f"{what[0].upper()}{what[1:]} near the {spoken(said.low_s)} stated for {low}."),
         data={"stated_stage_cost": said.cost, "stated_low_stage": said.low, "stated_high_stage": said.high},
     )
 
-
-def _seconds(s: float) -> str:
-    return f"{s / 3600:.1f} h" if s >= 3 * 3600 else f"{s / 60:.1f} min" if s >= 300 else f"{s:.3g} s"
 
 
 @rule("zero-stage-too-high", "A lower ZeRO stage fits in memory",
