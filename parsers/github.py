@@ -27,7 +27,6 @@ import os
 import re
 import time
 import urllib.error
-import tempfile
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,10 +34,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from diagnose.parsers.archives import ArchiveError, ArchiveKind, archive_kind, unpack
 from diagnose.parsers.errors import InputError
 from diagnose.parsers.sources import (GZIP_RATIO_CAP, GZIP_RATIO_FLOOR, MAX_DOWNLOAD_BYTES, Input, HostRedirects,
-                                      download, head_bytes)
+                                      archive_inputs, download)
 
 API_TIMEOUT_S = 20.0
 MAX_COMMENT_PAGES = 30  # 3,000 comments: past that a thread is not a bug report
@@ -514,8 +512,7 @@ def _attachment(out: Pieces, post: Post, where: str, url: str, name: str, tmpdir
             _add(out, post, f"{where} gist {fname}", data, _suffix(fname), tmpdir, budget)
         return
     fetched = _fetch(url, tmpdir, budget)
-    if (kind := archive_kind(head_bytes(fetched, 512))) is not None:
-        _unpack(out, post, f"{where} {name}", fetched, kind, tmpdir, budget)
+    if _unpack(out, post, f"{where} {name}", fetched, tmpdir, budget):
         fetched.unlink()
     elif size := fetched.stat().st_size:  # moved, not read: an attachment may be hundreds of megabytes
         budget.bytes_left -= size
@@ -531,19 +528,19 @@ def _suffix(name: str) -> str:
     return suffix if suffix in ATTACHMENT_SUFFIXES or suffix == ".md" else ".log"
 
 
-def _unpack(out: Pieces, post: Post, where: str, path: Path, kind: ArchiveKind, tmpdir: Path, budget: _Budget) -> None:
+def _unpack(out: Pieces, post: Post, where: str, path: Path, tmpdir: Path, budget: _Budget) -> bool:
     """An attached archive's files, each a piece (moved, not read), within what the thread's budget leaves; a member
-    that expands past gzip's ratio (sources.GZIP_RATIO_CAP) is listed as skipped and the rest read."""
-    dest = Path(tempfile.mkdtemp(prefix="archive-", dir=tmpdir))
+    that expands past gzip's ratio (sources.GZIP_RATIO_CAP) is listed as skipped and the rest read. -> whether the
+    attachment was an archive (sources.archive_inputs)."""
     try:
-        left_out = unpack(path, kind, dest, GZIP_RATIO_CAP, GZIP_RATIO_FLOOR,
-                          min(MAX_DOWNLOAD_BYTES, budget.bytes_left), MAX_ZIP_MEMBERS)
-    except ArchiveError as e:
-        out.skipped.append((where, str(e)))
-        return
-    out.skipped.extend((f"{where}/{member}" if member else where, why) for member, why in left_out)
-    for f in sorted(p for p in dest.rglob("*") if p.is_file()):
-        if size := f.stat().st_size:
+        members = archive_inputs(where, path, tmpdir, min(MAX_DOWNLOAD_BYTES, budget.bytes_left), MAX_ZIP_MEMBERS)
+    except InputError as e:
+        out.skipped.append((where, e.why))
+        return True
+    for inp in members:
+        if inp.skip or inp.path is None:
+            out.skipped.append((inp.name, inp.skip))
+        elif size := inp.path.stat().st_size:
             budget.bytes_left -= size
-            name = f"{where}/{f.relative_to(dest).as_posix()}"
-            out.pieces.append(Piece(post, name, Input(name, f, False)))
+            out.pieces.append(Piece(post, inp.name, inp))
+    return bool(members)

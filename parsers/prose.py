@@ -171,7 +171,7 @@ def _stage_cell(cell: str) -> int | None:
         return int(m.group("stage"))
     if re.fullmatch(r"(?:stage\s*)?([0-3])", cell.strip(), re.I):
         return int(cell.strip()[-1])
-    if re.fullmatch(r"none|no|ddp|no zero|without zero|plain ddp|vanilla ddp|0", cell.strip(), re.I):
+    if _NO_ZERO.search(cell) or re.fullmatch(r"none|no|ddp|0", cell.strip(), re.I):
         return 0
     return None
 
@@ -263,9 +263,8 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
             paired = len(found) >= 2 and len(durations) == len(found)
             for _, g, n in (found if paired else [(0, *_merged(found))] if found else []):
                 out.append(_row(source, line, "setting", None, g, n, shown))
-            alone = [int(m.group("stage")) for m in ZERO_STAGE.finditer(text)] + [0 for _ in _NO_ZERO.finditer(text)]
-            if not durations and len(alone) == 1:
-                in_force = (line, alone[0])
+            if not durations and len(alone := _named_stages(text)) == 1:
+                in_force = (line, alone[0][1])
             for i, (kind, seconds, stage) in enumerate(durations):
                 if paired:
                     g, n = found[i][1], found[i][2]
@@ -340,8 +339,7 @@ def _stages(text: str, at: list[int], in_force: int | None) -> list[int | None]:
     where the sentence names as many as it states (`2.3 s with ZeRO-3, whereas with ZeRO-2 it was 1.1 s`, in order),
     the one it names for all of them, else the one in force above it (a line that names one alone); none where the
     sentence names several for fewer durations (no pairing to trust)."""
-    named = sorted([(m.start(), int(m.group("stage"))) for m in ZERO_STAGE.finditer(text)]
-                   + [(m.start(), 0) for m in _NO_ZERO.finditer(text)])
+    named = _named_stages(text)
     ends = [m.end() for m in _SENTENCE_END.finditer(text)] + [len(text) + 1]
     out: list[int | None] = []
     for p in at:
@@ -356,6 +354,12 @@ def _stages(text: str, at: list[int], in_force: int | None) -> list[int | None]:
         else:
             out.append(in_force if not here else None)
     return out
+
+
+def _named_stages(text: str) -> list[tuple[int, int]]:
+    """(position, stage) of each ZeRO stage a line names, no ZeRO (`without DeepSpeed`) as 0, in order."""
+    return sorted([(m.start(), int(m.group("stage"))) for m in ZERO_STAGE.finditer(text)]
+                  + [(m.start(), 0) for m in _NO_ZERO.finditer(text)])
 
 
 _SENTENCE_END = re.compile(r"[.!?;](?=\s+[A-Z(])")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from diagnose.parsers.archives import ArchiveError, archive_kind, unpack
+from diagnose.parsers.archives import MAX_MEMBERS, ArchiveError, archive_kind, unpack
 from diagnose.parsers.errors import InputError
 from diagnose.parsers.html_text import html_to_text, is_html
 
@@ -58,7 +58,7 @@ def resolve(sources: list[str], tmpdir: Path) -> list[Input]:
             inputs.append(Input("<stdin>", _spool_stdin(tmpdir), True))
         elif src.startswith(("http://", "https://")):
             got = download(src, tmpdir)
-            inputs.extend(_archive(src, got, tmpdir) or [Input(src, got, True)])
+            inputs.extend(archive_inputs(src, got, tmpdir) or [Input(src, got, True)])
         else:
             inputs.extend(_local(src, tmpdir))
     return inputs
@@ -83,15 +83,18 @@ def _local(src: str, tmpdir: Path | None = None) -> Iterator[Input]:
         for f in found:
             yield Input(str(f), f, False)
         return
-    if tmpdir is not None and path.is_file() and (members := _archive(src, path, tmpdir)):
+    if tmpdir is not None and path.is_file() and (members := archive_inputs(src, path, tmpdir)):
         yield from members
         return
     yield Input(src, path, True)  # an unreadable file is skipped when it is read, like any other unreadable input
 
 
-def _archive(src: str, path: Path, tmpdir: Path) -> list[Input]:
+def archive_inputs(src: str, path: Path, tmpdir: Path, cap: int | None = None,
+                   max_members: int = MAX_MEMBERS) -> list[Input]:
     """A zip or tar archive's files, unpacked into the run's temporary folder and named inside the archive's name
-    (`logs.zip/rank0/train.log`); [] for a file that is no archive. Its files are read as a folder's are."""
+    (`logs.zip/rank0/train.log`), those left out carrying why (Input.skip); [] for a file that is no archive. Its
+    files are read as a folder's are. `cap`: the bytes it may unpack to in all (GZIP_ABSOLUTE_CAP; a thread's
+    budget leaves less)."""
     try:
         kind = archive_kind(head_bytes(path, 512))
     except OSError:
@@ -100,7 +103,8 @@ def _archive(src: str, path: Path, tmpdir: Path) -> list[Input]:
         return []
     dest = Path(tempfile.mkdtemp(prefix="archive-", dir=tmpdir))
     try:
-        left_out = unpack(path, kind, dest, GZIP_RATIO_CAP, GZIP_RATIO_FLOOR, GZIP_ABSOLUTE_CAP)
+        left_out = unpack(path, kind, dest, GZIP_RATIO_CAP, GZIP_RATIO_FLOOR,
+                          GZIP_ABSOLUTE_CAP if cap is None else cap, max_members)
     except ArchiveError as e:
         raise InputError(src, str(e)) from None
     found = sorted(_walk(dest, unread=True))

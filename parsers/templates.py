@@ -1021,13 +1021,16 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
 
 
 def _per_print(steps: pl.DataFrame) -> bool:
-    """Whether the step times beside a record's rate (`_v`, iterations a second) are each print interval's: their
-    product with the rate is the steps between prints (TensorFlow's `step = 200 (85.3 sec)` beside `global_step/sec:
-    1.17`, 100 steps apart), within UNIT_AGREEMENT, where one is 1."""
-    got = steps.select((pl.col("step_time_s") * pl.col("_v")).median().alias("p"),
-                       pl.col("global_step").diff().median().alias("every")).row(0)
-    p, every = got
-    return p is not None and every is not None and every > 1 and abs(p - every) <= UNIT_AGREEMENT * every
+    """Whether the step times beside a record's rate (`_v`, iterations a second) are each print interval's
+    (TensorFlow's `step = 200 (85.3 sec)` beside `global_step/sec: 1.17`, 100 steps apart): _interval_product."""
+    return _interval_product(steps, pl.col("step_time_s"), pl.col("_v"), pl.col("global_step").diff())
+
+
+def _interval_product(frame: pl.DataFrame, seconds: pl.Expr, rate: pl.Expr, every: pl.Expr) -> bool:
+    """Whether durations times a rate of steps are the steps between prints (`every`), not 1: their medians agree
+    within UNIT_AGREEMENT, where more than one step lies between prints."""
+    p, steps = frame.select((seconds * rate).median().alias("p"), every.median().alias("every")).row(0)
+    return p is not None and steps is not None and steps > 1 and abs(p - steps) <= UNIT_AGREEMENT * steps
 
 
 def _total_like(frame: pl.DataFrame, value: str, counter: str) -> bool:
@@ -1248,18 +1251,15 @@ def _step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: dict[in
 def _interval_by_rate(slots: list[_Slot], roles: dict[int, tuple[str, str]], frame: pl.DataFrame) -> None:
     """A duration printed beside a rate of steps, where their product is the counter's step between prints and not
     1, is the print interval's (keras-rl's `600/600: episode: 59, duration: 8.500s, episode steps: 10, steps per
-    second: 1`): it becomes `interval_time`, divided by the steps it holds, as a record's does (_per_print). The
+    second: 1`): it becomes `interval_time`, divided by the steps it holds, as a record's does (_interval_product). The
     duration, not the rate, times the step: a rate is often printed rounded. Rewrites `roles`."""
     times = [i for i, (r, _) in sorted(roles.items()) if r in ("step_time", "avg_step_time")]
     rates = [i for i, (r, _) in sorted(roles.items()) if r == "iter_rate"]
     if len(times) != 1 or not rates:
         return
     i, rate = times[0], rates[0]
-    got = frame.select((pl.col(f"s{i}") * (slots[i].scale or 1.0) * pl.col(f"s{rate}")).median().alias("p"),
-                       pl.col("global_step").diff().over("rank").median().alias("every")).row(0)
-    p, every = got
-    if p is not None and every is not None and every > 1 and abs(p - every) <= UNIT_AGREEMENT * every \
-            and abs(p - 1.0) > UNIT_AGREEMENT:
+    if _interval_product(frame, pl.col(f"s{i}") * (slots[i].scale or 1.0), pl.col(f"s{rate}"),
+                         pl.col("global_step").diff().over("rank")):
         roles[i] = ("interval_time", "statistics")
 
 

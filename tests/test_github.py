@@ -491,7 +491,7 @@ def test_a_zip_attachment_is_capped_by_its_expansion_like_gzip(tmp_path: Path) -
     post = github.Post(1, "comment 1", "eve", "", "https://example.invalid/1")
     attached = tmp_path / "a.zip"
     attached.write_bytes(zipped.getvalue())
-    github._unpack(out, post, "#1 comment 1 (eve) a.zip", attached, "zip", tmp_path, github._Budget())
+    assert github._unpack(out, post, "#1 comment 1 (eve) a.zip", attached, tmp_path, github._Budget())
     assert [why for _, why in out.skipped] == [f"expands more than {github.GZIP_RATIO_CAP}x: not read"]
     assert [p.name for p in out.pieces] == ["#1 comment 1 (eve) a.zip/train.log"]
 
