@@ -26,6 +26,8 @@ _HMS = r"(?:\d\d?:\d\d:\d\d" + _FRAC + r" ?[AaPp][Mm]\b|\d\d:\d\d:\d\d" + _FRAC 
 _YMD = r"\d{4}-\d\d-\d\d[T ,]" + _HMS  # `,`: open_clip's datefmt '%Y-%m-%d,%H:%M:%S'
 _YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,-]" + _HMS  # `-`: RocksDB's `2026/01/05-10:00:08.160123`
 _MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
+# The year first with dots (`2026.01.05 10:00:08`, a .NET or Unity `yyyy.MM.dd`, common in Chinese loggers' datefmt).
+_YMD_DOT = r"\b\d{4}\.\d\d\.\d\d[ T]" + _HMS
 # Day first with dots (a German or Russian locale's `%d.%m.%Y`), the CJK `2026年01月05日`, the compact `%Y%m%d` of
 # C++ loggers (`20260105 10:00:08.160`).
 _DMY_DOT = r"\b\d\d\.\d\d\.\d{4},? " + _HMS
@@ -42,14 +44,15 @@ _MD_DASH = r"\d\d-\d\d " + _HMS
 # in a job script, the year after the time), and `05 Jan 2026 10:04:15.600` (redis, RFC 2822 without the weekday).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MON = "(?:" + "|".join(MONTHS) + ")"
-# Java's default `Jan 5, 2026 1:00:08 PM` has the year after a comma; `05-Jan-2026 10:00:08` (log4j's and Tomcat's
-# `dd-MMM-yyyy`) and the common log format's `05/Jan/2026:10:00:08` join the parts otherwise.
-_MON_D = rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} {{1,2}}\d\d?(?:, \d{{4}})? {_HMS}(?: \d{{4}}\b)?"
+# Java's default `Jan 5, 2026 1:00:08 PM` has the year after a comma, as has Kibana's export (`Jan 5, 2026 @
+# 10:00:08.000`); `05-Jan-2026 10:00:08` (log4j's and Tomcat's `dd-MMM-yyyy`) and the common log format's
+# `05/Jan/2026:10:00:08` join the parts otherwise.
+_MON_D = rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} {{1,2}}\d\d?(?:, \d{{4}}(?: @)?)? {_HMS}(?: \d{{4}}\b)?"
 _D_MON_Y = rf"\b\d{{1,2}}[ /-]{_MON}[ /-]\d{{4}}(?:,? |:){_HMS}"
-STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _MDY, _MDY2, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y,
+STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _YMD_DOT, _MDY, _MDY2, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y,
                                       _DMY_DOT, _YMD_CJK, _YMD_COMPACT))
 # The cheap pre-filter: a clock time with seconds next to a date-like part (a month's name ends in a letter).
-STAMP_HINT = (r"\d[-/]\d\d[ T,-]+\d\d?:\d\d:\d\d|\d{4},?[ T:]\d\d?:\d\d:\d\d|[a-z] [ \d]\d \d\d?:\d\d:\d\d"
+STAMP_HINT = (r"\d[-/.]\d\d[ T,-]+\d\d?:\d\d:\d\d|\d{4},?(?: @)?[ T:]\d\d?:\d\d:\d\d|[a-z] [ \d]\d \d\d?:\d\d:\d\d"
               r"|日 ?\d\d?:\d\d:\d\d")
 # Cheaper still, tried first: a pattern with no leading literal costs a regex step per byte of the line, and this
 # one (a third of the cost of STAMP_HINT on the benchmark's timer lines) turns most lines away.
@@ -73,7 +76,7 @@ def _parse(stamps: pl.Series) -> pl.Series:
 _TWELVE_HOUR = r"\d ?[AaPp][Mm]$"
 # Shapes the common ones need no work for: a 12-hour clock, a date ended by `,` or `-`, day first with dots, CJK,
 # %Y%m%d. Found by one test, and only those stamps normalised (each of _normalised's passes costs as much as the test).
-_RARE_SHAPE = _TWELVE_HOUR + r"|年|^\d\d\.\d\d\.|^[IWEF]?(?:19|20)\d{6}[ T]|^\d{4}[-/]\d\d[-/]\d\d[,-]"
+_RARE_SHAPE = _TWELVE_HOUR + r"|年|^\d\d\.\d\d\.|^\d{4}\.|^[IWEF]?(?:19|20)\d{6}[ T]|^\d{4}[-/]\d\d[-/]\d\d[,-]"
 
 
 def _normalised(stamp: pl.Expr) -> pl.Expr:
@@ -82,6 +85,7 @@ def _normalised(stamp: pl.Expr) -> pl.Expr:
             .str.replace(r"(^|[^\d:.])(\d):(\d\d:\d\d)", "${1}0${2}:${3}")  # `1:00:08 PM`
             .str.replace(r"^(\d{4}[-/]\d\d[-/]\d\d)[,-]", "${1} ")  # `2024-01-05,10:00:08`, `2026/01/05-10:00:08`
             .str.replace(r"^(\d\d)\.(\d\d)\.(\d{4})", "${3}-${2}-${1}")  # day first with dots
+            .str.replace(r"^(\d{4})\.(\d\d)\.(\d\d)", "${1}-${2}-${3}")  # the year first with dots
             .str.replace(r"^(\d{4})年(\d{1,2})月(\d{1,2})日 ?", "${1}-${2}-${3} ")
             .str.replace(r"^(\d{4})-(\d)-", "${1}-0${2}-").str.replace(r"^(\d{4}-\d\d)-(\d) ", "${1}-0${2} ")
             .str.replace(r"^[IWEF]?((?:19|20)\d\d)([01]\d)([0-3]\d)[ T]", "${1}-${2}-${3} "))  # `%Y%m%d`
