@@ -32,7 +32,8 @@ _NAME = r"(?:[A-Za-z_][\w./()%\-]*|#)"  # `#`: a count's column (spaCy's `E    #
 # A rule drawn between groups of columns, with no border at either end (ElegantRL's evaluator: `ID     Step    Time |
 #    avgR   stdR ...`, its rows `0  1.00e+01      12 |   -1234.56 ...`), sets columns apart as a run of spaces does.
 _RULE = r" +\| +"
-_SEP = rf"(?:[ \t]*,[ \t]*|\t+| {{2,}}|{_RULE})"
+# `;`: a CSV written for a locale whose decimal mark is the comma (Excel's, pandas' `sep=";", decimal=","`).
+_SEP = rf"(?:[ \t]*[,;][ \t]*|\t+| {{2,}}|{_RULE})"
 # A name of a CSV header, or of one whose columns are set apart by tabs or runs of spaces, may hold single spaces
 # (TensorBoard's export `Wall time,Step,Value`, spaCy's `LOSS TOK2VEC`); a CSV header's first name may be empty
 # (pandas' index column: `,_step,_runtime,_timestamp,train/loss`, W&B's `run.history().to_csv()`).
@@ -40,6 +41,7 @@ _SPACED_NAME = rf"{_NAME}(?: [A-Za-z_(][\w./()%\-]*)*"  # a later word may be a 
 # A header written as a comment (`# Epoch batch  loss  f_mae`: NequIP, gnuplot-style data) is a header all the same.
 HEADER = (rf"^[ \t]*(?:#[ \t]*)?{_SPACED_NAME}(?:(?:\t+| {{2,}}|{_RULE}){_SPACED_NAME}){{2,}}[ \t]*$"
           rf"|^[ \t]*(?:{_SPACED_NAME})?(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[ \t]*$"
+          rf"|^[ \t]*{_SPACED_NAME}(?:[ \t]*;[ \t]*{_SPACED_NAME}){{2,}}[ \t]*$"
           # a Python tuple or list of names printed before its rows (`(step, loss, step_time)`)
           rf"|^[ \t]*[(\[]{_SPACED_NAME}(?:[ \t]*,[ \t]*{_SPACED_NAME}){{2,}}[)\]][ \t]*$"
           # two tab-separated columns: a notebook's table copied as text (the HF Trainer's `Step  Training Loss`)
@@ -65,6 +67,10 @@ HEADERS_KEPT = 4
 
 
 _RULE_RE = re.compile(_RULE)
+_DECIMAL_COMMA = re.compile(r"^([-+]?\d+),(\d+)$")
+# A CSV whose every field is quoted (`"step","loss"` / `"10","2.4833"`: Excel's, R's `write.csv`, a log platform's
+# export) is read with its quotes taken off: a number's field never holds a quote or its separator.
+_QUOTED_CSV = r'^[ \t]*"[^"]*"(?:[ \t]*[,;][ \t]*"[^"]*"){2,}[ \t]*$'
 _TUPLE = re.compile(r"^[ \t]*[(\[]([^()\[\]]*,[^()\[\]]*)[)\]][ \t]*$")
 _BORDERED = re.compile(r"^[ \t]*([|\u2502\u2503\u2551])(.*)\1[ \t]*$")
 
@@ -85,6 +91,9 @@ def _split(text: str, header: bool = False) -> tuple[str, list[str]]:
         text = tup.group(1)
     if " | " in text:  # inner rules with no border: runs of spaces
         text = _RULE_RE.sub("   ", text)
+    if ";" in text and text.count(";") >= MIN_COLUMNS - 1:  # its numbers' decimal mark may be the comma
+        fields = [f.strip() for f in text.strip().split(";")]
+        return ";", fields if header else [_DECIMAL_COMMA.sub(r"\1.\2", f) for f in fields]
     if "," in text:
         return ",", [f.strip() for f in text.strip().split(",")]
     if "\t" in text:
@@ -133,7 +142,7 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
     for (every line of the chunk; a header holds no digit more often than not), `rows` where not given. `extent`:
     the rows' outer prefix lengths (prefixes.outer_extent), the table read past them; the headers' are measured
     only where a row stands behind a prefix."""
-    text = rows["text"]
+    text = _unquoted(rows["text"])
     if extent is None:
         extent = pl.repeat(0, text.len(), dtype=pl.UInt32, eager=True)
     extent = extent.fill_null(0)
@@ -143,19 +152,20 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
     ridx = text.str.slice(extent).str.contains(ROW_HINT).fill_null(False).arg_true()
     if ridx.len() == 0:
         return rows
+    heads = text if lines is None else _unquoted(lines["text"])
     lines = rows if lines is None else lines
     head_extent = pl.repeat(0, lines.height, dtype=pl.UInt32, eager=True)
     if bool((extent.gather(ridx) > 0).any()):
         head_extent = outer_extent(lines["text"]).fill_null(0).cast(pl.UInt32)
-    hidx = lines["text"].str.slice(head_extent).str.contains(HEADER).fill_null(False).arg_true()
+    hidx = heads.str.slice(head_extent).str.contains(HEADER).fill_null(False).arg_true()
     if hidx.len() == 0:
         return rows
     keys = ["source", "line"] if "source" in rows.columns else ["line"]
     events = pl.concat([
-        lines[hidx].select(*keys, "text").with_columns(pl.lit(-1, pl.Int64).alias("_row"),
-                                                      head_extent.gather(hidx).cast(pl.UInt32).alias("_extent")),
-        rows[ridx].select(*keys, "text").with_columns(ridx.cast(pl.Int64).alias("_row"),
-                                                     extent.gather(ridx).cast(pl.UInt32).alias("_extent")),
+        lines[hidx].select(*keys).with_columns(heads.gather(hidx).alias("text"), pl.lit(-1, pl.Int64).alias("_row"),
+                                               head_extent.gather(hidx).cast(pl.UInt32).alias("_extent")),
+        rows[ridx].select(*keys).with_columns(text.gather(ridx).alias("text"), ridx.cast(pl.Int64).alias("_row"),
+                                              extent.gather(ridx).cast(pl.UInt32).alias("_extent")),
     ]).sort(keys)
     source = events["source"].to_list() if "source" in events.columns else [None] * events.height
     current: dict[object, list[_Header]] = {}  # per source and prefix, the nearest first
@@ -179,4 +189,10 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
             at.append(i)
     if not at:
         return rows
-    return rows.with_columns(text.scatter(at, out))
+    return rows.with_columns(rows["text"].scatter(at, out))
+
+
+def _unquoted(text: pl.Series) -> pl.Series:
+    """The lines with a quoted CSV's quotes taken off (_QUOTED_CSV); the others as they are."""
+    at = text.str.contains(_QUOTED_CSV).fill_null(False).arg_true()
+    return text.scatter(at, text.gather(at).str.replace_all('"', "", literal=True)) if at.len() else text
