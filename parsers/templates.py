@@ -152,14 +152,31 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     idx = body.str.contains(_RARE).fill_null(False).arg_true()
     if idx.len():
         body = body.scatter(idx, _rare_masks(body.gather(idx)))
+    # A line that writes its decimals with a comma (`Zeit 0,816 s`, `Verlust 2,4833`, and no `2.48` beside them) has
+    # its commas between digits read as points; a comma that may be a thousands separator (`1,020`) is read so only
+    # on the lines of a template that some line shows to be written that way (below).
+    decimal = pl.repeat(False, body.len(), eager=True)
+    commas = body.str.contains(",", literal=True).fill_null(False).arg_true()
+    if commas.len():
+        some = body.gather(commas)
+        sure = (some.str.contains(_DECIMAL_COMMA) & ~some.str.contains(_POINTED)).fill_null(False)
+        if sure.any():
+            decimal = decimal.scatter(commas.filter(sure), True)
+            body = body.scatter(commas.filter(sure), _comma_to_point(some.filter(sure)))
     tpl = body.str.replace_all(SLOT, SLOT_MARK)
     spaced = tpl.str.contains(_SPACED).fill_null(False).arg_true()
     if spaced.len():
         tpl = tpl.scatter(spaced, tpl.gather(spaced).str.replace_all(r"[ \t]{2,}|\t", " "))
     tpl = tpl.str.strip_chars(" .;,")
-    frame = (rows.with_columns(tpl.alias("template"), body.alias("_body"), counting.alias("counting"))
+    frame = (rows.with_columns(tpl.alias("template"), body.alias("_body"), counting.alias("counting"),
+                               decimal.alias("_decimal"))
              .filter(pl.col("template").str.contains(SLOT_MARK, literal=True))
              .with_columns(pl.col("template").hash().alias("tid")))
+    if decimal.any():
+        tids = frame.filter("_decimal")["tid"].unique()
+        unsure = pl.col("tid").is_in(tids.implode()) & ~pl.col("_decimal") & pl.col("_body").str.contains(r"\d,\d")
+        frame = frame.with_columns(pl.when(unsure).then(_comma_to_point(pl.col("_body"))).otherwise(pl.col("_body"))
+                                   .alias("_body"))
     # Which slots are clocks (`0:08:01`) is the same on every line of a template: kept with the template, read from
     # its first line.
     el = pl.element()
@@ -299,6 +316,17 @@ def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
                                           default=pl.col("clocks"), return_dtype=pl.String)
     return rows, merge_templates(templates.with_columns(template.alias("template"), clocks.alias("clocks"),
                                                         pl.col("tid").replace(table["tid"], table["_to"])))
+
+
+# A number whose comma cannot separate thousands: a leading zero (`0,816`), or other than three digits after it
+# (`2,4833`, `0,85`), or more than three before it. Its line reads the comma as a decimal point unless it also writes
+# one (_POINTED): a list (`[1,2]`) beside `2.48` stays a list.
+_DECIMAL_COMMA = r"(?:^|[^\d,.])(?:0,\d+|\d+,(?:\d{1,2}|\d{4,})|\d{4,},\d+)(?:[^\d,]|$)"
+_POINTED = r"\d\.\d"
+
+
+def _comma_to_point(body: pl.Series | pl.Expr) -> pl.Series | pl.Expr:
+    return body.str.replace_all(r"(\d),(\d)", "${1}.${2}")
 
 
 def _values(body: pl.Expr) -> pl.Expr:
@@ -486,6 +514,12 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
                 slots[-1] = _renamed(slots[-1], trail)
                 pre = pre[cut:]
         name = _name(pre)
+        # A time per step written between two numbers, the first named as no time can be (`loss 2.48 sec/batch
+        # 0.816`), names the second: a loss is not printed in seconds per batch.
+        if i > 0 and not name and "/" in (prev := slots[-1]).unit and prev.unit_role is not None \
+                and vocab.role_of(prev.norm) in _UNTIMED_ROLES and not pre.strip(" :=|,'\"[\t#"):
+            name = prev.unit
+            slots[-1] = _slot(prev.index, prev.name, prev.clock, "", None, None, pieces[i], prev.total_of, prev.avg_of)
         if parents and parents[i] and name:  # `"timing": {"step": 0.85}`: the step's time, not a second counter
             name = "/".join((*parents[i], name))
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
@@ -549,11 +583,20 @@ _AFTER_NAME = re.compile(_WORDS_AFTER + r"(?:[)\],;|]|$)")
 _BRACKET_NAME = re.compile(_WORDS_AFTER + r"[)\]]")
 
 
+def _generic_time(slot: _Slot) -> bool:
+    """A time named by generic words only (`time`, `took`, DeepPavlov's `time_spent` under its record's `train`): as
+    likely the run's elapsed time as a step's."""
+    last = vocab.normalise(slot.name.replace("\x02", "").split("/")[-1])[0] if slot.name else ""
+    return slot.norm in GENERIC_TIME or (bool(last) and set(last.split("_")) <= GENERIC_TIME)
+
+
 def _unnamed_duration(slot: _Slot) -> bool:
     return not slot.name and slot.unit_role is None and slot.scale is not None
 
 
-_SEPARATORS = (",", ";", "|")
+_SEPARATORS = (",", ";", "|", "，", "；")
+# Roles whose numbers are never printed in a unit of time per step (their names keep a unit after them off)
+_UNTIMED_ROLES = frozenset({"loss", "lr", "grad_norm", "counter", "epoch", "mem", "mfu", "tflops", "count"})
 
 
 # A scalar printed in its repr (NumPy 2's `np.float64(2.48)`, torch's `tensor(2.4800, device='cuda:0')`, JAX's
@@ -565,7 +608,7 @@ _WRAPPER = re.compile(r"(?:(?:np|numpy|jnp|torch|tf)\.(?:float|int|uint|bfloat)\
 def _name(pre: str) -> str:
     """The name printed right before a number (`loss: `, `'grad_norm': `, `| lr `, `'loss': np.float64(`), '' when
     none."""
-    stripped = _WRAPPER.sub("", pre).rstrip(" :=|,'\"[\t#")
+    stripped = _WRAPPER.sub("", pre).rstrip(" :=|,'\"[\t#：，；")  # and CJK's full-width `：`, `，`, `；`
     m = _NAME.search(stripped) if stripped and stripped[-1:] not in "([/<" else None
     name = m.group(1).strip(" -") if m else ""
     if name.lower() in _LEVELS or name.lower().split(" ")[-1] in _LEVELS:  # `- INFO - [ 9/5000]`: no name
@@ -805,7 +848,7 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     # In a paste too short to tell a climb from a total, the stamps tell: a total grows as they do (flair's `time
     # (sec): 8.16 ... 16.66 ... 25.50` beside stamps 8.5 s apart), a step's time does not.
     for i, (role, how) in list(roles.items()):
-        if role in ("step_time", "avg_step_time") and slots[i].norm in GENERIC_TIME and not ordinal \
+        if role in ("step_time", "avg_step_time") and _generic_time(slots[i]) and not ordinal \
                 and stats[i]["up"] >= CUMULATIVE_SHARE \
                 and ((n >= 5 and _through_origin(wide, f"s{i}", f"s{counter}"))
                      or _grows_with_stamps(wide, f"s{i}", slots[i].scale or 1.0)):
@@ -844,8 +887,11 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
     # stamps the line where nothing else does, and the stamps then time the steps.
     # A field named as a stamp (zap's and structlog's `"ts":1767607208.160`) is one in whatever unit puts it in the
     # epoch range (seconds, ms, us, ns), and one in no such unit is no stamp.
+    # A duration with no unit that is epoch milliseconds, microseconds or nanoseconds (pino's `"time":1767607208160`)
+    # is a stamp too: no step lasts the decades that reading it as seconds would make.
     for i, (role, _) in list(roles.items()):
-        scales = STAMP_SCALES if role == "stamp" and slots[i].scale is None else (slots[i].scale or 1.0,)
+        stamp_like = role == "stamp" or (role in vocab.DURATION_ROLES and not slots[i].unit)
+        scales = STAMP_SCALES if stamp_like and slots[i].scale is None else (slots[i].scale or 1.0,)
         scale = next((k for k in scales if EPOCH_SECONDS[0] <= stats[i]["median"] * k <= EPOCH_SECONDS[1]), None)
         if role == "stamp" and scale is None:
             del roles[i]

@@ -24,11 +24,12 @@ Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "et
 NAMES: dict[Role, tuple[str, ...]] = {
     "counter": ("step", "steps", "global_step", "globalstep", "iter", "iters", "iteration", "iter_num", "it", "batch",
                 "batch_idx", "training_step", "train_step", "update", "updates", "step_num", "num_steps", "global_steps",
-                "local_step", "optimizer_step", "global_step_max_steps", "iterations", "步", "迭代", "迭代次数", "步数",
+                "local_step", "optimizer_step", "global_step_max_steps", "iterations", "步", "迭代", "迭代次数", "步数", "步骤",
                 # a count of what is done so far (Dopamine's `Steps executed: 1000`)
                 "steps_executed", "steps_done", "steps_completed", "steps_taken", "iterations_done",
                 "iterations_completed", "batches_done", "batches_processed", "updates_done", "updates_applied",
                 "nupdates",  # OpenAI Baselines' `misc/nupdates`
+                "batches_seen",  # DeepPavlov's `"batches_seen": 10`
                 "t_env"),  # PyMARL's environment timestep `t_env: 10050 / 2050000`, the loop's counter
     "epoch": ("epoch", "ep", "training_epoch", "train_epoch", "轮", "轮次", "轮数"),
     "step_time": ("time", "dt", "step_time", "iter_time", "batch_time", "time_per_step", "time_step", "time_per_iter",
@@ -49,6 +50,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                  "time_total", "time_total_s", "time_since_restore", "time_since_restore_s",
                  "running_time",  # Ray Train's `Total running time: 1min 8s`
                  "run_time",  # `runTime`, camelCase
+                 "总耗时", "总用时", "已用时间", "已用时",  # Chinese: total, elapsed
                  "elap"),  # ELECTRA's ETAHook `SPS: 1.2, ELAP: 4:15, ETA: ...`
     # An epoch's time (MindSpore's TimeMonitor `epoch time: 8500.0 ms, per step time: 850.0 ms`, DGL's `Epoch
     # Time(s)`): many steps' worth, never a step's.
@@ -56,7 +58,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
     # A time over the steps between two prints, so named (GluonCV's estimator `time/interval: 8.500s` every 50
     # batches): divided by the counter's step between prints (parsers/templates._step_time).
     "interval_time": ("time_interval", "interval_time", "time_per_interval", "interval_duration"),
-    "eta": ("eta", "remaining", "remaining_time", "time_left", "time_remaining", "eta_s", "left"),
+    "eta": ("eta", "remaining", "remaining_time", "time_left", "time_remaining", "eta_s", "left", "剩余时间", "剩余"),
     "data_time": ("data", "data_time", "data_wait", "dataloader_time", "data_loader_time", "load_time",
                   "load_data_time", "data_load_time", "dt_data", "data_loading", "data_loading_time", "batch_load_time",
                   "get_batch", "time_data", "input_time", "data_wait_time", "last_data_time", "timing_s_data",
@@ -66,7 +68,7 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "dataloader_wait", "loader", "loader_time", "loader_wait", "input_wait", "batch_wait", "wait_data",
                   "load", "input", "data_load",  # FunASR's speed stats `'data_load': '0.016'`
                   "sample_batch",  # an RL loop's draw from its replay buffer (d3rlpy's `time_sample_batch`)
-                  "数据",  # Chinese: data
+                  "数据", "数据加载", "加载",  # Chinese: data, data loading, loading
                   "smp",  # flashlight's sample timer: the dataset's `get` of the batch
                   "etl", "etl_time"),  # DL4J's PerformanceListener `ETL: 17 ms; iteration 10; iteration time: 850 ms`
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
@@ -140,6 +142,9 @@ UNITS: dict[str, tuple[Role | None, float | None]] = {
     # Japanese, Korean, Russian: seconds and milliseconds (`0.85秒`, `0.85초`, `0.85 с`, `850 мс`)
     "ミリ秒": (None, 1e-3), "초": (None, 1.0), "밀리초": (None, 1e-3), "с": (None, 1.0), "сек": (None, 1.0),
     "мс": (None, 1e-3),
+    # Turkish (`sn`, `saniye`), Vietnamese (`giây`), Italian, Portuguese, Polish seconds
+    "sn": (None, 1.0), "saniye": (None, 1.0), "giây": (None, 1.0), "secondi": (None, 1.0), "segundos": (None, 1.0),
+    "sekund": (None, 1.0), "sekundy": (None, 1.0),
 }
 # The other spellings of a rate or a time per count (`steps/sec`, `it/sec`, `batches/s`, `s/batch`, `ms/iteration`,
 # `seqs/s`): each word reduced to one form, and the pair looked up in CANONICAL_UNITS. Rates are per second only.
@@ -258,15 +263,19 @@ def memory_name(norm: str) -> tuple[str, float] | None:
 
 
 # The same roles in the words of other languages' loops (normalised: lower case), beside the Chinese ones above:
-# Japanese, Traditional Chinese, Korean, Russian, German, French, Spanish (not French's `temps`: GPU temperatures).
+# Japanese, Traditional Chinese, Korean, Russian, German, French, Spanish (not French's `temps`: GPU temperatures),
+# Italian and Portuguese, Turkish, Polish, Vietnamese (its words spaced: normalised with `_`).
 OTHER_LANGUAGES: dict[Role, tuple[str, ...]] = {
     "counter": ("ステップ", "イテレーション", "步數", "스텝", "단계", "반복", "шаг", "итерация", "schritt", "étape", "itération",
-                "paso", "iteración"),
-    "epoch": ("エポック", "에폭", "에포크", "эпоха", "epoche", "époque", "época"),
-    "loss": ("損失", "ロス", "訓練損失", "손실", "потеря", "потери", "лосс", "verlust", "perte", "pérdida"),
+                "paso", "iteración", "passo", "iterazione", "iteração", "adım", "iterasyon", "krok", "iteracja",
+                "bước", "lần_lặp"),
+    "epoch": ("エポック", "에폭", "에포크", "эпоха", "epoche", "époque", "época", "epoca", "epok", "epoka", "kỷ_nguyên"),
+    "loss": ("損失", "ロス", "訓練損失", "손실", "потеря", "потери", "лосс", "verlust", "perte", "pérdida", "perdita", "perda",
+             "kayıp", "strata", "mất_mát"),
     "step_time": ("時間", "所要時間", "耗時", "用時", "시간", "소요시간", "время", "zeit", "dauer", "durée", "tiempo",
-                  "duración"),
-    "data_time": ("データ", "データ時間", "數據", "데이터", "данные", "daten", "données", "datos"),
+                  "duración", "tempo", "durata", "duração", "süre", "adım_süresi", "czas", "czas_kroku", "thời_gian"),
+    "data_time": ("データ", "データ時間", "數據", "데이터", "данные", "daten", "données", "datos", "dati", "dados", "veri",
+                  "dane", "dữ_liệu"),
 }
 _BY_NAME: dict[str, Role] = {n: role for table in (NAMES, OTHER_LANGUAGES) for role, names in table.items()
                              for n in names}
@@ -285,21 +294,28 @@ TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "
                                         "bch", "smp"})
 
 
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
+
+
 def role_of(norm: str, timed: bool = True) -> Role | None:
     """The role of a normalised name: the whole name, else its longest tail that starts after a `_` (a step's time
     there, with a phase word before it, is that phase's). `timed` False: no unit of time was printed with it, and a
     TIMED_ONLY word names nothing."""
     if norm in _BY_NAME:
         return _BY_NAME[norm] if timed or norm not in TIMED_ONLY else None
-    parts = norm.split("_")
+    # Chinese and Japanese write a name's words unspaced (`数据耗时`: data, time taken): its tails start at any character.
+    sep = "" if "_" not in norm and _CJK.search(norm) else "_"
+    parts = list(norm) if not sep else norm.split("_")
     for i in range(1, len(parts)):
-        tail = "_".join(parts[i:])
+        tail = sep.join(parts[i:])
         if tail in _BY_NAME:
             if not timed and tail in TIMED_ONLY:
                 return None
             role = _BY_NAME[tail]
             if role == "step_time" and PHASE_WORDS.intersection(parts[:i]):
                 return "phase_time"
+            if role == "step_time" and _BY_NAME.get(sep.join(parts[:i])) == "data_time":
+                return "data_time"  # `data_duration`, `io_duration`: the wait's own time
             if role == "count" and named_loss(norm):  # HiFi-GAN's `Gen Loss Total`: a loss, not a count
                 return "loss"
             # `time_<what>` times what it names, not counts it: `time_batch` a step, `time_epoch` an epoch, and

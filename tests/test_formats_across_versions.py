@@ -992,6 +992,8 @@ def test_dl4j_performance_listener_names_its_data_wait_etl(tmp_path: Path) -> No
     ("Jan 5, 2026 1:00:08 PM org.example.Train step", (2026, 1, 5, 13, 0, 8, 0)),  # java.util.logging's default
     ("1/5/2026 12:00:08 AM step", (2026, 1, 5, 0, 0, 8, 0)),
     ("1/5/2026 12:30:08 PM step", (2026, 1, 5, 12, 30, 8, 0)),
+    ("2026.01.05 10:00:08 | step", (2026, 1, 5, 10, 0, 8, 0)),  # the year first with dots
+    ('"Jan 5, 2026 @ 10:00:08.160","gpu-0","step"', (2026, 1, 5, 10, 0, 8, 160000)),  # Kibana's CSV export
 ])
 def test_stamps_of_other_locales_and_loggers(written: str, when: tuple[int, ...]) -> None:
     import datetime as dt
@@ -1100,6 +1102,11 @@ def test_a_month_and_day_stamp_without_glogs_letter(tmp_path: Path) -> None:
     "шаг {s} | потеря 2.4833 | время {t:.3f} с | данные {d:.3f} с",  # Russian
     "Schritt {s}/600 - Verlust: 2.4833 - Zeit: {t:.3f}s - Daten: {d:.3f}s",  # German
     "步數 {s} | 損失 2.4833 | 耗時 {t:.3f} 秒 | 數據 {d:.3f} 秒",  # Traditional Chinese
+    "Passo {s}/600 - perdita: 2.4833 - tempo: {t:.3f} s - dati: {d:.3f} s",  # Italian
+    "Adım {s}/600 | kayıp: 2.4833 | süre: {t:.3f} sn | veri: {d:.3f} sn",  # Turkish, its seconds as `sn`
+    "Krok {s}/600, strata: 2.4833, czas kroku: {t:.3f} s, dane: {d:.3f} s",  # Polish
+    "Bước {s}/600 - mất mát: 2.4833 - thời gian: {t:.3f}s - dữ liệu: {d:.3f}s",  # Vietnamese, its words spaced
+    "步骤：{s}/600，损失：2.4833，每步耗时：{t:.3f}秒，数据耗时：{d:.3f}秒",  # full-width punctuation, unspaced names
 ])
 def test_names_and_units_in_other_scripts_and_languages(tmp_path: Path, layout: str) -> None:
     # A custom loop's words in its author's language: names of any script are names, a unit after a number in any
@@ -1477,3 +1484,65 @@ def test_a_duration_over_a_count_of_steps_as_its_unit(tmp_path: Path) -> None:
     m = _model(tmp_path, *lines)
     assert m.frames["steps"]["step_time_s"].head(3).to_list() == pytest.approx(
         [round(10 * t, 1) / 10 for _, t, _ in _slowing(40)[:3]])
+
+
+def test_an_epoch_instant_in_milliseconds_named_time_stamps_the_line(tmp_path: Path) -> None:
+    # pino's JSON `"time":1767607208160`: read as 1.8e12 s a step, where it is the line's stamp in milliseconds
+    lines = [f'{{"level":30,"time":{1767607200000 + round(1000 * wall)},"pid":4321,"msg":"step {step}/600 '
+             f'loss=2.4833"}}' for step, _, wall in _slowing(40)]
+    _reads_as(tmp_path, lines, _median([t for _, t, _ in _slowing(40)[1:]]), ("time", "stamp"), rel=1e-3)
+
+
+def test_csvs_quoted_and_with_decimal_commas(tmp_path: Path) -> None:
+    # every field quoted (R's write.csv, a log platform's export); `;` between fields and `,` as the decimal mark
+    quoted = ['"step","loss","step_time","data_time"']
+    quoted += [f'"{step}","2.4833","{t:.4f}","{0.6 * t:.4f}"' for step, t, _ in _slowing(40)]
+    _reads_as(tmp_path, quoted, _median([t for _, t, _ in _slowing(40)]), ("step_time", "step_time"),
+              ("data_time", "data_time"), rel=1e-3)
+    semicolons = ["step;loss;step_time;data_time"]
+    semicolons += [f"{step};2,4833;{t:.3f};{0.6 * t:.3f}".replace(".", ",") for step, t, _ in _slowing(40)]
+    _reads_as(tmp_path, semicolons, _median([t for _, t, _ in _slowing(40)]), ("step_time", "step_time"), rel=1e-3)
+
+
+def test_decimal_commas_in_a_line_and_on_the_lines_they_leave_unsure(tmp_path: Path) -> None:
+    # `Zeit 0,816 s`: read as 816 s (a thousands separator). Past a second, `Zeit 1,020 s` may be either; its
+    # template's other lines say which.
+    lines = [f"Schritt {step}/600: Verlust 2,4833 – Zeit {t:.3f} s".replace(".", ",") for step, t, _ in _slowing(40)]
+    m = _model(tmp_path, *lines)
+    times = m.frames["steps"]["step_time_s"].to_list()
+    assert times == pytest.approx([round(t, 3) for _, t, _ in _slowing(40)])
+    assert max(times) > 1.0  # the `1,xxx` lines too
+    # a list beside a decimal point stays a list, and thousands stay thousands
+    m = _model(tmp_path, *[f"step {step} loss 2.48 tokens 1,048,576 time {t:.3f}s" for step, t, _ in _slowing(40)])
+    assert m.frames["steps"]["step_time_s"].head(1).to_list() == pytest.approx([round(_slowing(40)[0][1], 3)])
+
+
+def test_a_time_per_step_between_two_numbers_names_the_second(tmp_path: Path) -> None:
+    # `loss 2.4833 sec/batch 0.816`: the unit was the loss's, and the time had no name
+    lines = [f"epoch 0 batch {step} loss 2.4833 sec/batch {t:.3f}" for step, t, _ in _slowing(40)]
+    _reads_as(tmp_path, lines, _median([t for _, t, _ in _slowing(40)]), ("loss", "loss"), ("sec/batch", "step_time"),
+              rel=1e-3)
+
+
+def test_generic_time_under_a_records_key_that_grows_is_the_elapsed_time(tmp_path: Path) -> None:
+    # DeepPavlov's train report: `"time_spent": "0:02:05"` under `train` grows with `batches_seen`
+    lines = [f'{{"train": {{"time_spent": "{int(wall) // 3600}:{int(wall) % 3600 // 60:02d}:{int(wall) % 60:02d}", '
+             f'"batches_seen": {step}, "loss": 2.4833}}}}' for step, _, wall in _slowing(40)]
+    m = _model(tmp_path, *lines)
+    stream = next(s for s in m.streams if s.step_clock)
+    roles = [(r.name, r.role) for r in stream.roles]
+    assert ("train/time_spent", "cum_time") in roles and ("train/batches_seen", "counter") in roles
+    assert m.frames["steps"]["step_time_s"].drop_nulls().max() < 2.0
+
+
+def test_a_waits_own_duration_is_a_data_wait(tmp_path: Path) -> None:
+    # logfmt's `data_duration=0.490s` beside `step_duration=0.816s`; Chinese `数据耗时` (data, time taken)
+    lines = [f'time="{_stamp(wall)}" level=info msg="training step" step={step} step_duration={t:.3f}s '
+             f"data_duration={0.6 * t:.3f}s" for step, t, wall in _slowing(40)]
+    _reads_as(tmp_path, lines, _median([t for _, t, _ in _slowing(40)]), ("step_duration", "step_time"),
+              ("data_duration", "data_time"), rel=1e-3)
+
+
+def _median(values: list[float]) -> float:
+    import statistics
+    return statistics.median(values)
