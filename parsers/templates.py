@@ -1159,6 +1159,7 @@ def _name_passed_on(slots: list[_Slot], stats: list[dict[str, float]], pieces: l
 
 # What a duration after a count of steps may be named (`took`, `steps`, nothing): not a total or a countdown.
 _PER_WINDOW = frozenset({None, "step_time", "avg_step_time", "sec_per_iter", "counter"})
+_AVERAGED = re.compile(r"\b(?:avg|average|averaged|mean)\b", re.IGNORECASE)
 _COUNTED_STEPS = re.compile(r"\s*(?:steps?|iters?|iterations?|batches|updates)\b", re.IGNORECASE)
 _STEPS_AFTER_SLASH = re.compile(r"\s?(?:its?|steps?|iters?|iterations?|batch(?:es)?|updates?)\b", re.IGNORECASE)
 
@@ -1177,7 +1178,9 @@ def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces
             out[a.index] = replace(a, scale=a.scale / per["median"])
             continue
         st = stats[a.index]
+        # (an average over the last N steps is one step's already: `avg step time over last 10 steps: 850 ms`)
         if st["constant"] and st["integral"] and st["median"] > 1 and _COUNTED_STEPS.match(pieces[a.index + 1]) \
+                and not _AVERAGED.search(pieces[a.index]) \
                 and not a.unit and b.scale is not None and not b.clock and b.name_role in _PER_WINDOW \
                 and not (b.unit_role == "step_time" or b.unit_role == "sec_per_iter"):  # `0.850 s/step`: a step's
             out[b.index] = replace(b, scale=b.scale / st["median"])

@@ -1546,3 +1546,12 @@ def test_a_waits_own_duration_is_a_data_wait(tmp_path: Path) -> None:
 def _median(values: list[float]) -> float:
     import statistics
     return statistics.median(values)
+
+
+def test_an_average_over_the_last_steps_is_a_steps_and_a_total_over_them_is_not(tmp_path: Path) -> None:
+    # `avg step time over last 10 steps: 850.0 ms` was divided by the ten, as `time over last 10 steps: 8.5 s` is
+    average = [f"step {step} | loss 2.4833 | avg step time over last 10 steps: {1000 * t:.1f} ms"
+               for step, t, _ in _slowing(40)]
+    _reads_as(tmp_path, average, _median([round(t, 4) for _, t, _ in _slowing(40)]), rel=1e-3)
+    total = [f"step {step} | loss 2.4833 | time over last 10 steps: {10 * t:.3f} s" for step, t, _ in _slowing(40)]
+    _reads_as(tmp_path, total, _median([t for _, t, _ in _slowing(40)]), rel=1e-3)
