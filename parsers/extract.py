@@ -298,6 +298,10 @@ def _general(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
         ok = (pl.col("_n").list.len() >= kind.min_numbers) if kind.min_numbers else (pl.col("_n").list.len() == n)
         out = nums.filter(ok).with_columns(
             pl.col("_n").list.get(i, null_on_oob=True).alias(name) for i, name in enumerate(kind.numbers))
+    elif kind.pattern and kind.every:  # each match a row
+        out = (rows.with_columns(pl.col("text").str.extract_all(kind.pattern).alias("_m")).explode("_m")
+               .filter(pl.col("_m").is_not_null())
+               .with_columns(pl.col("_m").str.extract_groups(kind.pattern).alias("_g")).drop("_m").unnest("_g"))
     elif kind.pattern:
         out = rows.with_columns(pl.col("text").str.extract_groups(kind.pattern).alias("_g")).unnest("_g")
     else:

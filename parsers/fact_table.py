@@ -61,7 +61,9 @@ _TOPOLOGY = roles("shown", "json", "evidenced", "compared", "planner")
 FACTS: tuple[Fact, ...] = (
     Fact("world_size", "int", "world size", _TOPOLOGY, "processes", (1, MAX_COUNT), "a count below 1",
          args=("world_size",), log_keys=("mpi.world_size", "torch.barrier_world_size", "elastic.world_size",
-                                         "job.world_size", "megatron.world_size"),
+                                         "job.world_size", "megatron.world_size",
+                                         # Unsloth's banner: its processes' GPUs
+                                         "hf.Num GPUs used", "hf.Num GPUs", "hf.Data Parallel GPUs"),
          settings=("world_size", "num_processes")),
     Fact("nodes", "int", "nodes", _TOPOLOGY, "", (1, MAX_COUNT), "a count below 1", log_keys=("elastic.nodes",),
          script_vars=("NUM_NODES", "NNODES", "N_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
@@ -96,12 +98,14 @@ FACTS: tuple[Fact, ...] = (
     Fact("micro_batch_per_gpu", "int", "micro-batch per GPU", _TOPOLOGY, "samples",
          ds_config="train_micro_batch_size_per_gpu",
          args=("per_device_train_batch_size", "micro_batch_size", "batch_size"),
-         log_keys=("hf.Instantaneous batch size per device",), wandb=("per_device_train_batch_size",),
+         log_keys=("hf.Instantaneous batch size per device", "hf.Batch size per device"),
+         wandb=("per_device_train_batch_size",),
          settings=("device_train_batch_size", "per_device_train_batch_size", "train_micro_batch_size_per_gpu",
                    "micro_batch_size", "micro_batch_size_per_gpu", "batch_size_per_gpu")),
     Fact("grad_accum_steps", "int", "gradient accumulation", _TOPOLOGY, "micro-batches",
          ds_config="gradient_accumulation_steps", args=("gradient_accumulation_steps",),
-         log_keys=("hf.Gradient Accumulation steps",), wandb=("gradient_accumulation_steps",),
+         log_keys=("hf.Gradient Accumulation steps", "hf.Gradient accumulation steps"),
+         wandb=("gradient_accumulation_steps",),
          settings=("gradient_accumulation_steps", "gradient_accumulation", "grad_accum", "grad_accum_steps",
                    "accumulation_steps")),
     # derived by RunFacts (a property), never claimed: how NCCL crossed nodes, and a run on the CPU
@@ -111,7 +115,7 @@ FACTS: tuple[Fact, ...] = (
     Fact("backend", "str", "backend", roles("shown", "json", "compared")),
     Fact("accelerator", "str", "accelerator", roles("compared")),
     Fact("train_batch_size", "int", "global batch", roles("json", "compared"), "samples",
-         ds_config="train_batch_size", args=("global_batch_size",), log_keys=("hf.Total train batch size",),
+         ds_config="train_batch_size", args=("global_batch_size",), log_keys=("hf.Total train batch size", "hf.Total batch size"),
          # not `train_batch_size`: DeepSpeed's is global, but HF's (trainer_state.json, TrainingArguments) is per
          # device
          settings=("global_train_batch_size", "global_batch_size")),
@@ -138,7 +142,8 @@ FACTS: tuple[Fact, ...] = (
     Fact("logging_steps", "int", "steps per log line", frozenset(), "steps", (1, MAX_COUNT), "a count below 1",
          args=("logging_steps",), wandb=("logging_steps",), settings=("logging_steps",)),
     Fact("total_steps", "int", "total steps", frozenset(), "steps",
-         args=("max_steps", "train_iters"), log_keys=("hf.Total optimization steps",), wandb=("max_steps",)),
+         args=("max_steps", "train_iters"), log_keys=("hf.Total optimization steps", "hf.Total steps"),
+         wandb=("max_steps",)),
     Fact("seq_len", "int", "sequence length", roles("json", "compared", "planner"), "tokens",
          args=("seq_length", "max_seq_length", "max_length", "model_max_length", "cutoff_len", "seq_len",
                "max_seq_len", "block_size"), wandb=("max_seq_length", "max_length", "seq_length", "block_size")),

@@ -75,6 +75,9 @@ class LineKind:
     # before a log dict that numbers no step): it is mined too (parsers/templates.py), and where the learned step
     # clock reads it, that row stands instead of this kind's (run_model._given_way).
     gives_way: str = ""
+    # The pattern may match several times on a line, each match a row (Unsloth's banner packs the HF Trainer's
+    # summary into `Num examples = 51,760 | Num Epochs = 1 | Total steps = 60`).
+    every: bool = False
 
 
 def _fact(name: str, anchors: tuple[str, ...], pattern: str, key: str,
@@ -834,16 +837,24 @@ KINDS: tuple[LineKind, ...] = (
              {"value": S}, required="value", constants={"key": "hf.running_training"},
              samples=(("[INFO|trainer.py:2313] 2026-11-20 09:00:00,000 >> ***** Running training *****",
                        {"value": "Running training", "key": "hf.running_training"}),)),
+    # The HF Trainer's `***** Running training *****` summary, a value a line; Unsloth prints the same as a banner,
+    # several a line and in its own words (`Num GPUs used = 2`, `Batch size per device = 2`, `Total batch size (2 x
+    # 4 x 2) = 16`, `Total steps = 60`).
     LineKind("hf_block_value", "facts",
              ("Num examples = ", "Num Epochs = ", "Num update steps per epoch = ",
               "Instantaneous batch size per device = ", "Total train batch size", "Gradient Accumulation steps = ",
-              "Total optimization steps = ", "Number of trainable parameters = "),
+              "Gradient accumulation steps = ", "Total optimization steps = ", "Number of trainable parameters = ",
+              "Num GPUs", "Data Parallel GPUs = ",
+              "Batch size per device = ", "Total batch size", "Total steps = "),
              r"(?P<key>Num examples|Num Epochs|Num update steps per epoch|Instantaneous batch size per device|"
-             r"Total train batch size|Gradient Accumulation steps|Total optimization steps|"
-             r"Number of trainable parameters)[^=]*= (?P<value>[\d,]+)", {"key": S, "value": S}, required="key",
-             constants={"key_prefix": "hf."},
+             r"Total train batch size|Gradient [Aa]ccumulation steps|Total optimization steps|"
+             r"Number of trainable parameters|Num GPUs used|Num GPUs|Data Parallel GPUs|Batch size per device|"
+             r"Total batch size|Total steps)[^=|]*= (?P<value>[\d,]+)", {"key": S, "value": S}, required="key",
+             constants={"key_prefix": "hf."}, every=True,
              samples=(("[INFO|trainer.py:2314] 2026-11-20 09:00:00,000 >>   Num examples = 2,000",
-                       {"key": "hf.Num examples", "value": "2,000"}),)),
+                       {"key": "hf.Num examples", "value": "2,000"}),
+                      ("O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4",
+                       {"key": "hf.Batch size per device", "value": "2"}))),
     LineKind("nccl_info", "nccl", ("NCCL INFO ",),
              r"(?:(?P<nccl_host>[\w.-]+):\d+:\d+ \[(?P<dev>\d+)\] )?NCCL INFO (?P<msg>.*)$",
              {"nccl_host": S, "dev": I, "msg": S}, required="msg",

@@ -1555,3 +1555,19 @@ def test_an_average_over_the_last_steps_is_a_steps_and_a_total_over_them_is_not(
     _reads_as(tmp_path, average, _median([round(t, 4) for _, t, _ in _slowing(40)]), rel=1e-3)
     total = [f"step {step} | loss 2.4833 | time over last 10 steps: {10 * t:.3f} s" for step, t, _ in _slowing(40)]
     _reads_as(tmp_path, total, _median([t for _, t, _ in _slowing(40)]), rel=1e-3)
+
+
+@pytest.mark.parametrize("gpus", ["Num GPUs used = 2", "Num GPUs = 2"])
+def test_unsloths_banner_states_the_hf_trainers_summary_several_a_line(tmp_path: Path, gpus: str) -> None:
+    # Unsloth replaces the Trainer's `***** Running training *****` block with this banner (newer releases say
+    # `Num GPUs used`, older ones `Num GPUs`); only its first value a line was read, and the GPUs not at all
+    m = _model(tmp_path,
+               f"==((====))==  Unsloth - 2x faster free finetuning | {gpus}",
+               "   \\\\   /|    Num examples = 51,760 | Num Epochs = 1 | Total steps = 60",
+               "O^O/ \\_/ \\    Batch size per device = 2 | Gradient accumulation steps = 4",
+               "\\        /    Data Parallel GPUs = 2 | Total batch size (2 x 4 x 2) = 16",
+               ' "-____-"     Trainable parameters = 41,943,040 of 8,072,204,288 (0.52% trained)',
+               "{'loss': 1.8151, 'grad_norm': 0.6, 'learning_rate': 0.0002, 'epoch': 0.0}")
+    f = m.facts
+    assert (f.world_size, f.micro_batch_per_gpu, f.grad_accum_steps, f.train_batch_size, f.total_steps) == \
+        (2, 2, 4, 16, 60)
