@@ -115,7 +115,8 @@ FACTS: tuple[Fact, ...] = (
     Fact("backend", "str", "backend", roles("shown", "json", "compared")),
     Fact("accelerator", "str", "accelerator", roles("compared")),
     Fact("train_batch_size", "int", "global batch", roles("json", "compared"), "samples",
-         ds_config="train_batch_size", args=("global_batch_size",), log_keys=("hf.Total train batch size", "hf.Total batch size"),
+         ds_config="train_batch_size", args=("global_batch_size",),
+         log_keys=("hf.Total train batch size", "hf.Total batch size"),
          # not `train_batch_size`: DeepSpeed's is global, but HF's (trainer_state.json, TrainingArguments) is per
          # device
          settings=("global_train_batch_size", "global_batch_size")),

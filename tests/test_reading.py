@@ -38,8 +38,8 @@ def test_each_kind_reads_its_sample_lines(kind: str, line: str, want: dict[str, 
         out = []
         for key, value in want.items():
             got = read.get(key)
-            same = math.isclose(got, value, rel_tol=1e-6) if isinstance(value, float) and isinstance(got, (int, float)) \
-                else got == value
+            numeric = isinstance(value, float) and isinstance(got, (int, float))
+            same = math.isclose(got, value, rel_tol=1e-6) if numeric else got == value
             if not same:
                 out.append((key, got))
         return out
