@@ -142,21 +142,22 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
     for (every line of the chunk; a header holds no digit more often than not), `rows` where not given. `extent`:
     the rows' outer prefix lengths (prefixes.outer_extent), the table read past them; the headers' are measured
     only where a row stands behind a prefix."""
-    text = _unquoted(rows["text"])
     if extent is None:
-        extent = pl.repeat(0, text.len(), dtype=pl.UInt32, eager=True)
+        extent = pl.repeat(0, rows.height, dtype=pl.UInt32, eager=True)
     extent = extent.fill_null(0)
+    text = _unquoted(rows["text"], extent)
     # A table behind a launcher's prefix (torchrun's `[default0]:`, srun's `0: `) is read behind it, each prefix's
     # rows under that prefix's header: the rows are tested past the prefix, and the headers looked for behind a
     # prefix only where such rows are.
     ridx = text.str.slice(extent).str.contains(ROW_HINT).fill_null(False).arg_true()
     if ridx.len() == 0:
         return rows
-    heads = text if lines is None else _unquoted(lines["text"])
+    given = lines is not None
     lines = rows if lines is None else lines
     head_extent = pl.repeat(0, lines.height, dtype=pl.UInt32, eager=True)
     if bool((extent.gather(ridx) > 0).any()):
         head_extent = outer_extent(lines["text"]).fill_null(0).cast(pl.UInt32)
+    heads = _unquoted(lines["text"], head_extent) if given else text
     hidx = heads.str.slice(head_extent).str.contains(HEADER).fill_null(False).arg_true()
     if hidx.len() == 0:
         return rows
@@ -192,7 +193,7 @@ def named_rows(rows: pl.DataFrame, lines: pl.DataFrame | None = None, extent: pl
     return rows.with_columns(rows["text"].scatter(at, out))
 
 
-def _unquoted(text: pl.Series) -> pl.Series:
-    """The lines with a quoted CSV's quotes taken off (_QUOTED_CSV); the others as they are."""
-    at = text.str.contains(_QUOTED_CSV).fill_null(False).arg_true()
+def _unquoted(text: pl.Series, extent: pl.Series) -> pl.Series:
+    """The lines with a quoted CSV's quotes taken off (_QUOTED_CSV, past the line's prefix); the others as they are."""
+    at = text.str.slice(extent).str.contains(_QUOTED_CSV).fill_null(False).arg_true()
     return text.scatter(at, text.gather(at).str.replace_all('"', "", literal=True)) if at.len() else text

@@ -1499,6 +1499,8 @@ def test_csvs_quoted_and_with_decimal_commas(tmp_path: Path) -> None:
     quoted += [f'"{step}","2.4833","{t:.4f}","{0.6 * t:.4f}"' for step, t, _ in _slowing(40)]
     _reads_as(tmp_path, quoted, _median([t for _, t, _ in _slowing(40)]), ("step_time", "step_time"),
               ("data_time", "data_time"), rel=1e-3)
+    _reads_as(tmp_path, [f"[default0]:{line}" for line in quoted], _median([t for _, t, _ in _slowing(40)]),
+              ("step_time", "step_time"), rel=1e-3)  # behind torchrun's tee prefix
     semicolons = ["step;loss;step_time;data_time"]
     semicolons += [f"{step};2,4833;{t:.3f};{0.6 * t:.3f}".replace(".", ",") for step, t, _ in _slowing(40)]
     _reads_as(tmp_path, semicolons, _median([t for _, t, _ in _slowing(40)]), ("step_time", "step_time"), rel=1e-3)
