@@ -28,8 +28,11 @@ class _Text(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.hidden = 0
+        self.pre = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "pre":
+            self.pre += 1
         if tag in _HIDDEN:
             self.hidden += 1
         elif tag == "br" or tag == "hr":
@@ -42,6 +45,8 @@ class _Text(HTMLParser):
             self.parts.append("\n")
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "pre":
+            self.pre = max(0, self.pre - 1)
         if tag in _HIDDEN:
             self.hidden = max(0, self.hidden - 1)
         elif tag in _BREAKS:
@@ -50,7 +55,9 @@ class _Text(HTMLParser):
             self.parts.append("\t")
 
     def handle_data(self, data: str) -> None:
-        if not self.hidden:
+        # White space alone between two tags, across a line, outside a `<pre>`, is the markup's indentation (a
+        # notebook's HTML output puts each `<td>` on a line of its own): a browser shows none of it.
+        if not self.hidden and (self.pre or data.strip() or "\n" not in data):
             self.parts.append(data)
 
     def _line(self) -> None:

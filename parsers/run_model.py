@@ -24,6 +24,7 @@ from diagnose.parsers.lines import MAX_LINE_BYTES, plain_text
 from diagnose.parsers.names import FrameName
 from diagnose.parsers.schema import FRAMES, conform
 from diagnose.parsers.html_text import is_html
+from diagnose.parsers.notebook import is_notebook
 from diagnose.parsers.stamps import lend_years, settle
 from diagnose.parsers.templates import Learned, Stream, Unread, unread_order
 from diagnose.parsers.sources import (UTF16_SNIFF_BYTES, Input, gzip_truncated, head_bytes, is_binary, is_program,
@@ -305,8 +306,10 @@ def _read_one(inp: Input, acc: _Acc, progress: Callable[[int], None] | None, bat
     script: launch_script.LaunchScript | None = None
     if size <= CONFIG_MAX_BYTES:
         raw: bytes | None = path.read_bytes()
-        if raw is not None and (raw[:2] == b"\x1f\x8b" or utf16_encoding(raw[:UTF16_SNIFF_BYTES]) or is_html(raw)):
-            raw = None  # gzip (decompressed as a capped stream), UTF-16 or a web page: read as the text they hold
+        if raw is not None and (raw[:2] == b"\x1f\x8b" or utf16_encoding(raw[:UTF16_SNIFF_BYTES]) or is_html(raw)
+                                or is_notebook(raw)):
+            # gzip (decompressed as a capped stream), UTF-16, a web page or a notebook: read as the text they hold
+            raw = None
         text = read_text(path) if raw is None else raw.decode("utf-8", "replace")
         sniffed = _sniff_small(inp, text)
         if sniffed is None and raw is not None and batch and _batchable(raw):

@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 from diagnose.parsers.archives import MAX_MEMBERS, ArchiveError, archive_kind, unpack
 from diagnose.parsers.errors import InputError
 from diagnose.parsers.html_text import html_to_text, is_html
+from diagnose.parsers.notebook import is_notebook, notebook_to_text
 
 MAX_DOWNLOAD_BYTES = 512 * 1024 * 1024  # a raw log attachment larger than this is not a paste; ask for the file
 DOWNLOAD_TIMEOUT_S = 20.0  # per read
@@ -443,10 +444,17 @@ def open_input(path: Path) -> BinaryIO:
     if is_html(head) and os.fstat(fh.fileno()).st_size <= HTML_MAX_BYTES:
         with fh:
             return io.BytesIO(html_to_text(fh.read()))
+    if is_notebook(head) and os.fstat(fh.fileno()).st_size <= HTML_MAX_BYTES:
+        text = notebook_to_text(fh.read())
+        if text is not None:
+            fh.close()
+            return io.BytesIO(text)
+        fh.seek(0)  # JSON that is no notebook: read as it is
     return fh
 
 
-# A saved web page is read for the text it shows (parsers/html_text.py), whole: one larger is read as it is.
+# A saved web page is read for the text it shows (parsers/html_text.py), a notebook for its cells and outputs
+# (parsers/notebook.py), whole: one larger is read as it is.
 HTML_MAX_BYTES = 64 * 1024 * 1024
 # Windows PowerShell 5's `>` and `Out-File` write UTF-16 (little-endian, with a byte-order mark): a log saved that way
 # has a NUL after every ASCII character and would read as a binary file. It is read as the text it is.
