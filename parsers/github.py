@@ -48,7 +48,8 @@ MAX_GIST_FILES = 20  # per gist: a gist of hundreds of files is a dataset, not a
 # in its bytes, so the byte budget bounds that too.
 THREAD_MAX_BYTES = 1 << 30
 THREAD_MAX_S = 300.0
-ATTACHMENT_SUFFIXES = (".log", ".txt", ".out", ".err", ".json", ".yaml", ".yml", ".sh", ".gz", ".zip", ".tgz", ".tar")
+ATTACHMENT_SUFFIXES = (".log", ".txt", ".out", ".err", ".json", ".yaml", ".yml", ".sh", ".gz", ".zip", ".tgz", ".tar",
+                       ".csv", ".ipynb")  # a metrics export; a notebook in the repository (parsers/notebook.py)
 # The suffix a fenced block's info string gives its temporary file, so that the readers sniff it as what it is.
 _INFO_SUFFIX = {"json": ".json", "jsonc": ".json", "yaml": ".yaml", "yml": ".yaml", "bash": ".sh", "sh": ".sh",
                 "shell": ".sh", "zsh": ".sh", "console": ".log", "text": ".log", "txt": ".log", "log": ".log",

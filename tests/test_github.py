@@ -415,13 +415,15 @@ def test_links_keep_text_attachments_on_github_only(monkeypatch: pytest.MonkeyPa
             "https://github.com/acme/trainer/blob/main/configs/ds.json "
             "https://github.com/user-attachments/assets/0b1e-4c/shot.png "
             "https://gist.github.com/alice/aa11bb22cc33 https://evil.example/user-attachments/files/1/x.log "
-            "https://raw.githubusercontent.com/acme/trainer/main/run.sh https://github.com/acme/trainer/files/9/w.whl")
+            "https://raw.githubusercontent.com/acme/trainer/main/run.sh https://github.com/acme/trainer/files/9/w.whl "
+            "https://github.com/acme/trainer/blob/main/notebooks/finetune.ipynb")
     assert links(body) == [
         ("https://github.com/user-attachments/files/17000/train.log", "train.log"),
         ("https://github.com/acme/trainer/files/123/slurm-99.out", "slurm-99.out"),
         ("https://github.com/acme/trainer/raw/main/configs/ds.json", "ds.json"),
         ("gist:aa11bb22cc33", "aa11bb22cc33"),
-        ("https://raw.githubusercontent.com/acme/trainer/main/run.sh", "run.sh")]
+        ("https://raw.githubusercontent.com/acme/trainer/main/run.sh", "run.sh"),
+        ("https://github.com/acme/trainer/raw/main/notebooks/finetune.ipynb", "finetune.ipynb")]
 
 
 def test_an_attachment_that_does_not_come_is_named_and_the_rest_is_read(gh: StandIn) -> None:
