@@ -1573,3 +1573,18 @@ def test_unsloths_banner_states_the_hf_trainers_summary_several_a_line(tmp_path:
     f = m.facts
     assert (f.world_size, f.micro_batch_per_gpu, f.grad_accum_steps, f.train_batch_size, f.total_steps) == \
         (2, 2, 4, 16, 60)
+
+
+def test_a_counter_named_as_a_steps_makes_the_step_clock_before_one_found_by_its_statistics(tmp_path: Path) -> None:
+    # a loader's `Worker 3: loaded shard 0001 (12345 samples) in 0.45s` after each step line was taken as the steps
+    lines = []
+    for i, (step, t, _) in enumerate(_slowing(40)):
+        lines += [f"step {step} loss 2.4833 ({t:.3f}s/it)", f"Worker 3: loaded shard {i + 1:04d} (12345 samples) in 0.45s"]
+    _reads_as(tmp_path, lines, _median([round(t, 3) for _, t, _ in _slowing(40)]), ("step", "counter"), rel=1e-3)
+
+
+def test_names_before_a_fat_arrow(tmp_path: Path) -> None:
+    # a Perl or Ruby hash printed: `step => 10, loss => 2.4833, step_time => 0.8500`
+    lines = [f"step => {step}, loss => 2.4833, step_time => {t:.4f}" for step, t, _ in _slowing(40)]
+    _reads_as(tmp_path, lines, _median([t for _, t, _ in _slowing(40)]), ("step", "counter"),
+              ("step_time", "step_time"), rel=1e-3)
