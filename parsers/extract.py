@@ -52,9 +52,9 @@ BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 _RANK_DS = "[Rank "
 _RANK_DS_WHOLE = r"\[Rank \d{1,9}\] "  # nine digits at most: any rank fits an Int32
 # srun -l's `3: ` task label only at the start of a line: `iter 120: loss` and `step 2: train loss` are not ranks.
-_RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank(?P<torch>\d+)\]:|\[[a-z_]*?(?P<tee>\d+)\]:|"
+_RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank:? ?(?P<torch>\d+)\](?::| )|\[[a-z_]*?(?P<tee>\d+)\]:|"
                r"\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:)|\s*(?P<task>\d{1,5}): )")
-_RANK_OUTER_HINT = r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std)|\s*\d{1,5}: )"
+_RANK_OUTER_HINT = r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank:? ?\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std)|\s*\d{1,5}: )"
 _HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?" + HOST + r": "
 _TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}(?:\] \[| >> )"
 # Other loggers' stamps at the start of a line: ISO (`2026-01-02T10:00:00.123`), Python logging without DeepSpeed's
@@ -702,11 +702,12 @@ def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | No
                         pl.lit("config_setting").alias("origin"))
 
 
-# Prefixes that name a process's global rank: DeepSpeed's `[Rank N]`, torch's `[rankN]:`, Open MPI's
+# Prefixes that name a process's global rank: DeepSpeed's `[Rank N]`, torch's `[rankN]:` (and a loop's own
+# `[rank3] ` or Lightning Fabric's `[rank: 3] `), Open MPI's
 # `[1,N]<stdout>:`. srun's `N: ` task label and torchrun's `[defaultN]:` (a local rank) are not among them.
 RANK_MARKS = ("[Rank ", "[rank", "]<std")
 _RANK_MARKS_RE = any_of(RANK_MARKS)
-RANK_MARK_RE = r"\[Rank (\d{1,6})\]|\[rank(\d{1,6})\]:|\[\d+,(\d{1,6})\]<std(?:out|err)>"
+RANK_MARK_RE = r"\[Rank (\d{1,6})\]|\[rank:? ?(\d{1,6})\](?::| )|\[\d+,(\d{1,6})\]<std(?:out|err)>"
 
 
 RANKS_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32}

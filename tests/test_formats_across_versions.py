@@ -1588,3 +1588,15 @@ def test_names_before_a_fat_arrow(tmp_path: Path) -> None:
     lines = [f"step => {step}, loss => 2.4833, step_time => {t:.4f}" for step, t, _ in _slowing(40)]
     _reads_as(tmp_path, lines, _median([t for _, t, _ in _slowing(40)]), ("step", "counter"),
               ("step_time", "step_time"), rel=1e-3)
+
+
+@pytest.mark.parametrize("label", ["[rank{r}] ", "[rank {r}] ", "[rank: {r}] "])
+def test_a_loops_own_rank_label_names_the_rank(tmp_path: Path, label: str) -> None:
+    # `print(f"[rank{rank}] step ...")` and Lightning Fabric's `[rank: 1]`: torch's `[rank1]:` has a colon, these
+    # none; the ranks were unknown (no world size), and read newest first the step's first line was rank 1's
+    lines = [f"{label.format(r=r)}step {step} loss 2.4833 time {t * (1.3 if r else 1.0):.3f}"
+             for step, t, _ in _slowing(40) for r in (0, 1)]
+    for order in (lines, lines[::-1]):
+        m = _model(tmp_path, *order)
+        assert m.facts.world_size == 2
+        _reads_as(tmp_path, order, _median([round(t, 3) for _, t, _ in _slowing(40)]), rel=1e-3)
