@@ -291,6 +291,13 @@ def _field(pattern: str | tuple[str, ...]) -> pl.Expr:
     return found[0] if len(found) == 1 else pl.coalesce(found)
 
 
+def every_match(rows: pl.DataFrame, pattern: str) -> pl.DataFrame:
+    """A row per match of `pattern` in each row's `text`, its named groups as columns (rows with none dropped)."""
+    return (rows.with_columns(pl.col("text").str.extract_all(pattern).alias("_m")).explode("_m")
+            .filter(pl.col("_m").is_not_null())
+            .with_columns(pl.col("_m").str.extract_groups(pattern).alias("_g")).drop("_m").unnest("_g"))
+
+
 def _general(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
     if kind.numbers:
         n = len(kind.numbers)
@@ -299,9 +306,7 @@ def _general(kind: LineKind, rows: pl.DataFrame) -> pl.DataFrame:
         out = nums.filter(ok).with_columns(
             pl.col("_n").list.get(i, null_on_oob=True).alias(name) for i, name in enumerate(kind.numbers))
     elif kind.pattern and kind.every:  # each match a row
-        out = (rows.with_columns(pl.col("text").str.extract_all(kind.pattern).alias("_m")).explode("_m")
-               .filter(pl.col("_m").is_not_null())
-               .with_columns(pl.col("_m").str.extract_groups(kind.pattern).alias("_g")).drop("_m").unnest("_g"))
+        out = every_match(rows, kind.pattern)
     elif kind.pattern:
         out = rows.with_columns(pl.col("text").str.extract_groups(kind.pattern).alias("_g")).unnest("_g")
     else:
@@ -602,12 +607,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
                                & ~pl.col("text").str.contains(ADVICE_RE))
     if env_rows.height:
         env = (
-            with_prefix(env_rows, source_id)
-            .with_columns(pl.col("text").str.extract_all(ENV_RE).alias("_m"))
-            .explode("_m")
-            .filter(pl.col("_m").is_not_null())
-            .with_columns(pl.col("_m").str.extract_groups(ENV_RE).alias("_g"))
-            .unnest("_g")
+            every_match(with_prefix(env_rows, source_id), ENV_RE)
             .with_columns(pl.col("value").str.strip_chars("\"'"))
             .select(*BASE_COLUMNS, "key", "value")
         )
@@ -691,10 +691,7 @@ def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | No
         hinted = hinted.join(read.unique(), on=read.columns, how="anti")
     if hinted.height == 0:
         return None
-    found = (with_prefix(hinted, source_id)
-             .with_columns(pl.col("text").str.extract_all(SETTING_RE).alias("_m")).explode("_m")
-             .filter(pl.col("_m").is_not_null())
-             .with_columns(pl.col("_m").str.extract_groups(SETTING_RE).alias("_g")).unnest("_g"))
+    found = every_match(with_prefix(hinted, source_id), SETTING_RE)
     if found.height == 0:
         return None
     name = pl.coalesce("flag", "key").str.to_lowercase().str.replace_all(r"[ -]", "_")
