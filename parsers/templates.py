@@ -46,7 +46,8 @@ PRUNE_HOLD_SHARE, PRUNE_UP_SHARE = 0.5, 0.3  # ... leniently: ranks interleave t
 MONOTONE_SHARE = 0.7  # a counter steps up (or holds) between at least 70% of consecutive lines
 CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consecutive lines
 # Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
-GENERIC_TIME = frozenset({"time", "t", "seconds", "took", "takes", "duration", "spent"})
+GENERIC_TIME = frozenset({"time", "t", "seconds", "took", "takes", "duration", "spent", "total"})
+NOT_TOTAL_FALLS = 0.2  # a running total never falls; a named one that falls between 1 in 5 of its lines is none
 COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
 # An unnamed duration that grows this many fold over a log is a total (elapsed time), not a step time slowing down:
 # the slowdowns of the corpus and the zoo are 1.3-2x over a run; an elapsed time over 60 prints grows 60-fold.
@@ -507,6 +508,11 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
             if _unnamed_duration(slots[-1]) and (closed := _BRACKET_NAME.match(pre)) is not None:
                 slots[-1] = _renamed(slots[-1], closed.group(1))
                 pre = pre[closed.end():]
+            # A verb the vocabulary cannot place takes the words after its number's unit that say on what
+            # (`waited 490ms for data, loss=`, `spent 0.49 s on data loading |`).
+            if (on_what := _on_what(slots[-1], pre)) is not None:
+                slots[-1] = _renamed(slots[-1], on_what[0])
+                pre = pre[on_what[1]:]
             # A separator says whose words stand between two numbers: `2.58 avg loss, 0.0003 rate,` names each
             # number by the words after it (darknet), `loss 2.3, lr 0.1` by the words before.
             cut = max(pre.rfind(sep) for sep in _SEPARATORS)
@@ -543,7 +549,26 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
     if slots and _unnamed_duration(slots[-1]):
         if (after := _AFTER_NAME.match(pieces[-1].lstrip()[len(slots[-1].unit):])) is not None:
             slots[-1] = _renamed(slots[-1], after.group(1))
+    elif slots and (on_what := _on_what(slots[-1], pieces[-1].lstrip()[len(slots[-1].unit):])) is not None:
+        slots[-1] = _renamed(slots[-1], on_what[0])
     return slots
+
+
+# What a duration was spent on, after its unit: `for data`, `on input`, `waiting for the loader`.
+_ON_WHAT = re.compile(r"\s*((?:waiting |waited )?(?:for|on) (?:the )?[A-Za-z][A-Za-z_]*(?: [A-Za-z_]+){0,2})\s*"
+                      r"(?:[,;|)\]]|$)")
+
+
+def _on_what(slot: _Slot, after: str) -> tuple[str, int] | None:
+    """(The slot's name with the words after its unit that say on what its time went, where the slot is a duration
+    whose name is a verb the vocabulary cannot place or a generic time, and the words give it a role; the end of
+    those words in `after`), else None."""
+    if not slot.name or (slot.name_role is not None and slot.norm not in GENERIC_TIME) or slot.scale is None \
+            or slot.unit_role is not None or (m := _ON_WHAT.match(after)) is None:
+        return None
+    name = f"{slot.name} {m.group(1)}"
+    role = vocab.role_of(vocab.normalise(name)[0], timed=True)
+    return (name, m.end(1)) if role is not None and role != slot.name_role else None
 
 
 # A JSON object or a Python dict inside another (`{"step": 10, "timing": {"step": 0.85, "data": 0.02}}`): the keys of
@@ -596,7 +621,8 @@ def _unnamed_duration(slot: _Slot) -> bool:
 
 _SEPARATORS = (",", ";", "|", "，", "；")
 # Roles whose numbers are never printed in a unit of time per step (their names keep a unit after them off)
-_UNTIMED_ROLES = frozenset({"loss", "lr", "grad_norm", "counter", "epoch", "mem", "mfu", "tflops", "count"})
+_UNTIMED_ROLES = frozenset({"loss", "lr", "grad_norm", "counter", "epoch", "mem", "mfu", "tflops", "count",
+                            "samples_per_sec", "tokens_per_sec", "iter_rate"})  # a rate's name is its unit
 
 
 # A scalar printed in its repr (NumPy 2's `np.float64(2.48)`, torch's `tensor(2.4800, device='cuda:0')`, JAX's
@@ -633,8 +659,10 @@ def _slot(i: int, name: str, clock: bool, unit: str, unit_role: str | None, unit
     if name_role == "counter" and ((name_scale is not None and name_scale < 1.0) or unit_scale is not None):
         # `batch_ms`, `iter_ms`, `batch: 0.850s`: a count's name with a unit of time is the time per count
         name_role = "step_time"
-    if name_role == "count" and unit_scale is not None:
-        name_role = None  # `total: 0.85s`: a name that counts, printed with a unit of time, is a time (the unit's)
+    if name_role == "count" and (unit_scale is not None or name_scale is not None):
+        # `total: 0.85s`, `total_ms=850`: a name that counts, printed in a unit of time, is a time; `total` is the
+        # step's (or the run's, where it grows in step with the counter: GENERIC_TIME)
+        name_role = "step_time" if norm == "total" else None
     return _Slot(i, name, norm, clock, unit, name_role, unit_role,
                  unit_scale if unit_scale is not None else name_scale, total_of, avg_of, mem)
 
@@ -1332,6 +1360,13 @@ def _choose_step_time(slots: list[_Slot], stats: list[dict[str, float]], roles: 
     flat = [i for i, (r, how) in sorted(roles.items())
             if r == "cum_time" and how == "name"
             and (stats[i]["up"] < CUMULATIVE_SHARE or not _total_like(frame, f"s{i}", "global_step"))]
+    # A total by name that falls between many of its lines (`wall 0.816s`, `elapsed 0.85s` on every line) is none.
+    # Where nothing else times the step and no stamps can decide, it is the step's time, as a duration named on a
+    # step's line is: its differences would time nothing. One that only grows stays a total, offset or not.
+    if not cands and not has_ts and len(flat) == 1 and 1 - stats[flat[0]]["up_or_hold"] >= NOT_TOTAL_FALLS \
+            and not any(r in _CLOCK_ROLES for i, (r, _) in roles.items() if i not in flat):
+        roles[flat[0]] = ("step_time", "statistics")
+        return
     # One duration has none to be chosen against, except a total by name that is no running total where nothing
     # else times the step (fairseq2's `Elapsed Time: 8.5s` a print beside its growing `Wall Time`): the stamps decide.
     if len(cands) + len(flat) < (1 if not cands and has_ts else 2):

@@ -70,7 +70,10 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "sample_batch",  # an RL loop's draw from its replay buffer (d3rlpy's `time_sample_batch`)
                   "数据", "数据加载", "加载",  # Chinese: data, data loading, loading
                   "smp",  # flashlight's sample timer: the dataset's `get` of the batch
-                  "etl", "etl_time"),  # DL4J's PerformanceListener `ETL: 17 ms; iteration 10; iteration time: 850 ms`
+                  "etl", "etl_time",  # DL4J's PerformanceListener `ETL: 17 ms; iteration 10; iteration time: 850 ms`
+                  "next_batch",  # the loop's `next(iterator)`: the wait for the next batch
+                  "prep", "preproc", "preprocess", "preprocessing",  # the batch prepared on the loop's own thread
+                  "queue_wait", "queue_time"),  # a prefetch queue's wait
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -220,6 +223,10 @@ def normalise(name: str) -> tuple[str, float | None]:
         return "s_it", None if scale == 1.0 else scale  # seconds, the default, as _name_unit gives them
     if _STEP_RATE_NAME.fullmatch(name.strip()) is not None:
         return "it_s", None
+    # A step's word with a unit glued by `_` (`step_s=0.816`, LeRobot's `updt_s`, `batch_ms`) is its seconds: a rate is
+    # written with its slash (`step/s`) or spelled out (`steps_per_sec`).
+    if (timed := _STEP_SECONDS_NAME.fullmatch(name.strip())) is not None:
+        return "step_time", NAME_UNITS[timed.group(1).lower()]
     # A unit in brackets at the end is a unit whatever the words before it (`Time/iter (s)` is no `iter_s` rate)
     if (bracketed := _BRACKETED_UNIT.search(name)) is not None and bracketed.start() > 0:
         return _SEP.sub("_", name[:bracketed.start()].lower()).strip("_"), NAME_UNITS[bracketed.group(1).lower()]
@@ -244,6 +251,7 @@ def normalise(name: str) -> tuple[str, float | None]:
 _STEP_WORDS = r"(?:it|its|iter|iters|iteration|iterations|step|steps|batch|batches|b|update|updates)"
 _PER_STEP_NAME = re.compile(r"(s|sec|secs|ms|msec)\s*/\s*" + _STEP_WORDS, re.I)
 _STEP_RATE_NAME = re.compile(_STEP_WORDS + r"\s*/\s*(?:s|sec|second)", re.I)
+_STEP_SECONDS_NAME = re.compile(r"(?:iter|iteration|step|batch|update)_(s|sec|secs|ms|msec)", re.I)
 _PARTS_OF_A_STEP = frozenset({"data_time", "generate_time", "train_phase_time"})
 _PER_STEP_OF = re.compile(r"([^/]+?)\s*/\s*" + _STEP_WORDS, re.I)
 
@@ -392,13 +400,17 @@ def unit_name(name: str) -> tuple[Role, float | None] | None:
     return unit_name(tail.group(1)) if tail and tail.group(1) != key else None
 
 
+_UNIT = re.compile(r"\s?((?:[^\W\d_]|%)+(?:\s?/\s?[^\W\d_]+|\sper\s[^\W\d_]+)?)")
+_PER = re.compile(r"\sper\s")
+
+
 def unit_of(text: str) -> tuple[str, Role | None, float | None]:
     """The unit that opens `text` (the text right after a number) -> (unit as printed, role, seconds per unit)."""
-    m = re.match(r"\s?((?:[^\W\d_]|%)+(?:\s?/\s?[^\W\d_]+)?)", text)  # letters of any script: `0.85秒`, `0.85 с`
+    m = _UNIT.match(text)  # letters of any script: `0.85秒`, `0.85 с`; `per` spelled out (`1.18 iterations per second`)
     if not m:
         return "", None, None
     unit = m.group(1)
-    key = re.sub(r"\s+", " ", unit.lower())
+    key = _PER.sub("/", re.sub(r"\s+", " ", unit.lower()))
     if key in UNITS:
         return unit, *UNITS[key]
     if key.replace(" ", "") in UNITS:

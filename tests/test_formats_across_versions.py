@@ -1217,7 +1217,9 @@ def test_a_unit_of_time_over_a_steps_word_is_seconds_per_step(tmp_path: Path, na
     assert steps is not None and steps.p50_s == pytest.approx(0.86, rel=0.01), steps
     assert ((name, "sec_per_iter") in roles or (name, "step_time") in roles) and ("Gen Loss Total", "loss") in roles
     from diagnose.parsers.vocabulary import normalise, role_of
-    assert role_of(normalise("batch/s")[0]) == "iter_rate" and role_of(normalise("batch_s")[0]) == "counter"
+    # the slash decides: `batch/s` is a rate, `batch_s` the batch's seconds (as LeRobot's `updt_s`)
+    assert role_of(normalise("batch/s")[0]) == "iter_rate"
+    assert normalise("batch_s") == ("step_time", 1.0) and role_of(normalise("batch_s")[0]) == "step_time"
 
 
 def test_electras_elapsed_time_in_seconds_then_minutes(tmp_path: Path) -> None:
@@ -1600,3 +1602,55 @@ def test_a_loops_own_rank_label_names_the_rank(tmp_path: Path, label: str) -> No
         m = _model(tmp_path, *order)
         assert m.facts.world_size == 2
         _reads_as(tmp_path, order, _median([round(t, 3) for _, t, _ in _slowing(40)]), rel=1e-3)
+
+
+def _input_bound(tmp_path: Path, layout: str) -> None:
+    """Forty prints ten steps apart of a 0.85-0.87 s step that waits 60% of it for data: read at that median, and
+    input-bound."""
+    from diagnose.engine import diagnose
+    lines = []
+    for i in range(1, 41):
+        t = 0.85 + 0.01 * (i % 3)
+        lines.append(layout.format(s=10 * i, t=t, d=0.6 * t, tm=1000 * t, dm=600 * t))
+    d = diagnose(_model(tmp_path, *lines))
+    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
+    assert "input-bound" in [f.id for f in d.findings[:3]]
+
+
+@pytest.mark.parametrize("layout", [
+    # what the time went on, said after the number (`waited 490ms for data`, `spent 0.49 s on data loading`)
+    "Batch {s}/600 done in {tm:.0f}ms, waited {dm:.0f}ms for data, loss=2.483",
+    "step {s}: loss 2.4833 | took {t:.3f} s | spent {d:.3f} s on data loading",
+    # a step's total under a counting name with the unit in the name; waits named for the loop's own data call
+    "it={s} loss=2.483 total_ms={tm:.1f} dataloader_ms={dm:.1f}",
+    "step {s}: next_batch {dm:.1f}ms, train_step {tm:.1f}ms, loss 2.4833",
+    "[step {s}] loss=2.4833 prep={d:.3f}s step={t:.3f}s",
+    "step {s} loss 2.4833 queue_wait {dm:.0f}ms iteration {tm:.0f}ms",
+    # a step's word with `_s` glued is its seconds, not a rate (`step/s`)
+    "step={s} loss=2.4833 step_s={t:.3f} data_s={d:.3f}",
+])
+def test_data_waits_said_after_the_number_or_named_for_the_loops_own_calls(tmp_path: Path, layout: str) -> None:
+    _input_bound(tmp_path, layout)
+
+
+@pytest.mark.parametrize("layout", ["it {s} | wall {t:.3f}s | loss 2.4833", "step {s} elapsed {t:.3f}s loss 2.48"])
+def test_a_total_by_name_that_falls_between_lines_is_the_steps_time(tmp_path: Path, layout: str) -> None:
+    # `wall` and `elapsed` name running totals, which never fall: one that rises and falls from print to print is
+    # each step's own time. Its differences gave 0.0001 s steps.
+    lines = [layout.format(s=10 * i, t=0.85 * (1 + 0.02 * ((i * 7) % 5 - 2))) for i in range(1, 41)]
+    _reads_as(tmp_path, lines, _median([round(0.85 * (1 + 0.02 * ((i * 7) % 5 - 2)), 3) for i in range(1, 41)]),
+              rel=1e-3)
+    # a running total under the same names stays one: its growth per step times the steps
+    totals = [layout.format(s=10 * i, t=8.5 * i) for i in range(1, 41)]
+    _reads_as(tmp_path, totals, 0.85, rel=1e-3)
+
+
+@pytest.mark.parametrize("layout", [
+    "Iteration {s} of 600: {r:.3f} iterations per second, loss 2.4833",  # a rate spelled out
+    "step {s} | loss 2.4833 | {tm:.0f} ms per step",
+    "STEP {s} LOSS 2.4833 SAMPLES/SEC {sps:.1f} SEC/STEP {t:.3f}",  # a rate's name is its unit: not the next one's
+])
+def test_rates_spelled_out_and_a_rate_named_by_its_unit(tmp_path: Path, layout: str) -> None:
+    ts = [0.85 + 0.01 * (i % 3) for i in range(1, 41)]
+    lines = [layout.format(s=10 * i, t=t, tm=1000 * t, r=1 / t, sps=256 / t) for i, t in enumerate(ts, 1)]
+    _reads_as(tmp_path, lines, 0.86, rel=0.01)
