@@ -47,6 +47,7 @@ MONOTONE_SHARE = 0.7  # a counter steps up (or holds) between at least 70% of co
 CUMULATIVE_SHARE = 0.9  # a cumulative time grows between at least 90% of consecutive lines
 # Names too general to say per step or in all: `time: 412` that grows in step with the counter is a running total.
 GENERIC_TIME = frozenset({"time", "t", "seconds", "took", "takes", "duration", "spent", "total"})
+EVEN_STEPS = 0.9  # a headless stamped table's counter: one interval between 9 in 10 of its lines
 NOT_TOTAL_FALLS = 0.2  # a running total never falls; a named one that falls between 1 in 5 of its lines is none
 COARSE_SHARE = 0.1  # more than 1 in 10 zero differences of a total: it is printed coarser than a step lasts
 # An unnamed duration that grows this many fold over a log is a total (elapsed time), not a step time slowing down:
@@ -951,6 +952,12 @@ def _stream(source: int, template: str, sub: pl.DataFrame, n: int,
         roles.update({i: ("step_time", how) for i, (r, how) in roles.items() if r == "epoch_time"})
     training = any(r in _TRAINING_ROLES for r, _ in roles.values()) or \
         (not ordinal and slots[counter].name_role == "counter") or (by_epoch and len(slots) == 1)
+    # Stamped lines of bare numbers whose counter steps by one print interval throughout (a custom logger's headless
+    # TSV, `<time>\t10\t2.4833`): a loop's progress though nothing is named; the stamps time its steps. A monitor's
+    # samples count nothing, or not so evenly.
+    if not training and has_ts and not ordinal and not any(s.name or s.unit for s in slots) \
+            and _even_steps(wide, f"s{counter}"):
+        training = True
     if not training:
         return None
     rank = pl.col("rank")
@@ -1015,6 +1022,14 @@ RECORD_ROLES = frozenset({"step_time", "sec_per_iter", "iter_rate", "samples_per
                           "cum_time", "epoch_time",  # an epoch's time: where the clock counts epochs
                           "generate_time", "train_phase_time"})  # an RL step's phases (NeMo-RL's `Timing:` record)
 RECORD_MATCHED = 0.8  # at least this share of a record template's lines must fall within a step's record
+
+
+def _even_steps(frame: pl.DataFrame, counter: str) -> bool:
+    """Whether the counter rises by one same interval between at least EVEN_STEPS of its lines (per rank)."""
+    steps = frame.select(pl.col(counter).diff().over("rank").drop_nulls()).to_series()
+    if steps.len() < MIN_LINES - 1 or not (steps > 0).all():
+        return False
+    return number(steps.value_counts(sort=True)["count"][0]) >= EVEN_STEPS * steps.len()
 
 
 def _counts(stream: Stream) -> bool:

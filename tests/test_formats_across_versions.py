@@ -1654,3 +1654,13 @@ def test_rates_spelled_out_and_a_rate_named_by_its_unit(tmp_path: Path, layout: 
     ts = [0.85 + 0.01 * (i % 3) for i in range(1, 41)]
     lines = [layout.format(s=10 * i, t=t, tm=1000 * t, r=1 / t, sps=256 / t) for i, t in enumerate(ts, 1)]
     _reads_as(tmp_path, lines, 0.86, rel=0.01)
+
+
+def test_a_headless_stamped_table_with_an_even_counter_is_a_loops_progress(tmp_path: Path) -> None:
+    # a custom logger's `f"{datetime.now().isoformat()}\t{step}\t{loss}"`: nothing named, the stamps time the steps
+    lines = [f"2026-01-05T10:{wall // 60:02.0f}:{wall % 60:02.0f}\t{step}\t{2.5 - step / 1000:.4f}"
+             for step, _, wall in ((10 * i, 0, 8.5 * i) for i in range(1, 41))]
+    _reads_as(tmp_path, lines, 0.85, rel=0.07)
+    # a monitor's samples (a GPU's index, its utilisation, its memory) count nothing: no stream
+    monitor = [f"2026-01-05T10:00:{i:02d}\t0\t{40 + (i * 7) % 13}\t{30000 + (i * 37) % 101}" for i in range(40)]
+    assert not [s for s in _model(tmp_path, *monitor).streams if s.step_clock]
