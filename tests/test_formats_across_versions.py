@@ -1664,3 +1664,12 @@ def test_a_headless_stamped_table_with_an_even_counter_is_a_loops_progress(tmp_p
     # a monitor's samples (a GPU's index, its utilisation, its memory) count nothing: no stream
     monitor = [f"2026-01-05T10:00:{i:02d}\t0\t{40 + (i * 7) % 13}\t{30000 + (i * 37) % 101}" for i in range(40)]
     assert not [s for s in _model(tmp_path, *monitor).streams if s.step_clock]
+
+
+@pytest.mark.parametrize("layout", ["Completed {s} of 600 steps in {w:.1f}s (loss 2.4833)",
+                                    "[{s}/600 steps in {w:.1f}s] loss 2.4833"])
+def test_the_total_of_a_progress_fraction_is_not_the_steps_a_time_covers(tmp_path: Path, layout: str) -> None:
+    # `last 10 steps took 8.5s` divides by its 10; `Completed 10 of 600 steps in 8.2s` is the run's elapsed time at
+    # step 10 of 600: dividing by 600 gave 1.4 ms steps
+    lines = [layout.format(s=step, w=wall) for step, _, wall in _slowing(40)]
+    _reads_as(tmp_path, lines, _median([t for _, t, _ in _slowing(40)]), rel=0.02)
