@@ -402,6 +402,7 @@ def unit_name(name: str) -> tuple[Role, float | None] | None:
 
 _UNIT = re.compile(r"\s?((?:[^\W\d_]|%)+(?:\s?/\s?[^\W\d_]+|\sper\s[^\W\d_]+)?)")
 _PER = re.compile(r"\sper\s")
+_SPACED_SLASH = re.compile(r"\s/|/\s")
 
 
 def unit_of(text: str) -> tuple[str, Role | None, float | None]:
@@ -419,5 +420,9 @@ def unit_of(text: str) -> tuple[str, Role | None, float | None]:
         return unit, *canonical
     if key in MEM_UNITS or key == "%":
         return unit, None, None
+    # A slash with a space beside it that makes no unit separates pairs (`time 0.816s / data 0.490s`): the unit is
+    # the time before it (`12.5 GB / s` stays a unit not understood, no memory).
+    if _SPACED_SLASH.search(unit) and (first := unit_of(text[:m.start(1)] + unit.split("/")[0].rstrip()))[2]:
+        return first
     # A word after a space is the next name, not this number's unit; glued letters are a unit we do not know.
     return (unit, None, None) if not text.startswith(" ") else ("", None, None)

@@ -1673,3 +1673,11 @@ def test_the_total_of_a_progress_fraction_is_not_the_steps_a_time_covers(tmp_pat
     # step 10 of 600: dividing by 600 gave 1.4 ms steps
     lines = [layout.format(s=step, w=wall) for step, _, wall in _slowing(40)]
     _reads_as(tmp_path, lines, _median([t for _, t, _ in _slowing(40)]), rel=0.02)
+
+
+def test_a_spaced_slash_between_pairs_is_no_unit(tmp_path: Path) -> None:
+    # `time 0.816s / data 0.490s`: `s / data` was read as one unit not understood, so the step time had no unit and
+    # the data wait no name; `s / it` is still a unit
+    _input_bound(tmp_path, "step {s} / loss 2.4833 / time {t:.3f}s / data {d:.3f}s")
+    from diagnose.parsers.vocabulary import unit_of
+    assert unit_of(" s / it, loss")[1:] == ("sec_per_iter", 1.0) and unit_of(" GB / s")[1:] == (None, None)
