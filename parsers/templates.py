@@ -574,8 +574,8 @@ def _on_what(slot: _Slot, after: str) -> tuple[str, int] | None:
 
 # A JSON object or a Python dict inside another (`{"step": 10, "timing": {"step": 0.85, "data": 0.02}}`): the keys of
 # the inner one are named with the outer key before them (`timing/step`), as a flattened metrics dict names them.
-_NESTED = re.compile(r"""["'][^"']+["']\s*:\s*\{""")
-_OPEN_OR_CLOSE = re.compile(r"""["']([^"']+)["']\s*:\s*\{|\}""")
+_NESTED = re.compile(r"""(?:["'][^"']+["']\s*:|\b\w+\s*=)\s*\{""")  # `times={'step': 0.85}` too
+_OPEN_OR_CLOSE = re.compile(r"""(?:["']([^"']+)["']\s*:|\b(\w+)\s*=)\s*\{|\}""")
 
 
 def _json_parents(pieces: list[str]) -> list[tuple[str, ...]]:
@@ -584,8 +584,8 @@ def _json_parents(pieces: list[str]) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for piece in pieces[:-1]:
         for m in _OPEN_OR_CLOSE.finditer(piece):
-            if m.group(1) is not None:
-                stack.append(m.group(1))
+            if (key := m.group(1) or m.group(2)) is not None:
+                stack.append(key)
             elif stack:
                 stack.pop()
         out.append(tuple(stack))

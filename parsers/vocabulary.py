@@ -73,7 +73,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "etl", "etl_time",  # DL4J's PerformanceListener `ETL: 17 ms; iteration 10; iteration time: 850 ms`
                   "next_batch",  # the loop's `next(iterator)`: the wait for the next batch
                   "prep", "preproc", "preprocess", "preprocessing",  # the batch prepared on the loop's own thread
-                  "queue_wait", "queue_time"),  # a prefetch queue's wait
+                  "queue_wait", "queue_time",  # a prefetch queue's wait
+                  "input_pipeline", "read", "read_time", "reading"),
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -299,7 +300,12 @@ PHASE_WORDS = frozenset({"fwd", "bwd", "forward", "backward", "optim", "optimize
 # `generation: 0.51s`): printed bare they are as often a count or a level (`input 512` tokens, a CPU's `load 3.2`, a
 # search's `generation 12`).
 TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "load", "input", "generation",
-                                        "bch", "smp"})
+                                        "bch", "smp", "read", "reading"})
+# A wait said in its words, timed (`waiting_for_batch=0.490s`, `batch ready after 490ms`, `loader stall 490 ms`): the
+# loop waited on what it names, its input where that is a batch or the data, and a GPU starved waits for its input.
+WAIT_WORDS = frozenset({"wait", "waiting", "waited", "stall", "stalled", "blocked", "ready"})
+_WAITED_ON = frozenset({"batch", "batches", "data", "input", "loader", "dataloader", "sample", "samples", "next"})
+_STARVED = frozenset({"starved", "starving", "starvation"})
 
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
@@ -328,12 +334,23 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
                 return "loss"
             # `time_<what>` times what it names, not counts it: `time_batch` a step, `time_epoch` an epoch, and
             # anything longer a part of the step (d3rlpy's `time_algorithm_update`)
-            if role in ("counter", "count", "epoch") and parts[0] in ("time", "timing"):
+            if role in ("counter", "count") and timed and WAIT_WORDS.intersection(parts[:i]) \
+                    and parts[-1] in _WAITED_ON:
+                return "data_time"  # `waiting_for_batch`: the batch waited for, not counted
+            if role in ("counter", "count", "epoch") and parts[0] in _TIME_HEADS:
                 if i == 1 and role == "counter":
                     return "step_time"
                 return "epoch_time" if i == 1 and role == "epoch" else "phase_time"
             return role
+    if timed and sep and (_STARVED.intersection(parts) or (WAIT_WORDS.intersection(parts)
+                                                         and _WAITED_ON.intersection(parts))):
+        return "data_time"  # `batch_ready_after`, `loader_stall`, `gpu_starved_for`
     return "loss" if part_loss(norm) or named_loss(norm) else None
+
+
+# The first word of a name that times what follows it (`time_batch`, `timing_step`; a dict of times printed as
+# `times={'step': 0.85}` names its keys `times/step`)
+_TIME_HEADS = frozenset({"time", "timing", "times", "timings", "timer", "timers", "durations"})
 
 
 def qualified_time(norm: str) -> bool:

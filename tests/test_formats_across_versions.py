@@ -1681,3 +1681,22 @@ def test_a_spaced_slash_between_pairs_is_no_unit(tmp_path: Path) -> None:
     _input_bound(tmp_path, "step {s} / loss 2.4833 / time {t:.3f}s / data {d:.3f}s")
     from diagnose.parsers.vocabulary import unit_of
     assert unit_of(" s / it, loss")[1:] == ("sec_per_iter", 1.0) and unit_of(" GB / s")[1:] == (None, None)
+
+
+@pytest.mark.parametrize("layout", [
+    # a wait said in its words: on a batch or the data, or a GPU starved
+    "[{s}] loss=2.4833 t={t:.3f}s waiting_for_batch={d:.3f}s",
+    "step {s} loss 2.4833 batch ready after {dm:.0f}ms, step took {tm:.0f}ms",
+    "step {s}: loss 2.4833, step {tm:.0f} ms, loader stall {dm:.0f} ms",
+    "step {s} loss 2.4833 {t:.3f}s/step, GPU starved for {d:.3f}s",
+    # the input's own names for its time
+    "Step {s} | input pipeline {dm:.1f} ms | train {tm:.1f} ms | loss 2.4833",
+    "step {s} | loss 2.4833 | read {d:.3f}s | compute {t:.3f}s",
+    # a dict of times after `name=` (a kwargs-style print): its keys time the parts
+    "step {s} loss 2.4833 times={{'data': {d:.3f}, 'forward': 0.210, 'backward': 0.420, 'step': {t:.3f}}}",
+])
+def test_waits_said_in_words_and_a_dict_of_times(tmp_path: Path, layout: str) -> None:
+    _input_bound(tmp_path, layout)
+    from diagnose.parsers.vocabulary import normalise, role_of
+    # a count of what waited is no wait: `batch_wait` is one, `wait` alone and `stall_count` are none
+    assert [role_of(normalise(n)[0]) for n in ("batch_wait", "wait", "stall_count")] == ["data_time", None, None]
