@@ -73,10 +73,11 @@ def _local(src: str, tmpdir: Path | None = None) -> Iterator[Input]:
         yield Input(src, _spool_fifo(src, tmpdir), True)
         return
     if path.is_dir():
-        from diagnose.parsers.wandb_offline import is_legacy_run_dir
+        from diagnose.parsers.wandb_offline import foreign_files, is_legacy_run_dir
 
         if is_legacy_run_dir(path):
             yield Input(src, path, True)
+            yield from (Input(str(f), f, False) for f in foreign_files(path))
             return
         found = sorted(_walk(path, unread=True))
         if not found:
@@ -131,15 +132,18 @@ def input_files(sources: list[str]) -> set[str]:
 def _walk(root: Path, unread: bool = False) -> Iterator[Path]:
     """The files under `root` that are read: text that is not one of our own reports. `unread`: also the files
     that are not (binary, program source), so that reading lists them as skipped with why."""
-    from diagnose.parsers.wandb_offline import find_run_files
+    from diagnose.parsers.wandb_offline import find_run_files, foreign_files
 
     for dirpath, dirnames, filenames in os.walk(root):
         here = Path(dirpath)
         # A W&B directory or run directory: its transaction log holds everything, the console output too, so its
-        # files/output.log is not read a second time.
+        # files/output.log is not read a second time; a file W&B does not write there is read as any other.
         runs = find_run_files(here) if here.name == "wandb" or here.name.startswith(("run-", "offline-run-")) else []
         if runs:
-            yield from runs
+            for run in runs:
+                yield run
+                if run.is_dir():
+                    yield from foreign_files(run)
             dirnames[:] = []
             continue
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.startswith("."))

@@ -336,6 +336,22 @@ def read_panel_csv(path: Path) -> WandbRun:
     return run
 
 
+# What W&B itself writes in a run directory's files/ (besides LEGACY_FILES and output.log) and logs/ folders.
+_OWN_FILES = frozenset({"output.log", "requirements.txt", "diff.patch", "conda-environment.yaml"})
+_OWN_PREFIXES = ("upstream_diff_", "wandb-")
+
+
+def foreign_files(run_dir: Path) -> list[Path]:
+    """The files in a run directory's files/ folder that W&B does not write (a console log renamed or compressed,
+    `output.md`, `output.log.gz`; a log the user saved beside the run): read as inputs of their own. Without them a
+    run directory whose `output.log` was renamed read as nothing."""
+    files = run_dir / "files"
+    if not files.is_dir():
+        return []
+    return sorted(p for p in files.iterdir() if p.is_file() and p.name not in _OWN_FILES
+                  and p.name not in LEGACY_FILES and not p.name.startswith(_OWN_PREFIXES))
+
+
 def is_legacy_run_dir(path: Path) -> bool:
     files = path / "files"
     # Any of the files counts: a run directory holding only wandb-metadata.json / wandb-summary.json / config.yaml

@@ -341,3 +341,19 @@ def test_hosts_that_are_not_answering_w_and_b_apis(offline_run: Path, tmp_path: 
     assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
     assert "API key" not in proc.stderr
     assert seconds < 10 + 3  # within 10 s of diagnose's own work, plus interpreter start-up
+
+
+@pytest.mark.parametrize("console", ["output.log", "output.md", "output_log", "train.log"])
+def test_a_run_directory_reads_its_console_whatever_its_name(tmp_path: Path, console: str) -> None:
+    # A run directory as older SDKs left it, its console log renamed (a paste saved as `.md`, a copy beside the run):
+    # the files W&B does not write are read as inputs of their own; before, the run read as nothing.
+    files = tmp_path / "wandb" / "run-20260105_100000-abc123" / "files"
+    files.mkdir(parents=True)
+    (files / "wandb-metadata.json").write_text(json.dumps({"gpu": "NVIDIA H100 80GB HBM3", "gpu_count": 8}))
+    (files / "requirements.txt").write_text("torch==2.5.1\n")
+    (files / console).write_text("".join(f"step {s} loss 2.4833 step_time {0.85 + 0.01 * (s % 3):.3f}s\n"
+                                         for s in range(10, 410, 10)))
+    for src in (tmp_path / "wandb", files.parent):
+        m = parse([str(src)])
+        assert m.frames["steps"].height == 40 and m.frames["steps"]["step_time_s"].median() == pytest.approx(0.86)
+        assert not any(s.name.endswith(("requirements.txt", "wandb-metadata.json")) for s in m.sources)
