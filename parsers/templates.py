@@ -1214,9 +1214,9 @@ _COUNTED_STEPS = re.compile(r"\s*(?:steps?|iters?|iterations?|batches|updates)\b
 _STEPS_AFTER_SLASH = re.compile(r"\s?(?:its?|steps?|iters?|iterations?|batch(?:es)?|updates?)\b", re.IGNORECASE)
 
 
-# The text before a progress fraction's total (`Completed 10 of 600 steps in 8.2s`, `10/600 steps in`): the count is
-# the run's, not the steps the duration covers.
-_OF_TOTAL = re.compile(r"(?:\bof|/)\s*$")
+# The text between a progress fraction's numbers (`Completed 10 of 600 steps in 8.2s`, `10/600 steps in`): the count
+# after it is the run's, not the steps the duration covers (`time/10 steps=8.5s` names no fraction).
+_OF_TOTAL = re.compile(r"\s*(?:of|/)\s*")
 
 
 def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces: list[str]) -> list[_Slot]:
@@ -1235,7 +1235,7 @@ def _per_counted_steps(slots: list[_Slot], stats: list[dict[str, float]], pieces
         st = stats[a.index]
         # (an average over the last N steps is one step's already: `avg step time over last 10 steps: 850 ms`)
         if st["constant"] and st["integral"] and st["median"] > 1 and _COUNTED_STEPS.match(pieces[a.index + 1]) \
-                and not _AVERAGED.search(pieces[a.index]) and not _OF_TOTAL.search(pieces[a.index]) \
+                and not _AVERAGED.search(pieces[a.index]) and not (a.index and _OF_TOTAL.fullmatch(pieces[a.index])) \
                 and not a.unit and b.scale is not None and not b.clock and b.name_role in _PER_WINDOW \
                 and not (b.unit_role == "step_time" or b.unit_role == "sec_per_iter"):  # `0.850 s/step`: a step's
             out[b.index] = replace(b, scale=b.scale / st["median"])
