@@ -527,8 +527,8 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
                 and vocab.role_of(prev.norm) in _UNTIMED_ROLES and not pre.strip(" :=|,'\"[\t#"):
             name = prev.unit
             slots[-1] = _slot(prev.index, prev.name, prev.clock, "", None, None, pieces[i], prev.total_of, prev.avg_of)
-        if parents and parents[i] and name:  # `"timing": {"step": 0.85}`: the step's time, not a second counter
-            name = "/".join((*parents[i], name))
+        if parents and any(parents[i]) and name:  # `"timing": {"step": 0.85}`: the step's time, not a second counter
+            name = "/".join((*filter(None, parents[i]), name))
         avg_of = i - 1 if i > 0 and pre.strip() == "(" and post.lstrip().startswith(")") and not unit else None
         # `a (b): v (w)`: the bracketed word names the bracketed number (BasicSR's `time (data): 0.850 (0.017)`),
         # unless it says an average (`loss (avg): 2.3 (2.4)`) or a unit (`time (s): 0.85 (0.86)`).
@@ -584,8 +584,10 @@ def _json_parents(pieces: list[str]) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for piece in pieces[:-1]:
         for m in _OPEN_OR_CLOSE.finditer(piece):
-            if (key := m.group(1) or m.group(2)) is not None:
-                stack.append(key)
+            if m.group(1) is not None:
+                stack.append(m.group(1))
+            elif m.group(2) is not None:  # `times={...}` names its keys; `metrics={...}` leaves them as printed
+                stack.append(m.group(2) if m.group(2).lower() in vocab.TIME_HEADS else "")
             elif stack:
                 stack.pop()
         out.append(tuple(stack))

@@ -337,7 +337,7 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
             if role in ("counter", "count") and timed and WAIT_WORDS.intersection(parts[:i]) \
                     and parts[-1] in _WAITED_ON:
                 return "data_time"  # `waiting_for_batch`: the batch waited for, not counted
-            if role in ("counter", "count", "epoch") and parts[0] in _TIME_HEADS:
+            if role in ("counter", "count", "epoch") and parts[0] in TIME_HEADS:
                 if i == 1 and role == "counter":
                     return "step_time"
                 return "epoch_time" if i == 1 and role == "epoch" else "phase_time"
@@ -350,7 +350,7 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
 
 # The first word of a name that times what follows it (`time_batch`, `timing_step`; a dict of times printed as
 # `times={'step': 0.85}` names its keys `times/step`)
-_TIME_HEADS = frozenset({"time", "timing", "times", "timings", "timer", "timers", "durations"})
+TIME_HEADS = frozenset({"time", "timing", "times", "timings", "timer", "timers", "durations"})
 
 
 def qualified_time(norm: str) -> bool:
