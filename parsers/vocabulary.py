@@ -332,11 +332,11 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
                 return "data_time"  # `data_duration`, `io_duration`: the wait's own time
             if role == "count" and named_loss(norm):  # HiFi-GAN's `Gen Loss Total`: a loss, not a count
                 return "loss"
-            # `time_<what>` times what it names, not counts it: `time_batch` a step, `time_epoch` an epoch, and
-            # anything longer a part of the step (d3rlpy's `time_algorithm_update`)
             if role in ("counter", "count") and timed and WAIT_WORDS.intersection(parts[:i]) \
                     and parts[-1] in _WAITED_ON:
                 return "data_time"  # `waiting_for_batch`: the batch waited for, not counted
+            # `time_<what>` times what it names, not counts it: `time_batch` a step, `time_epoch` an epoch, and
+            # anything longer a part of the step (d3rlpy's `time_algorithm_update`)
             if role in ("counter", "count", "epoch") and parts[0] in TIME_HEADS:
                 if i == 1 and role == "counter":
                     return "step_time"

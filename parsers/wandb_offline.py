@@ -336,7 +336,7 @@ def read_panel_csv(path: Path) -> WandbRun:
     return run
 
 
-# What W&B itself writes in a run directory's files/ (besides LEGACY_FILES and output.log) and logs/ folders.
+# What W&B itself writes in a run directory's files/ folder, besides LEGACY_FILES.
 _OWN_FILES = frozenset({"output.log", "requirements.txt", "diff.patch", "conda-environment.yaml"})
 _OWN_PREFIXES = ("upstream_diff_", "wandb-")
 
