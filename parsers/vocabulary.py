@@ -42,7 +42,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "time_this_iter", "time_this_iter_s",  # Ray Train / Tune results
                   "t_iter", "t_step", "t_batch", "iter_t", "step_t",
                   "updt",  # LeRobot's `updt_s:0.816 data_s:0.016`: the update, its data wait apart
-                  "bch"),  # flashlight's `bch(ms): 850.00 | smp(ms): 16.32`: the batch, its sample loading apart
+                  "bch",  # flashlight's `bch(ms): 850.00 | smp(ms): 16.32`: the batch, its sample loading apart
+                  "train"),  # `data_s=0.49 train_s=0.816`: timed, the step's training (`train_time` is the run's)
     "avg_step_time": ("step_avg", "avg_step_time", "step_time_avg", "avg_iter_time", "iter_time_avg", "time_avg",
                       "avg_time", "mean_step_time", "avg_time_per_step", "average_step_time"),
     "cum_time": ("elapsed", "elapsed_time", "train_time", "training_time", "total_time", "time_elapsed", "wall_time",
@@ -74,7 +75,9 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "next_batch",  # the loop's `next(iterator)`: the wait for the next batch
                   "prep", "preproc", "preprocess", "preprocessing",  # the batch prepared on the loop's own thread
                   "queue_wait", "queue_time",  # a prefetch queue's wait
-                  "input_pipeline", "read", "read_time", "reading"),
+                  "input_pipeline", "read", "read_time", "reading",
+                  "collate", "collate_time", "collate_fn",  # the batch assembled from its samples
+                  "dataload", "dataloading", "loader_next", "dataloader_next", "next_data"),
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -300,7 +303,7 @@ PHASE_WORDS = frozenset({"fwd", "bwd", "forward", "backward", "optim", "optimize
 # `generation: 0.51s`): printed bare they are as often a count or a level (`input 512` tokens, a CPU's `load 3.2`, a
 # search's `generation 12`).
 TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "load", "input", "generation",
-                                        "bch", "smp", "read", "reading"})
+                                        "bch", "smp", "read", "reading", "train", "collate"})
 # A wait said in its words, timed (`waiting_for_batch=0.490s`, `batch ready after 490ms`, `loader stall 490 ms`): the
 # loop waited on what it names, its input where that is a batch or the data, and a GPU starved waits for its input.
 WAIT_WORDS = frozenset({"wait", "waiting", "waited", "stall", "stalled", "blocked", "ready"})

@@ -1700,3 +1700,16 @@ def test_waits_said_in_words_and_a_dict_of_times(tmp_path: Path, layout: str) ->
     from diagnose.parsers.vocabulary import normalise, role_of
     # a count of what waited is no wait: `batch_wait` is one, `wait` alone and `stall_count` are none
     assert [role_of(normalise(n)[0]) for n in ("batch_wait", "wait", "stall_count")] == ["data_time", None, None]
+
+
+@pytest.mark.parametrize("layout", [
+    "step {s} | collate {dm:.1f} ms | step {tm:.1f} ms | loss 2.4833",  # the batch assembled from its samples
+    "[step {s}] e2e {tm:.0f}ms | dataload {dm:.0f}ms | loss 2.4833",
+    "step {s} loss 2.4833 loader.next {dm:.1f}ms train_step {tm:.1f}ms",
+    "data_s={d:.3f} train_s={t:.3f} step={s} loss=2.4833",  # timed, `train` is the step's training
+])
+def test_the_batchs_assembly_and_the_loaders_call_are_data_waits(tmp_path: Path, layout: str) -> None:
+    _input_bound(tmp_path, layout)
+    from diagnose.parsers.vocabulary import normalise, role_of
+    # untimed, `train` names nothing; `train_time` stays the run's
+    assert role_of("train", timed=False) is None and role_of(normalise("train_time")[0]) == "cum_time"
