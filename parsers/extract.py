@@ -11,7 +11,7 @@ from diagnose.parsers.errors import fault
 from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT,
                                     SETTING_PREFILTER, SETTING_RE, TIMER_FAMILIES, LineKind)
 from diagnose.parsers.literals import any_of
-from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX, outer_extent
+from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX, RANK_LABEL, outer_extent
 from diagnose.parsers.schema import schema
 from diagnose.parsers.stamps import LEADING_HINT, RELATIVE, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
@@ -52,9 +52,9 @@ BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 _RANK_DS = "[Rank "
 _RANK_DS_WHOLE = r"\[Rank \d{1,9}\] "  # nine digits at most: any rank fits an Int32
 # srun -l's `3: ` task label only at the start of a line: `iter 120: loss` and `step 2: train loss` are not ranks.
-_RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank:? ?(?P<torch>\d+)\](?::| )|\[[a-z_]*?(?P<tee>\d+)\]:|"
+_RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:" + RANK_LABEL + r"(?P<torch>\d+)\](?::| )|\[[a-z_]*?(?P<tee>\d+)\]:|"
                r"\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:)|\s*(?P<task>\d{1,5}): )")
-_RANK_OUTER_HINT = r"^(?:(?:\S+ )?(?:\S+: )?(?:\[rank:? ?\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std)|\s*\d{1,5}: )"
+_RANK_OUTER_HINT = r"^(?:(?:\S+ )?(?:\S+: )?(?:" + RANK_LABEL + r"\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std)|\s*\d{1,5}: )"
 _HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?" + HOST + r": "
 _TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}(?:\] \[| >> )"
 # Other loggers' stamps at the start of a line: ISO (`2026-01-02T10:00:00.123`), Python logging without DeepSpeed's
@@ -704,7 +704,7 @@ def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | No
 # `[1,N]<stdout>:`. srun's `N: ` task label and torchrun's `[defaultN]:` (a local rank) are not among them.
 RANK_MARKS = ("[Rank ", "[rank", "]<std")
 _RANK_MARKS_RE = any_of(RANK_MARKS)
-RANK_MARK_RE = r"\[Rank (\d{1,6})\]|\[rank:? ?(\d{1,6})\](?::| )|\[\d+,(\d{1,6})\]<std(?:out|err)>"
+RANK_MARK_RE = r"\[Rank (\d{1,6})\]|" + RANK_LABEL + r"(\d{1,6})\](?::| )|\[\d+,(\d{1,6})\]<std(?:out|err)>"
 
 
 RANKS_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32}

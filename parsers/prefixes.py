@@ -15,6 +15,10 @@ import polars as pl
 # plain words such as `wandb:` or `Warning:` are message text, not hosts.
 HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][A-Za-z0-9_.]*[-0-9][A-Za-z0-9_.-]*)"
 
+# A rank label's opening, before its number: torch's `[rank3]:`, a loop's own `[rank3] `, Lightning Fabric's
+# `[rank: 3] ` (one fact for the prefix's extent, the rank readers and the rank marks of parsers/extract.py).
+RANK_LABEL = r"\[rank:? ?"
+
 OUTER_PREFIX = (
     r"^(?:(?P<iso_ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?) )?"
     r"(?:stdout: )?"
@@ -22,7 +26,7 @@ OUTER_PREFIX = (
     r"(?:[ \t]*(?P<task>\d{1,5}): )?"
     r"(?:\[(?:\d+,)?(?P<mpi_rank>\d+)\]<std(?:out|err)>: ?)?"
     r"(?:\[[a-z_]*?(?P<tr_rank>\d+)\]: ?)?"
-    r"(?:\[rank:? ?(?P<torch_rank>\d+)\](?:: ?| ))?"  # torch's `[rank3]:`, a loop's `[rank3] `, Fabric's `[rank: 3] `
+    r"(?:" + RANK_LABEL + r"(?P<torch_rank>\d+)\](?:: ?| ))?"
     r"(?:\[?(?P<ds_ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \[(?P<level>[A-Z]+)\] \[(?P<src>[\w.]+:\d+:\w+)\] )?"
     r"(?:\[(?P<hf_level>[A-Z]+)\|(?P<hf_src>[\w.]+:\d+)\] (?P<hf_ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) >> )?"
     r"(?:\[transformers\] )?"
@@ -33,7 +37,7 @@ OUTER_PREFIX = (
 # mpirun, torchrun tee, torch rank): what a copy of a line gains when it is printed through a launcher. Readers that
 # look at a line's start (a logger's timestamp, a shell command) skip it.
 LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:[ \t]*\d{1,5}: )?"
-                 r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?\d+\]: ?)?(?:\[rank:? ?\d+\](?:: ?| ))?")
+                 r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?\d+\]: ?)?(?:" + RANK_LABEL + r"\d+\](?:: ?| ))?")
 
 _OUTER_WHOLE = re.sub(r"\?P<\w+>", "?:", OUTER_PREFIX)  # the same pattern without its names: only its extent is used
 

@@ -542,15 +542,7 @@ def test_data_waits_and_step_times_under_other_names(tmp_path: Path, layout: str
     # `batch_ms`: a count's name with a unit of time is the time per count; `total: 0.85s`: a counting name printed
     # with a unit of time is a time; `io_time`, `fetch_time`, `dataloader wait`, `load_ms`: waits named for what
     # they wait on. A step of 0.85 s that waits 0.51 s for data is input-bound.
-    from diagnose.engine import diagnose
-    lines = []
-    for i in range(1, 41):
-        t = 0.85 + 0.01 * (i % 3)
-        lines.append(layout.format(s=10 * i, n=640 * i, t=t, d=0.6 * t, c=0.3 * t, tm=1000 * t, dm=600 * t))
-    m = _model(tmp_path, *lines)
-    d = diagnose(m)
-    assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
-    assert "input-bound" in [f.id for f in d.findings[:3]]
+    _input_bound(tmp_path, layout)
 
 
 def test_a_per_print_time_named_elapsed_beside_a_running_total(tmp_path: Path) -> None:
@@ -1605,13 +1597,13 @@ def test_a_loops_own_rank_label_names_the_rank(tmp_path: Path, label: str) -> No
 
 
 def _input_bound(tmp_path: Path, layout: str) -> None:
-    """Forty prints ten steps apart of a 0.85-0.87 s step that waits 60% of it for data: read at that median, and
-    input-bound."""
+    """Forty prints ten steps apart of a 0.85-0.87 s step that waits 60% of it for data (`c`: a 30% compute part, `n`:
+    samples seen): read at that median, and input-bound."""
     from diagnose.engine import diagnose
     lines = []
     for i in range(1, 41):
         t = 0.85 + 0.01 * (i % 3)
-        lines.append(layout.format(s=10 * i, t=t, d=0.6 * t, tm=1000 * t, dm=600 * t))
+        lines.append(layout.format(s=10 * i, n=640 * i, t=t, d=0.6 * t, c=0.3 * t, tm=1000 * t, dm=600 * t))
     d = diagnose(_model(tmp_path, *lines))
     assert d.metrics.steps is not None and d.metrics.steps.p50_s == pytest.approx(0.86, rel=0.01)
     assert "input-bound" in [f.id for f in d.findings[:3]]
