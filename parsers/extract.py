@@ -528,12 +528,13 @@ check_kinds(KINDS)
 
 
 def extract_chunk(lines: pl.DataFrame, source_id: int | None,
-                  sampling: Sampling | None = None) -> dict[str, list[pl.DataFrame]]:
+                  sampling: Sampling | None = None, sentences: bool = True) -> dict[str, list[pl.DataFrame]]:
     """Classify and extract every line kind in one chunk. Returns frame name -> parts, and `_lines`: the distinct
     lines that produced a row. source_id None: a batch of small files whose lines carry their own `source`.
     `sampling`: the thinner's strides and primary streams, for a log past its budget: the lines it would drop are
     skipped here, counted as read (thinning.sample_lines), and `_sampled` numbers the lines of the thinned frames
-    for thinning.prepare."""
+    for thinning.prepare. `sentences` False: the source's earlier chunks gave prose.read all the candidate sentences
+    it reads (PROSE_MAX_LINES, the first in line order), so this chunk's are not looked for."""
     out: dict[str, list[pl.DataFrame]] = {}
     faults: list[str] = []
     key = ["line"] if source_id is not None else ["source", "line"]
@@ -638,9 +639,10 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         if more:
             unclaimed = pl.concat([unclaimed, *more]).sort("_row")
     # Those that may state a quantity in words (parsers/prose.py), read once the source is.
-    said = prose.candidates(unclaimed if source_id is None else
-                            unclaimed.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source")))
-    out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
+    if sentences:
+        said = prose.candidates(unclaimed if source_id is None else
+                                unclaimed.with_columns(pl.lit(source_id, dtype=pl.UInt32).alias("source")))
+        out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
     # Those that hold a number: their templates are learned once the source is read (parsers/templates.py); the
     # general progress kind's rows on them may give way to a learned stream.
     free = unclaimed.filter(pl.col("text").str.contains(r"\d"))

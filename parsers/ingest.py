@@ -60,13 +60,15 @@ class _Parsed:
     templates: pl.DataFrame | None = None
 
 
-def _work(chunk: Chunk, source_id: int, sampling: Sampling | None = None) -> list[_Parsed]:
+def _work(chunk: Chunk, source_id: int, sampling: Sampling | None = None, sentences: bool = True) -> list[_Parsed]:
     try:
-        return [_work_piece(chunk.read(), source_id, sampling, continues=chunk.continues, cut=chunk.cut)]
+        return [_work_piece(chunk.read(), source_id, sampling, continues=chunk.continues, cut=chunk.cut,
+                            sentences=sentences)]
     except Dense as e:  # more rows than a block may hold (a file of blank lines): pieces of at most that many bytes
         pieces = _pieces(chunk.read(), e.limit)
         return [_work_piece(piece, source_id, sampling, continues=chunk.continues and i == 0,
-                            cut=chunk.cut and i == len(pieces) - 1, dense=True) for i, piece in enumerate(pieces)]
+                            cut=chunk.cut and i == len(pieces) - 1, dense=True, sentences=sentences)
+                for i, piece in enumerate(pieces)]
 
 
 def _pieces(data: bytes, size: int) -> list[bytes]:
@@ -81,13 +83,13 @@ def _pieces(data: bytes, size: int) -> list[bytes]:
 
 
 def _work_piece(data: bytes, source_id: int, sampling: Sampling | None, continues: bool, cut: bool,
-                dense: bool = False) -> _Parsed:
+                dense: bool = False, sentences: bool = True) -> _Parsed:
     stats = ChunkStats()
     lines = lines_frame(data, stats, continues, cut)
     del data  # the block's bytes are not held while its lines are extracted
     if dense:
         lines = lines.filter(pl.col("text") != "")
-    extracted = extract_chunk(lines, source_id, sampling)
+    extracted = extract_chunk(lines, source_id, sampling, sentences)
     used = extracted.pop("_lines")[0]["line"].cast(pl.UInt32)
     sampled = extracted.pop("_sampled", [None])[0]
     faults = tuple(extracted.pop("_faults")[0]["fault"].to_list())
@@ -122,6 +124,9 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | Non
     # Used lines (absolute) of the chunks a pending block may still cover: a block's lines that also produced a row
     # are counted once.
     retained: list[pl.Series] = []
+    # Candidate sentences merged so far: prose.read takes a source's first PROSE_MAX_LINES (in line order), so once
+    # the merged chunks hold that many, the chunks submitted after them need not look for any.
+    sentences = 0
 
     def drain_one() -> None:
         future, size = in_flight.popleft()
@@ -132,7 +137,8 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | Non
             progress(size, lines=sum(p.stats.physical_lines for p in parsed_pieces))
 
     def merge(parsed: _Parsed) -> None:
-        nonlocal pending
+        nonlocal pending, sentences
+        sentences += sum(p.height for p in parsed.parts.get("_prose", []))
         offset = result.stats.physical_lines
         result.stats.physical_lines += parsed.stats.physical_lines
         result.stats.invalid_utf8 += parsed.stats.invalid_utf8
@@ -168,7 +174,8 @@ def ingest_log(fh: BinaryIO, source_id: int, progress: Callable[..., None] | Non
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for chunk in iter_chunks(fh, result.stats):
             sampling = thinner.sampling() if thinner is not None else None  # rows it would drop go on the worker
-            in_flight.append((pool.submit(_work, chunk, source_id, sampling), chunk.size))
+            in_flight.append((pool.submit(_work, chunk, source_id, sampling, sentences < prose.PROSE_MAX_LINES),
+                              chunk.size))
             while len(in_flight) >= WORKERS:
                 drain_one()
         while in_flight:

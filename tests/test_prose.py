@@ -266,3 +266,33 @@ def test_a_throughput_stated_alone_is_quoted(tmp_path: Path) -> None:
     p = tmp_path / "issue.md"
     p.write_text("Throughput dropped from 3,000 tokens/s to 1,200 tokens/s after enabling offload.\n")
     assert "(the text states 3,000 then 1,200 tokens/s)" in diagnose(parse([str(p)])).verdict
+
+
+def test_a_long_log_stops_looking_for_sentences_once_it_has_as_many_as_are_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """prose.read takes a source's first PROSE_MAX_LINES candidate sentences: the chunks after those are not searched,
+    and what is stated is what reading every chunk in full gives."""
+    from diagnose.parsers import extract, ingest, lines
+
+    log = tmp_path / "chatty.log"
+    # every line a candidate (`per `, `GPU`); the first one states the duration the report quotes
+    log.write_text("each step takes 2.5 s per iteration on 8 GPUs\n"
+                   + "".join(f"note {i}: waiting per GPU for the barrier\n" for i in range(12_000)))
+    monkeypatch.setattr(prose, "PROSE_MAX_LINES", 1_000)
+    monkeypatch.setattr(lines, "CHUNK_BYTES", 64 * 1024)
+    monkeypatch.setattr(ingest, "WORKERS", 1)  # chunks merged one by one: the count is known before each submit
+    asked: list[bool] = []
+    chunk = extract.extract_chunk
+
+    def spied(frame: pl.DataFrame, source: int | None, sampling: object = None, sentences: bool = True) -> dict:
+        asked.append(sentences)
+        return chunk(frame, source, sampling, sentences)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ingest, "extract_chunk", spied)
+    skipping = parse([str(log)]).frames["stated"]
+    assert asked[0] and not asked[-1] and asked.count(False) >= len(asked) - 3
+    monkeypatch.setattr(ingest, "extract_chunk", lambda frame, source, sampling=None, sentences=True:
+                        chunk(frame, source, sampling, True))
+    whole = parse([str(log)]).frames["stated"]
+    assert skipping.height and skipping.equals(whole)
+    assert skipping.filter(pl.col("quantity") == "step_time")["value"].to_list() == [2.5]
