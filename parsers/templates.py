@@ -707,6 +707,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
         unread: list[Unread] = []
         groups = own.partition_by("tid", as_dict=True) if own.height else {}
         records: list[tuple[_Slot, int, pl.DataFrame]] = []
+        every: set[int] = set()  # template ids of records that must be printed for most of the clock's steps
         tids: dict[int, int] = {}  # id(stream) -> its template id
         for tid, n in cand.select("tid", "len").iter_rows():
             template = names.get(tid, "")
@@ -719,6 +720,11 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
                 unread.append(Unread(int(source), display(template), n, samples.get((source, tid), "")))
                 if (slot := _record_slot(template, clocks.get(tid) or "")) is not None:
                     records.append((slot, tid, groups[(tid,)]))
+                elif slots := _record_slots(template, clocks.get(tid) or ""):
+                    # a line of several timings printed after each step's (DeepSpeed-Chat's `End-to-End => Latency:
+                    # 0.85s, TFLOPs: .., Samples/sec: ..`): a record only where it is printed for most steps
+                    records.extend((slot, tid, groups[(tid,)]) for slot in slots)
+                    every.add(tid)
             else:
                 found.append(got)
                 tids[id(got[0])] = tid
@@ -739,7 +745,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
                  and (slots := _record_slots(names.get(tids[id(f[0])], ""), clocks.get(tids[id(f[0])]) or ""))]
         if counted and loose:
             extra = [(slot, tids[id(f[0])], groups[(tids[id(f[0])],)]) for f, slots in loose for slot in slots]
-            stream, steps, attached = _attach_records(counted[0][0], counted[0][1], records + extra)
+            stream, steps, attached = _attach_records(counted[0][0], counted[0][1], records + extra, every)
             moved = {tids[id(f[0])] for f, _ in loose}
             if moved <= {tid for tid, _ in attached}:
                 train = [f for f in train if tids[id(f[0])] not in moved]
@@ -750,7 +756,7 @@ def learn(rows: pl.DataFrame, templates: pl.DataFrame, paste: dict[int, bool]) -
                 shown = {display(names.get(tid, "")) for tid, _ in attached}
                 out.lines.extend(lines for _, lines in attached)
         if train and records:
-            stream, steps, attached = _attach_records(train[0][0], train[0][1], records)
+            stream, steps, attached = _attach_records(train[0][0], train[0][1], records, every)
             train[0] = (stream, steps, train[0][2])
             shown = {display(names.get(tid, "")) for tid, _ in attached}
             unread = [u for u in unread if u.template not in shown]
@@ -1054,11 +1060,13 @@ def _record_slot(template: str, clocks: str = "") -> _Slot | None:
     return slots[0] if role in RECORD_ROLES else None
 
 
-def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Slot, int, pl.DataFrame]]
+def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Slot, int, pl.DataFrame]],
+                    every: set[int] | frozenset[int] = frozenset()
                     ) -> tuple[Stream, pl.DataFrame, list[tuple[int, pl.DataFrame]]]:
     """The step clock's rows with the values of the record lines printed after each of its lines (RECORD_SPAN):
-    a rate or a time fills the step time where the clock line printed none, a throughput its column. -> (the
-    stream with those roles added, its rows, the (template id, source and line) of each record line read)."""
+    a rate or a time fills the step time where the clock line printed none, a throughput its column. The records
+    of `every` (template ids) count only where they fall on RECORD_MATCHED of the clock's lines. -> (the stream
+    with those roles added, its rows, the (template id, source and line) of each record line read)."""
     clock = steps.select(pl.col("line").alias("_at")).unique().sort("_at")
     roles, attached = list(stream.roles), []
     by_epoch = any(r.role == "counter" and vocab.role_of(vocab.normalise(r.name)[0]) == "epoch" for r in roles)
@@ -1078,7 +1086,7 @@ def _attach_records(stream: Stream, steps: pl.DataFrame, records: list[tuple[_Sl
         near = (values.join_asof(clock, left_on="line", right_on="_at", strategy="forward" if ahead else "backward")
                 .filter((pl.col("line").cast(pl.Int64) - pl.col("_at").cast(pl.Int64)).abs() <= RECORD_SPAN)
                 .unique("_at", keep="first"))
-        if near.height < RECORD_MATCHED * values.height:
+        if near.height < RECORD_MATCHED * (max(values.height, clock.height) if tid in every else values.height):
             continue
         v = pl.col("_v") * (slot.scale or 1.0)
         # a running total (Stable-Baselines3's `|    time_elapsed    | 17 |`): its growth over the steps between

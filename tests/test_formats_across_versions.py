@@ -355,6 +355,35 @@ def test_mindspore_time_monitor_is_the_loss_lines_record(tmp_path: Path) -> None
     assert m.frames["steps"]["global_step"].to_list()[:3] == [10, 20, 30]
 
 
+@pytest.mark.parametrize("order", [(0, 1, 2), (2, 1, 0)])
+def test_deepspeed_chat_end_to_end_latency_is_the_steps_record(tmp_path: Path, order: tuple[int, ...]) -> None:
+    # DeepSpeed-Chat's step 3 (from source: dschat/utils/perf.py print_throughput_step3 after main.py's loss line):
+    # three lines of several timings after each step, each with its `Latency`. The end-to-end one is the step's;
+    # generation and training are its parts, whichever is printed first.
+    lines = []
+    for i in range(1, 31):
+        t = 0.85 + 0.01 * (i % 3)
+        timing = [f"End-to-End => Latency: {t:.2f}s, TFLOPs: 128.40, Samples/sec: {256 / t:.2f}, Time/seq 0.03s, "
+                  "Batch Size: 256, Total Seq. Length: 512",
+                  f"Generation => Latency: {0.6 * t:.2f}s, Per-token Latency {0.6 * t / 0.256:.2f} ms, TFLOPs: 12.10, "
+                  "BW: 410.23 GB/sec, Answer Seq. Length: 256",
+                  f"Training   => Latency: {0.4 * t:.2f}s, TFLOPs: 95.30"]
+        lines += [f"epoch: 0|step: {i}|ppo_ep: 1|act_loss: {2.5 - i / 100:.4f}|cri_loss: 0.1234|unsuper_loss: 0.0",
+                  *(timing[j] for j in order)]
+    _reads_as(tmp_path, lines, 0.86, ("step", "counter"), ("Latency", "step_time"), ("Samples/sec", "samples_per_sec"))
+
+
+def test_a_line_of_timings_printed_at_some_steps_only_times_none(tmp_path: Path) -> None:
+    # An evaluation's line of several timings every tenth step is no step's record: its time is not a step's.
+    lines = []
+    for i in range(1, 31):
+        lines.append(f"epoch: 0|step: {i}|act_loss: {2.5 - i / 100:.4f}|cri_loss: 0.1234")
+        if i % 10 == 0:
+            lines.append(f"Evaluation => Latency: {15 + i / 10:.2f}s, Samples/sec: {40 + i / 10:.2f}, Batch Size: 64")
+    steps = _model(tmp_path, *lines).frames["steps"]
+    assert steps.height == 30 and steps["step_time_s"].null_count() == 30
+
+
 def test_stable_baselines3_table_records(tmp_path: Path) -> None:
     # Stable-Baselines3's HumanOutputFormat (from source): a boxed `| key | value |` table per rollout, its
     # `time_elapsed` whole seconds since the start: the steps' time is its growth over the iterations.
