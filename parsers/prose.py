@@ -63,14 +63,17 @@ UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds"
          "minute": 60.0, "minutes": 60.0, "h": 3600.0, "hr": 3600.0, "hrs": 3600.0, "hour": 3600.0, "hours": 3600.0,
          "秒": 1.0, "分钟": 60.0, "小时": 3600.0}
 _UNIT = "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True))
-DURATION = re.compile(rf"(?<![\w.])(?P<v>\d+(?:\.\d+)?)\s*(?P<u>{_UNIT})(?![A-Za-z])"
+# A unit that names the number after it (tf_cnn_benchmarks' `80\timages/sec: 37.5`, `3 sec: 12.1`) labels a column:
+# the number before it is no quantity. Nor is a number a tab sets apart from the unit.
+_LABEL = r"(?!\s*[:=]\s*[-+]?\.?\d)"
+DURATION = re.compile(rf"(?<![\w.])(?P<v>\d+(?:\.\d+)?)[ \u00a0]*(?P<u>{_UNIT})(?![A-Za-z]){_LABEL}"
                       r"(?P<per>\s*(?:/|per|a|each|every)\s*(?:step|iteration|iter|it|batch|epoch)s?\b)?", re.I)
 # A rate: of steps (a step's time), of samples or tokens (a throughput): `1.5 it/s`, `150 images per second`,
 # `3,000 tokens/s`.
 _STEP_UNIT = re.compile(r"its?|iters?|iterations?|steps?|batch(?:es)?", re.I)
-RATE = re.compile(r"(?<![\w.,])(?P<v>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
+RATE = re.compile(r"(?<![\w.,])(?P<v>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)[ \u00a0]*"
                   r"(?P<what>its?|iters?|iterations?|steps?|batch(?:es)?|images?|imgs?|samples?|examples?|seqs?|"
-                  r"sequences?|tokens?|toks?)\s*(?:/|per)\s*(?:s|sec|second)\b", re.I)
+                  r"sequences?|tokens?|toks?)\s*(?:/|per)\s*(?:s|sec|second)\b" + _LABEL, re.I)
 _TQDM_SHAPE = re.compile(r"\[\d+:\d\d(?::\d\d)?<|%\|")
 # what a duration without `per ...` is of: the words of the sentence before it
 _EPOCH = re.compile(r"\bepoch\b|一个 ?epoch|每个 ?epoch", re.I)

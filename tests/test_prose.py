@@ -296,3 +296,19 @@ def test_a_long_log_stops_looking_for_sentences_once_it_has_as_many_as_are_read(
     whole = parse([str(log)]).frames["stated"]
     assert skipping.height and skipping.equals(whole)
     assert skipping.filter(pl.col("quantity") == "step_time")["value"].to_list() == [2.5]
+
+
+@pytest.mark.parametrize("text", [
+    "80\timages/sec: 37.5 +/- 0.1 (jitter = 0.6)\t0.596\t1.000\t1.000",  # tf_cnn_benchmarks' step line
+    "100 images/sec: 152.1 +/- 0.2 (jitter = 2.2)",
+    "3 sec: 12.1",
+    "10\tsamples/s 301.2",
+])
+def test_a_unit_that_labels_a_column_states_no_quantity(text: str) -> None:
+    # the number before `images/sec:` is the step, the rate the one after it
+    assert _stated(text).filter(pl.col("quantity") != "setting").height == 0
+
+
+def test_a_rate_followed_by_a_colon_and_words_is_still_stated() -> None:
+    rows = _stated("it runs at 150 images/sec: far below the 600 of one node").filter(pl.col("quantity") != "setting")
+    assert rows["quantity"].to_list()[:1] == ["samples_per_sec"] and rows["value"][0] == 150.0
