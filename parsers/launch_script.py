@@ -64,7 +64,7 @@ def looks_like_script(text: str) -> bool:
 _SP = r"[ \t]"
 _LAUNCH_LINE = re.compile(
     rf"(?:^|&&|;){_SP}*(?:export{_SP}+[A-Za-z_]\w*=|(?:env{_SP}+)?(?:[A-Z_][A-Z0-9_]*=\S*{_SP}+)*(?:deepspeed|"
-    rf"torchrun|accelerate{_SP}+launch|srun|python3?{_SP}+-m{_SP}+torch\.distributed\.\w+){_SP}+"
+    rf"torchrun|accelerate{_SP}+launch|srun|mpirun|horovodrun|python3?(?:{_SP}+-m{_SP}+torch\.distributed\.\w+)?){_SP}+"
     r"(?:-{1,2}\w|\S+\.py\b))", re.M)
 
 

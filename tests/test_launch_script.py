@@ -59,6 +59,27 @@ def test_logs_are_not_scripts() -> None:
     assert not looks_like_script("deepspeed install path ........... ['/x']\ndeepspeed info ... 0.19.8\n")
 
 
+@pytest.mark.parametrize("command, micro, world", [
+    # tf_cnn_benchmarks as pasted into a Horovod thread: one plain python command, and the same under mpirun
+    ("python3 tf_cnn_benchmarks.py --data_format=NCHW --batch_size=64 --model=resnet50 --variable_update=horovod",
+     64, None),
+    ("mpirun -np 4 -bind-to none -map-by slot python3 tf_cnn_benchmarks.py --batch_size=64 --model=resnet50", 64, 4),
+    ("python -u train.py --batch_size 32 --lr 3e-4", 32, None),
+])
+def test_a_command_saved_alone_is_a_launch_script(tmp_path: Path, command: str, micro: int, world: int | None
+                                                  ) -> None:
+    assert looks_like_script(command + "\n")
+    p = tmp_path / "command.txt"
+    p.write_text(command + "\n")
+    m = parse([str(p)])
+    assert [s.kind for s in m.sources] == ["launch_script"]
+    assert m.facts.micro_batch_per_gpu == micro and m.facts.world_size == world
+
+
+def test_a_log_that_echoes_its_command_first_stays_a_log() -> None:
+    assert not looks_like_script("[2026-01-05 10:00:00] python train.py --lr 3e-4\n[2026-01-05 10:00:01] step 1\n")
+
+
 def test_separators_inside_quotes_stay_in_their_command() -> None:
     """build-nanogpt's train.sh: the launch inside `bash -c "(...); cleanup"`, continued over three lines."""
     s = parse_script('#!/usr/bin/env bash\nnohup bash -c \\\n    "(torchrun --standalone --nproc_per_node=2 '
