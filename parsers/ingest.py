@@ -311,6 +311,8 @@ def ingest_batch(texts: list[bytes], first_source: int) -> BatchResult:
         for part in frame_parts:
             for s, n in part["source"].value_counts().iter_rows():
                 rows[int(s) - first_source][name] = rows[int(s) - first_source].get(name, 0) + int(n)
-    return BatchResult(parts, tuple(counts), tuple(used_by.get(first_source + i, 0) for i in range(len(texts))),
+    # as for one log (ingest_log): a line two readers count is one line
+    used = tuple(min(used_by.get(first_source + i, 0), n) for i, n in enumerate(counts))
+    return BatchResult(parts, tuple(counts), used,
                        tuple(rows), tuple(blocks), faults, ranks, learned)
 

@@ -312,3 +312,12 @@ def test_a_unit_that_labels_a_column_states_no_quantity(text: str) -> None:
 def test_a_rate_followed_by_a_colon_and_words_is_still_stated() -> None:
     rows = _stated("it runs at 150 images/sec: far below the 600 of one node").filter(pl.col("quantity") != "setting")
     assert rows["quantity"].to_list()[:1] == ["samples_per_sec"] and rows["value"][0] == 150.0
+
+
+def test_a_line_a_reader_read_states_nothing_more_and_counts_once(tmp_path: Path) -> None:
+    # the general progress reader reads these; the rate on them is the step's, not a sentence's claim
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"iter {i * 10}: loss {2.5 - i / 100:.3f}, time 850ms, 1.18 it/s\n" for i in range(1, 21)))
+    m = parse([str(log)])
+    assert m.frames["steps"].height == 20 and m.frames["stated"].height == 0
+    assert (m.sources[0].lines, m.sources[0].recognised) == (20, 20)
