@@ -77,7 +77,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "queue_wait", "queue_time",  # a prefetch queue's wait
                   "input_pipeline", "read", "read_time", "reading",
                   "collate", "collate_time", "collate_fn",  # the batch assembled from its samples
-                  "dataload", "dataloading", "loader_next", "dataloader_next", "next_data"),
+                  "dataload", "dataloading", "loader_next", "dataloader_next", "next_data",
+                  "feed", "ingest"),  # the input fed to the step (TensorFlow's feeds), a pipeline's ingest
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -303,11 +304,12 @@ PHASE_WORDS = frozenset({"fwd", "bwd", "forward", "backward", "optim", "optimize
 # `generation: 0.51s`): printed bare they are as often a count or a level (`input 512` tokens, a CPU's `load 3.2`, a
 # search's `generation 12`).
 TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "load", "input", "generation",
-                                        "bch", "smp", "read", "reading", "train", "collate"})
+                                        "bch", "smp", "read", "reading", "train", "collate", "feed", "ingest"})
 # A wait said in its words, timed (`waiting_for_batch=0.490s`, `batch ready after 490ms`, `loader stall 490 ms`): the
 # loop waited on what it names, its input where that is a batch or the data, and a GPU starved waits for its input.
 WAIT_WORDS = frozenset({"wait", "waiting", "waited", "stall", "stalled", "blocked", "ready"})
-_WAITED_ON = frozenset({"batch", "batches", "data", "input", "loader", "dataloader", "sample", "samples", "next"})
+_WAITED_ON = frozenset({"batch", "batches", "data", "input", "loader", "dataloader", "sample", "samples", "next",
+                        "load", "loading", "io", "feed", "fetch"})
 _STARVED = frozenset({"starved", "starving", "starvation"})
 
 

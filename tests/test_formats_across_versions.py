@@ -1734,3 +1734,15 @@ def test_the_batchs_assembly_and_the_loaders_call_are_data_waits(tmp_path: Path,
     from diagnose.parsers.vocabulary import normalise, role_of
     # untimed, `train` names nothing; `train_time` stays the run's
     assert role_of("train", timed=False) is None and role_of(normalise("train_time")[0]) == "cum_time"
+
+
+@pytest.mark.parametrize("layout", [
+    "Iteration {s}: {tm:.1f} ms (input feed {dm:.1f} ms), loss 2.4833",  # the input fed to the step
+    "[{s}/600] loss: 2.4833 | step: {t:.2f}s | ingest: {d:.2f}s | 301.2 samples/s",  # a pipeline's ingest
+    "E1 B{s}/300  loss=2.483  batch={t:.3f}s  load-wait={d:.3f}s",  # a wait on the load
+])
+def test_a_feed_an_ingest_and_a_wait_on_the_load_are_data_waits(tmp_path: Path, layout: str) -> None:
+    _input_bound(tmp_path, layout)
+    from diagnose.parsers.vocabulary import role_of
+    # bare, they may count: `ingest 1200` records, `feed 3` queues
+    assert role_of("ingest", timed=False) is None and role_of("feed", timed=False) is None
