@@ -516,8 +516,11 @@ def _slots(template: str, clocks: str = "") -> list[_Slot]:
                 pre = pre[on_what[1]:]
             # A separator says whose words stand between two numbers: `2.58 avg loss, 0.0003 rate,` names each
             # number by the words after it (darknet), `loss 2.3, lr 0.1` by the words before.
+            # So does a duration with no name before it (`| 0.017 s in data | loss 2.5`): the words up to the
+            # separator are its, those after it the next number's.
             cut = max(pre.rfind(sep) for sep in _SEPARATORS)
-            if cut > 0 and not slots[-1].name and not _name(pre[cut + 1:]) and (trail := _name(pre[:cut])):
+            if cut > 0 and not slots[-1].name and (not _name(pre[cut + 1:]) or _unnamed_duration(slots[-1])) \
+                    and (trail := _name(pre[:cut])):
                 slots[-1] = _renamed(slots[-1], trail)
                 pre = pre[cut:]
         name = _name(pre)
@@ -651,7 +654,7 @@ def _slot(i: int, name: str, clock: bool, unit: str, unit_role: str | None, unit
     """A slot with the role its name says (the vocabulary), its unit's scale or the name's, its memory scale."""
     norm, name_scale = vocab.normalise(name.replace("\x02", "")) if name else ("", None)
     mem = vocab.MEM_UNITS.get(unit.lower()) if unit else None
-    timed = unit_scale is not None or name_scale is not None
+    timed = unit_scale is not None or name_scale is not None or norm.split("_", 1)[0] in vocab.TIMED_HEADS
     name_role = (vocab.role_of(norm, timed=timed) or (vocab.phase_of(norm) if timed else None)) if norm else None
     if name and (named_unit := vocab.unit_name(name)) is not None:
         name_role, name_scale = named_unit  # `ms/batch 850.0`: the name is a unit, not `batch`

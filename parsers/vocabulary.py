@@ -78,7 +78,8 @@ NAMES: dict[Role, tuple[str, ...]] = {
                   "input_pipeline", "read", "read_time", "reading",
                   "collate", "collate_time", "collate_fn",  # the batch assembled from its samples
                   "dataload", "dataloading", "loader_next", "dataloader_next", "next_data",
-                  "feed", "ingest"),  # the input fed to the step (TensorFlow's feeds), a pipeline's ingest
+                  "feed", "ingest",  # the input fed to the step (TensorFlow's feeds), a pipeline's ingest
+                  "prefetch", "sampler"),  # the batch prefetched, the sampler's draw of it
     "iter_rate": ("it_s", "its", "iter_s", "iters_s", "steps_s", "step_s", "it_per_s", "iter_per_s", "it_sec",
                   "iter_sec", "iterations_per_sec", "iterations_per_second", "steps_per_sec", "steps_per_second",
                   "train_speed_iter_s", "average_steps_s", "train_steps_per_second", "ups", "batches_per_sec",
@@ -304,7 +305,8 @@ PHASE_WORDS = frozenset({"fwd", "bwd", "forward", "backward", "optim", "optimize
 # `generation: 0.51s`): printed bare they are as often a count or a level (`input 512` tokens, a CPU's `load 3.2`, a
 # search's `generation 12`).
 TIMED_ONLY: frozenset[str] = frozenset({"io", "fetch", "loader", "dataloader", "load", "input", "generation",
-                                        "bch", "smp", "read", "reading", "train", "collate", "feed", "ingest"})
+                                        "bch", "smp", "read", "reading", "train", "collate", "feed", "ingest",
+                                        "prefetch", "sampler"})
 # A wait said in its words, timed (`waiting_for_batch=0.490s`, `batch ready after 490ms`, `loader stall 490 ms`): the
 # loop waited on what it names, its input where that is a batch or the data, and a GPU starved waits for its input.
 WAIT_WORDS = frozenset({"wait", "waiting", "waited", "stall", "stalled", "blocked", "ready"})
@@ -356,6 +358,8 @@ def role_of(norm: str, timed: bool = True) -> Role | None:
 # The first word of a name that times what follows it (`time_batch`, `timing_step`; a dict of times printed as
 # `times={'step': 0.85}` names its keys `times/step`)
 TIME_HEADS = frozenset({"time", "timing", "times", "timings", "timer", "timers", "durations"})
+# A name's first word that says the rest is timed (`t_load`, `dt_fetch`, `time_load`): a time without a unit printed
+TIMED_HEADS = TIME_HEADS | {"t", "dt"}
 
 
 def qualified_time(norm: str) -> bool:

@@ -1746,3 +1746,16 @@ def test_a_feed_an_ingest_and_a_wait_on_the_load_are_data_waits(tmp_path: Path, 
     from diagnose.parsers.vocabulary import role_of
     # bare, they may count: `ingest 1200` records, `feed 3` queues
     assert role_of("ingest", timed=False) is None and role_of("feed", timed=False) is None
+
+
+@pytest.mark.parametrize("layout", [
+    "it={s} t_iter={t:.3f} t_load={d:.3f} loss=2.4833",  # `t_` says the rest is timed: no unit is printed
+    "{s} it | {t:.3f} s | {d:.3f} s in data | loss 2.4833",  # a duration named by the words before the separator
+    "#{s} loss 2.483 | sampler {d:.3f}s | step {t:.3f}s",  # the sampler's draw of the batch
+    "step {s} | batch time {t:.3f}s | prefetch {d:.3f}s | loss 2.483",  # the batch prefetched
+])
+def test_a_time_by_its_head_word_and_a_duration_named_after_it_are_data_waits(tmp_path: Path, layout: str) -> None:
+    _input_bound(tmp_path, layout)
+    from diagnose.parsers.vocabulary import role_of
+    # untimed, `load` names nothing (a CPU's load); timed by its head word, it is the data's
+    assert role_of("load", timed=False) is None and role_of("t_load") == "data_time"
