@@ -150,6 +150,17 @@ class NcclFacts:
 
 
 @dataclass(frozen=True)
+class SmiTable:
+    """One source's nvidia-smi table as printed: each GPU's memory in use and utilisation (in the table's order) and
+    each compute process's GPU and PID. What they add up to is the rules' to judge."""
+
+    usage: tuple[tuple[int, int], ...] = ()  # (MiB in use, utilisation %)
+    processes: tuple[tuple[int, int], ...] = ()  # (GPU index, PID)
+    source: int = -1
+    lines: tuple[int, ...] = ()  # the rows read, for the evidence
+
+
+@dataclass(frozen=True)
 class RunFacts:
     world_size: int | None = None  # processes in the job
     nodes: int | None = None
@@ -195,6 +206,7 @@ class RunFacts:
     versions: dict[str, str] = field(default_factory=dict)
     env: dict[str, Evidence] = field(default_factory=dict)
     nccl: NcclFacts = field(default_factory=NcclFacts)
+    smi: SmiTable | None = None  # a pasted nvidia-smi's usage and processes, where a source has both
     hf: dict[str, int] = field(default_factory=dict)
     accelerate: dict[str, Any] = field(default_factory=dict)
     ds_config: dict[str, Any] = field(default_factory=dict)  # the user's DeepSpeed JSON (file or printed `json =`)
@@ -384,10 +396,13 @@ def assemble(inp: FactInputs) -> RunFacts:
         # A transformer's weights are ~12 L H^2 (attention 4 H^2 + MLP 8 H^2 per layer; Kaplan et al. 2020, table 1)
         # where no source prints the count; embeddings are left out, so it is a lower bound.
         c.add("model_params", 12 * val("num_layers") * val("hidden_size") ** 2, "estimate", -1)
-    # nvidia-smi's process table: the GPUs running a compute process on the host that printed it (the lowest tier).
-    smi = {ev.value for ev in c.by_fact.get("smi_process_gpu", []) if ev.value is not None}
-    if smi:
-        first_smi = c.by_fact["smi_process_gpu"][0]
+    # nvidia-smi's process table: the GPUs running a compute process on the host that printed it (the lowest tier),
+    # where each process holds one GPU; a process on several GPUs (one process driving them all) counts no GPUs.
+    procs = [ev.value for ev in c.by_fact.get("smi_process", []) if ev.value is not None]
+    smi = {gpu for gpu, _ in procs}
+    spread = any(len({gpu for gpu, p in procs if p == pid}) > 1 for pid in {pid for _, pid in procs})
+    if smi and not spread:
+        first_smi = c.by_fact["smi_process"][0]
         c.add("gpus_per_node", len(smi), "nvidia_smi", first_smi.source, first_smi.line)
         if len(smi) > 1 and not c.by_fact.get("nodes") and not c.by_fact.get("hostname"):
             c.add("nodes", 1, "nvidia_smi", first_smi.source, first_smi.line)
@@ -467,7 +482,8 @@ def assemble(inp: FactInputs) -> RunFacts:
     return RunFacts(
         **declared, allocated_gpus=val("allocated_gpus"), hostnames=hosts, comms_logger=val("comms_logger"),
         flops_profiler=val("flops_profiler"), horovod_nccl=val("horovod_nccl"),
-        versions=versions, env=env, nccl=nccl, hf=_hf_block(kv), accelerate=_accelerate_view(inp, kv),
+        versions=versions, env=env, nccl=nccl, smi=_smi_table(kv), hf=_hf_block(kv),
+        accelerate=_accelerate_view(inp, kv),
         ds_config=ds_config, ds_engine=engine,
         script_args={k: s.value for _, sc in inp.scripts for k, s in sc.script_args.items()},
         flops=flops, evidence=evidence, set_aside=set_aside,
@@ -496,6 +512,29 @@ def _set_aside_implausible(c: _Claims) -> tuple[tuple[str, Evidence, str], ...]:
         if bad:
             c.by_fact[fact] = [ev for ev in claims if all(ev is not b for b, _ in bad)]
     return tuple(out)
+
+
+def _smi_process(value: str) -> tuple[int, int] | None:
+    """`7   N/A  N/A     47038` (GPU, GI, CI, PID) or `1     23456` -> (GPU, PID)."""
+    parts = value.split()
+    return (int(parts[0]), int(parts[-1])) if len(parts) >= 2 and parts[0].isdigit() and parts[-1].isdigit() \
+        else None
+
+
+_USAGE = re.compile(r"(\d+)MiB\s*/\s*\d+MiB\s*\|\s*(\d+)%")
+
+
+def _smi_table(kv: list[dict[str, Any]]) -> SmiTable | None:
+    """The first source's nvidia-smi usage rows and process rows, where it printed both."""
+    for src in dict.fromkeys(r["source"] for r in kv if r["key"] == "nvidia_smi.process"):
+        rows = sorted((r for r in kv if r["source"] == src and r["key"] in ("nvidia_smi.usage", "nvidia_smi.process")),
+                      key=lambda r: r["line"] or 0)
+        usage = tuple((int(m.group(1)), int(m.group(2))) for r in rows if r["key"] == "nvidia_smi.usage"
+                      and (m := _USAGE.search(r["value"])) is not None)
+        procs = tuple(p for r in rows if r["key"] == "nvidia_smi.process" and (p := _smi_process(r["value"])))
+        if usage and procs:
+            return SmiTable(usage, procs, int(src), tuple(int(r["line"]) for r in rows if r["line"] is not None))
+    return None
 
 
 def _fact_rows(facts: pl.DataFrame) -> list[dict[str, Any]]:
@@ -669,8 +708,8 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add("hf_summary_rates", _rates(value), origin, src, line)
         elif key == "process.cuda_device":
             c.add("process_device", _int(value), "process_device", src, line)
-        elif key == "nvidia_smi.process_gpu":
-            c.add("smi_process_gpu", _int(value), "nvidia_smi", src, line)
+        elif key == "nvidia_smi.process" and (proc := _smi_process(value)) is not None:
+            c.add("smi_process", proc, "nvidia_smi", src, line)
         elif key == "nvidia_smi.memory_mib":
             c.add("gpu_memory_gb", round((_int(value) or 0) / 1024.0, 1) or None, "nvidia_smi", src, line)
     # HF: world size = total batch / (per-device batch x accumulation)

@@ -113,6 +113,9 @@ _STRAGGLER_FIELDS, _STRAGGLER_PATTERNS = _straggler_fields()
 # a name of the vocabulary's counters (spaces or underscores), then the number. The HF Trainer prints its dict alone.
 _COUNTER_NAMES = "|".join(sorted((n.replace("_", "[ _]") for n in NAMES["counter"] if n.isascii()), key=len,
                                  reverse=True))
+# nvidia-smi's process row, `#` standing for its GPU, GI, CI and PID columns: a border or a launcher's prefix before it
+_SMI_PROCESS = r"(?:^|[:>] ?)\|?\s*#\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)"
+_SMI_IDS = r"\d+\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+"
 COUNTED_DICT = rf"(?i)\b(?:{_COUNTER_NAMES})\s*[:=]?\s*\d+\]?\s*[,:;|-]?\s*\{{'loss'"
 
 
@@ -898,16 +901,24 @@ KINDS: tuple[LineKind, ...] = (
              required="value", constants={"key": "nvidia_smi.memory_mib"},
              samples=(("| N/A   34C    P0    61W / 400W |      4MiB / 81920MiB |      0%      Default |",
                        {"value": "81920", "key": "nvidia_smi.memory_mib"}),)),
+    # The same row's memory in use and utilisation, in the table's order of GPUs (facts.py reads the numbers).
+    LineKind("nvidia_smi_usage", "facts", ("MiB / ",), r"(?P<value>\d+MiB /\s*\d+MiB\s*\|\s*\d+%)", {"value": S},
+             required="value", constants={"key": "nvidia_smi.usage"},
+             samples=(("| 35%   59C    P2   105W / 196W |   2360MiB /  4041MiB |     99%      Default |",
+                       {"value": "2360MiB /  4041MiB |     99%", "key": "nvidia_smi.usage"}),)),
     # nvidia-smi's process table: `|    0   N/A  N/A     47031      C   /usr/bin/python3      0MiB |` (older: no GI/CI
-    # columns): the GPUs of the host that printed it which run a compute process.
+    # columns; pasted, often without the borders): the GPU and the process's PID (facts.py splits them), the GPUs of
+    # the host that printed it which run a compute process.
     LineKind("nvidia_smi_process", "facts", (),
-             r"(?:^|[:>] ?)\|\s+(?P<value>\d+)\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)\s*\|",
-             {"value": S}, required="value", prefilter=r"(?:^|[:>] ?)\|\s+\d+\s+.*\sC(?:\+G)?\s+\S.*\|\s*$",
-             constants={"key": "nvidia_smi.process_gpu"},
+             _SMI_PROCESS.replace("#", f"(?P<value>{_SMI_IDS})") + r"\s*(?:\||$)",
+             {"value": S}, required="value", prefilter=_SMI_PROCESS.replace("#", _SMI_IDS),
+             constants={"key": "nvidia_smi.process"},
              samples=(("|    7   N/A  N/A     47038      C   /usr/bin/python3                                0MiB |",
-                       {"value": "7", "key": "nvidia_smi.process_gpu"}),
+                       {"value": "7   N/A  N/A     47038", "key": "nvidia_smi.process"}),
                       ("|    1     23456      C   python                                      15000MiB |",
-                       {"value": "1"}))),
+                       {"value": "1     23456"}),
+                      (" 1   N/A  N/A     12238      C   ...a3/envs/deepmd/bin/python      189MiB ",
+                       {"value": "1   N/A  N/A     12238"}))),
     # Topology as a launch script sets or echoes it: `NUM_NODES: 2`, `GPUS_PER_NODE=4`, `NNODES=2`,
     # `SLURM_NNODES=2` (a shell comment sets nothing).
     LineKind("topology_setting", "facts", ("NODES", "PER_NODE"),

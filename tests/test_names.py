@@ -41,7 +41,7 @@ def test_every_run_fact_field_is_declared_or_structural() -> None:
 
     structural = {"allocated_gpus", "hostnames", "comms_logger", "flops_profiler", "horovod_nccl", "versions", "env",
                   "nccl", "hf", "accelerate", "ds_config", "ds_engine", "script_args", "flops", "evidence",
-                  "framework", "set_aside", "claims"}
+                  "framework", "set_aside", "claims", "smi"}
     fields = {f.name for f in dataclasses.fields(RunFacts)}
     declared = {f.name for f in fact_table.FACTS if not f.derived}
     assert fields - structural == declared

@@ -237,6 +237,44 @@ def test_gpu_from_nvidia_smi_table(tmp_path: Path) -> None:
     assert "| GPUs | NVIDIA A100-SXM4-80GB: count not in the logs |" in text
 
 
+# nvidia-smi as pasted into a "more GPUs are no faster" thread (deepmodeling/deepmd-kit#1218): the borders lost on the
+# first row and on the process rows, one process on both GPUs, the second GPU idle
+SMI_ONE_PROCESS = [
+    " 0  NVIDIA GeForce ...  Off  | 00000000:01:00.0 Off |                  N/A |",
+    "| 35%   59C    P2   105W / 196W |   2360MiB /  4041MiB |     99%      Default |",
+    "|   1  NVIDIA GeForce ...  Off  | 00000000:03:00.0 Off |                  N/A |",
+    "|  0%   35C    P8    15W / 196W |    194MiB /  4043MiB |      0%      Default |",
+    "",
+    " 0   N/A  N/A     12238      C   ...a3/envs/deepmd/bin/python     2333MiB ",
+    " 1   N/A  N/A     12238      C   ...a3/envs/deepmd/bin/python      189MiB ",
+]
+
+
+def test_one_process_holding_every_gpu_nvidia_smi_lists_while_one_idles(tmp_path: Path) -> None:
+    m = _model(tmp_path, *SMI_ONE_PROCESS)
+    assert m.facts.smi is not None
+    assert m.facts.smi.usage == ((2360, 99), (194, 0)) and m.facts.smi.processes == ((0, 12238), (1, 12238))
+    assert m.facts.gpus_per_node is None  # a process on two GPUs counts none: the job's GPUs are not known
+    top = diagnose(m).findings[0]
+    assert top.id == "world-size-mismatch" and "PID 12238" in top.title and top.data["idle_gpus"] == 1
+
+
+@pytest.mark.parametrize("rows, why", [
+    # one process a GPU (DDP), the second idle a moment: no single process
+    ([SMI_ONE_PROCESS[1], SMI_ONE_PROCESS[3], " 0   N/A  N/A     12238      C   python     2333MiB ",
+      " 1   N/A  N/A     12239      C   python      189MiB "], "a process a GPU"),
+    # one process driving both GPUs, both busy (DataParallel): nothing idles
+    (["|   2360MiB /  4041MiB |     99%      Default |", "|   2300MiB /  4043MiB |     97%      Default |",
+      *SMI_ONE_PROCESS[5:]], "both busy"),
+    # the job says it ran with two processes itself
+    ([*SMI_ONE_PROCESS, "Number of processes: 2, world size: 2"], "the job's own world size"),
+])
+def test_nvidia_smi_is_no_mismatch_where_it_shows_none(tmp_path: Path, rows: list[str], why: str) -> None:
+    m = _model(tmp_path, *rows)
+    assert m.facts.smi is not None, why
+    assert "world-size-mismatch" not in [f.id for f in diagnose(m).findings], why
+
+
 def test_zero_stage_and_offload_from_banners_and_command_lines(tmp_path: Path) -> None:
     m = _model(tmp_path,
                "[2021-05-25 06:37:59,217] [INFO] [utils.py:588:see_memory_usage] Stage 3 initialize beginning")

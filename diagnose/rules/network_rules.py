@@ -26,6 +26,10 @@ SCALING_EFFICIENCY = 0.75
 # order, which orders the rules table and ties): a waiting loader explains poor scaling instead
 DATA_WAIT_SHARE = 0.25
 SOCKET_LINES = r"Using network|NET/IB ?: No device|Failed to open libibverbs|via NET/Socket"  # NCCL's verdict lines
+# nvidia-smi's utilisation is the share of its last sample period in which a kernel ran: a GPU at a few percent runs
+# nothing, one at half or more is working (NVIDIA's nvidia-smi documentation, "Utilization").
+SMI_IDLE_PCT = 5
+SMI_BUSY_PCT = 50
 STRAGGLER_FACTOR = 1.2  # a rank 20% slower than the median rank (nvidia-resiliency-ext straggler detection default)
 
 
@@ -536,12 +540,13 @@ def _gpu_signals(system: pl.DataFrame, gpu: int) -> list[str]:
 @rule("world-size-mismatch", "What ran disagrees with what was launched or allocated",
       detects="A job that ran with fewer (or more) processes or nodes than its launcher flags or config asked for, "
               "or fewer processes than the GPUs the scheduler granted: world size 1 on a 3-GPU allocation, 8 "
-              "processes on 2 x 8 GPUs. A launcher flag that overrides a config file is not a mismatch.",
+              "processes on 2 x 8 GPUs; or a pasted nvidia-smi whose one process holds every GPU it lists while "
+              "some run nothing. A launcher flag that overrides a config file is not a mismatch.",
       why="A job that silently runs on fewer GPUs than intended (or as independent copies per node) is slower by "
           "the missing factor, and each copy may redo the same work.",
       evidence="What the job printed (engine config dump, Megatron arguments, accelerate's Num processes, elastic "
                "and MPI world sizes, NCCL's world communicator) against the launcher's flags, the accelerate "
-               "YAML and #SBATCH directives.",
+               "YAML and #SBATCH directives; nvidia-smi's utilisation and process tables.",
       fix="Make num_machines / num_processes / --num_nodes / --nproc_per_node / the hostfile agree with the "
           "allocation.",
       drivers=("world_size", "nodes"), scenario="synthetic/world_size_mismatch")
@@ -584,7 +589,40 @@ def world_size_mismatch(ctx: Ctx) -> Finding | None:
             fix=Fix("Make the launcher config match the allocation.", tuple(changes),
                     "All allocated GPUs in one job."),
         )
-    return None
+    return _one_process_on_idle_gpus(ctx)
+
+
+def _one_process_on_idle_gpus(ctx: Ctx) -> Finding | None:
+    """A pasted nvidia-smi whose one compute process holds every GPU it lists while some of them run nothing: the job
+    is one process (TensorFlow and a plain script open a context on each visible GPU), not one per GPU. Unless the job
+    printed a world size above one itself (the table may be from another moment)."""
+    smi = ctx.facts.smi
+    if smi is None or any(ev.tier == "job" and isinstance(ev.value, int) and ev.value > 1
+                          for ev in ctx.facts.claims.get("world_size", [])):
+        return None
+    pids = {pid for _, pid in smi.processes}
+    gpus = sorted({gpu for gpu, _ in smi.processes})
+    idle = [i for i, (_, util) in enumerate(smi.usage) if util <= SMI_IDLE_PCT]
+    if len(pids) != 1 or len(gpus) < 2 or not idle or not any(util >= SMI_BUSY_PCT for _, util in smi.usage):
+        return None
+    pid, name = next(iter(pids)), ctx.model.source_name(smi.source)
+    shown = ", ".join(f"GPU {i} {util}% ({used} MiB)" for i, (used, util) in enumerate(smi.usage))
+    return ctx.finding(
+        title=f"One process (PID {pid}) holds all {len(smi.usage)} GPUs nvidia-smi lists, and {len(idle)} of them "
+              "run nothing",
+        severity="critical",
+        confidence="medium",
+        explains_slowdown=True,
+        summary=f"nvidia-smi shows one compute process, PID {pid}, on GPUs {', '.join(map(str, gpus))}, with {shown}: "
+                "the job runs as one process that opened every visible GPU and computes on one. More GPUs then "
+                "change nothing: each needs a process of its own (or the framework's multi-GPU strategy).",
+        evidence=(Evidence(f"utilisation: {shown}; processes: PID {pid} on GPUs {', '.join(map(str, gpus))}", name,
+                           smi.lines[0] if smi.lines else None, "log"),),
+        fix=Fix(f"Launch one process per GPU: torchrun --nproc_per_node={len(smi.usage)} (DDP), horovodrun -np "
+                f"{len(smi.usage)}, or the framework's distributed launcher.", (),
+                f"Up to {len(smi.usage)}x the throughput, where the data parallelism scales."),
+        data={"idle_gpus": len(idle), "gpus": len(smi.usage)},
+    )
 
 
 def _where(ev: object) -> str:
