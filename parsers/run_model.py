@@ -140,8 +140,9 @@ def build(inputs: list[Input], progress: Callable[[int], None] | None = None, re
     frames = lend_years({name: _finite(settle(conform(name, acc.parts.get(name, [])))) for name in FRAME_NAMES})
     frames["steps"] = _other_loops_bars(frames["steps"], acc)
     frames["steps"], summaries = _learned_precedence(frames["steps"], acc)
-    if summaries.height:
-        frames["events"] = conform("events", [frames["events"], summaries])
+    frames["steps"], uncounted = _uncounted_progress(frames["steps"])
+    if summaries.height or uncounted.height:
+        frames["events"] = conform("events", [frames["events"], summaries, uncounted])
     frames["events"] = once_per_step(frames["events"])
     frames["memory"] = _attach_cpu(frames["memory"], acc.parts.get("cpu_memory", []))
     facts = assemble(FactInputs(frames["facts"], frames["env"], frames["nccl"], acc.blocks, acc.ds_configs,
@@ -193,6 +194,26 @@ def _learned_precedence(steps: pl.DataFrame, acc: _Acc) -> tuple[pl.DataFrame, p
     events = summaries.select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
                               pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
     return kept, events
+
+
+MIN_COUNTED = 3  # the general progress kind's rows with a counter that make a source's lines a counted stream
+
+
+def _uncounted_progress(steps: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The general `progress` kind's rows with no counter and no steps said, in a source where MIN_COUNTED of its
+    rows count steps: a line that does not advance with the stream (tf_cnn_benchmarks' `total images/sec: 300.18`
+    after its `80<TAB>images/sec: 37.5 ...` lines) is a summary, an event, not a step (issue 30, must 4)."""
+    progress = pl.col("origin") == "progress"
+    counted = (steps.filter(progress & pl.col("global_step").is_not_null()).group_by("source").len()
+               .filter(pl.col("len") >= MIN_COUNTED)["source"])
+    if counted.len() == 0:
+        return steps, pl.DataFrame()
+    loose = progress & pl.col("global_step").is_null() & pl.col("source").is_in(counted.implode())
+    if "interval_steps" in steps.columns:
+        loose = loose & pl.col("interval_steps").is_null()
+    events = steps.filter(loose).select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
+                                        pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
+    return (steps.filter(~loose) if events.height else steps), events
 
 
 def _other_loops_bars(steps: pl.DataFrame, acc: _Acc) -> pl.DataFrame:

@@ -1759,3 +1759,18 @@ def test_a_time_by_its_head_word_and_a_duration_named_after_it_are_data_waits(tm
     from diagnose.parsers.vocabulary import role_of
     # untimed, `load` names nothing (a CPU's load); timed by its head word, it is the data's
     assert role_of("load", timed=False) is None and role_of("t_load") == "data_time"
+
+
+def test_a_total_after_counted_progress_lines_is_a_summary_not_a_step(tmp_path: Path) -> None:
+    # tf_cnn_benchmarks (Horovod #693): every rank prints `step<TAB>images/sec: r +/- e (jitter = j)<TAB>loss ...`,
+    # then `total images/sec: r`, the job's whole rate: a summary that advances no counter (issue 30, must 4)
+    lines = ["Step\tImg/sec\ttotal_loss\ttop_1_accuracy\ttop_5_accuracy"]
+    lines += [f"{s}\timages/sec: {152.1 + (s % 3) / 10:.1f} +/- 0.2 (jitter = 2.1)\t{2.5 - s / 1000:.3f}\t0.953\t1.000"
+              for s in range(10, 310, 10)]
+    lines += ["-" * 64, "total images/sec: 608.72", "-" * 64]  # four GPUs' rate
+    m = _model(tmp_path, *lines)
+    steps = m.frames["steps"]
+    assert steps.height == 30 and steps["global_step"].null_count() == 0
+    assert steps["samples_per_sec"].max() < 153  # the total's 608.72 is no step's rate
+    summary = m.frames["events"].filter(pl.col("kind") == "summary")
+    assert summary["line"].to_list() == [len(lines) - 1]
