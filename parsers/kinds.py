@@ -113,8 +113,9 @@ _STRAGGLER_FIELDS, _STRAGGLER_PATTERNS = _straggler_fields()
 # a name of the vocabulary's counters (spaces or underscores), then the number. The HF Trainer prints its dict alone.
 _COUNTER_NAMES = "|".join(sorted((n.replace("_", "[ _]") for n in NAMES["counter"] if n.isascii()), key=len,
                                  reverse=True))
-# nvidia-smi's process row, `#` standing for its GPU, GI, CI and PID columns: a border or a launcher's prefix before it
-_SMI_PROCESS = r"(?:^|[:>] ?)\|?\s*#\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)"
+# nvidia-smi's process row, `#` standing for its GPU, GI, CI and PID columns: a border, a launcher's prefix or a bar
+# glued before it (`... 912.35 examples/s] 0   N/A  N/A  12238  C ...`)
+_SMI_PROCESS = r"(?:^|[:>\]] ?)\|?\s*#\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)"
 _SMI_IDS = r"\d+\s+(?:N/A\s+N/A\s+|\d+\s+\d+\s+)?\d+"
 COUNTED_DICT = rf"(?i)\b(?:{_COUNTER_NAMES})\s*[:=]?\s*\d+\]?\s*[,:;|-]?\s*\{{'loss'"
 

@@ -250,8 +250,11 @@ SMI_ONE_PROCESS = [
 ]
 
 
-def test_one_process_holding_every_gpu_nvidia_smi_lists_while_one_idles(tmp_path: Path) -> None:
-    m = _model(tmp_path, *SMI_ONE_PROCESS)
+@pytest.mark.parametrize("glued", ["", "Map: 100%|██████████| 1000/1000 [00:01<00:00, 912.35 examples/s]"])
+def test_one_process_holding_every_gpu_nvidia_smi_lists_while_one_idles(tmp_path: Path, glued: str) -> None:
+    # (and with a progress bar printed without its newline before a process row)
+    rows = [glued + row if i == 5 else row for i, row in enumerate(SMI_ONE_PROCESS)]
+    m = _model(tmp_path, *rows)
     assert m.facts.smi is not None
     assert m.facts.smi.usage == ((2360, 99), (194, 0)) and m.facts.smi.processes == ((0, 12238), (1, 12238))
     assert m.facts.gpus_per_node is None  # a process on two GPUs counts none: the job's GPUs are not known
