@@ -16,6 +16,7 @@ from diagnose.parsers.schema import schema
 from diagnose.parsers.stamps import LEADING_HINT, RELATIVE, find_stamp, has_stamp, leading_stamp
 from diagnose.parsers.templates import MINED_SCHEMA, TEMPLATES_SCHEMA, mine
 from diagnose.parsers.thinning import THINNED_ANCHORS, Sampling, sample_lines
+from diagnose.parsers.vocabulary import NAMES, TIMED_ONLY, names_alternation
 
 # No capture group: a bare literal alternation runs on the regex crate's Aho-Corasick prefilter alone, 2.5x faster
 # than the same alternation wrapped in a group.
@@ -476,11 +477,28 @@ def _other_named(column: str) -> pl.Expr:
     return pl.when(joined.str.len_chars() > 0).then(joined).otherwise(None).alias(column)
 
 
+# A data wait a bar's postfix names (`set_postfix(loss=2.47, data=0.51)`: `..., 1.18it/s, loss=2.467, data=0.510s]`),
+# by the vocabulary's names; a word that is a wait only with a unit of time (`load`, `io`) needs its unit.
+_WAITS = names_alternation(n for n in NAMES["data_time"] if n not in TIMED_ONLY)
+_TIMED_WAITS = names_alternation(n for n in NAMES["data_time"] if n in TIMED_ONLY)
+_POSTFIX_DATA = (rf"(?:^|,\s*)(?i:(?:{_WAITS})=({NUMBER})\s*(ms|s)?|(?:{_TIMED_WAITS})=({NUMBER})\s*(ms|s))"
+                 r"\s*(?:,|$)")
+
+
+def _postfix_data_s(column: str) -> pl.Expr:
+    """The seconds of the data wait a bar's postfix names (null where it names none)."""
+    g = pl.col(column).str.extract_groups(_POSTFIX_DATA)
+    value = pl.coalesce(g.struct.field("1"), g.struct.field("3")).cast(pl.Float64, strict=False)
+    unit = pl.coalesce(g.struct.field("2"), g.struct.field("4"))
+    return value * pl.when(unit == "ms").then(1e-3).otherwise(1.0)
+
+
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.
 DERIVED: dict[str, list[pl.Expr]] = {
     "tqdm": [pl.when(pl.col("unit") == "s/it").then(pl.col("rate"))
              .otherwise(1.0 / pl.col("rate")).alias("step_time_s"),
-             _hms_seconds("elapsed").alias("cum_time_s")],  # the bar's elapsed time: parsers/tqdm_clock.py
+             _hms_seconds("elapsed").alias("cum_time_s"),  # the bar's elapsed time: parsers/tqdm_clock.py
+             _postfix_data_s("postfix").alias("data_time_s")],
     "hf_train_runtime": [(1.0 / pl.col("steps_per_sec")).alias("step_time_s")],
     "hf_log": [pl.coalesce("step_time_s", 1.0 / pl.col("iter_per_s")).alias("step_time_s")],
     "megatron_iter": [(pl.col("step_time_ms") / 1000.0).alias("step_time_s")],
@@ -498,7 +516,7 @@ DERIVED: dict[str, list[pl.Expr]] = {
 # Columns a kind reads that no frame holds: what DERIVED makes of them is what the frame keeps. ds_cpu_memory's
 # rows are attached to the memory frame by run_model._attach_cpu.
 SCRATCH: dict[str, frozenset[str]] = {
-    "tqdm": frozenset({"elapsed", "rate", "unit"}), "hf_train_runtime": frozenset({"steps_per_sec"}),
+    "tqdm": frozenset({"elapsed", "rate", "unit", "postfix"}), "hf_train_runtime": frozenset({"steps_per_sec"}),
     "hf_log": frozenset({"iter_per_s"}), "megatron_iter": frozenset({"step_time_ms"}),
     "progress": frozenset({"avg_time", "cum_time", "interval_steps", "iter_per_s", "mem", "mfu_pct", "other",
                            "s_per_iter", "step_hms", "step_time_ms"}),

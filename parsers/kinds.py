@@ -19,7 +19,7 @@ import polars as pl
 
 from diagnose.parsers import fact_table
 from diagnose.parsers.schema import STRAGGLER_METRICS
-from diagnose.parsers.vocabulary import NAMES
+from diagnose.parsers.vocabulary import NAMES, names_alternation
 
 F = pl.Float64
 I = pl.Int64
@@ -111,8 +111,7 @@ _STRAGGLER_FIELDS, _STRAGGLER_PATTERNS = _straggler_fields()
 
 # A step counter named right before a log dict (jaxline's `global_step: 10, {'loss': ...}`, `step 10: {'loss': ...}`):
 # a name of the vocabulary's counters (spaces or underscores), then the number. The HF Trainer prints its dict alone.
-_COUNTER_NAMES = "|".join(sorted((n.replace("_", "[ _]") for n in NAMES["counter"] if n.isascii()), key=len,
-                                 reverse=True))
+_COUNTER_NAMES = names_alternation(NAMES["counter"])
 # nvidia-smi's process row, `#` standing for its GPU, GI, CI and PID columns: a border, a launcher's prefix or a bar
 # glued before it (`... 912.35 examples/s] 0   N/A  N/A  12238  C ...`)
 _SMI_PROCESS = r"(?:^|[:>\]] ?)\|?\s*#\s+C(?:\+G)?\s+\S+\s+(?:\d+MiB|N/A)"
@@ -257,8 +256,9 @@ KINDS: tuple[LineKind, ...] = (
     LineKind("tqdm", "steps", ("it/s]", "s/it]", "it/s, ", "s/it, "),
              r"(?:[Ee]poch[ :\[]*(?P<epoch>\d+)(?: ?/ ?\d+)?\]?:? *)?"
              r"\d+%\|[^|]*\| *(?P<global_step>\d+)/(?P<total_steps>\d+) \[(?P<elapsed>[\d:]+)<[^,]*, *"
-             r"(?P<rate>[\d.]+)(?P<unit>it/s|s/it)(?:, [^\]]*)?\]",
-             {"global_step": I, "total_steps": I, "rate": F, "unit": S, "elapsed": S, "epoch": F}, required="rate",
+             r"(?P<rate>[\d.]+)(?P<unit>it/s|s/it)(?:, (?P<postfix>[^\]]*))?\]",
+             {"global_step": I, "total_steps": I, "rate": F, "unit": S, "elapsed": S, "epoch": F, "postfix": S},
+             required="rate",
              samples=(("  2%|▎         | 1/40 [00:00<00:06,  6.47it/s]",
                        {"global_step": 1, "total_steps": 40, "rate": 6.47, "unit": "it/s", "elapsed": "00:00"}),
                       ("Epoch 1:  45%|████▌     | 45/100 [00:02<00:02, 19.23it/s, v_num=0, train_loss=0.123]",
@@ -268,7 +268,9 @@ KINDS: tuple[LineKind, ...] = (
                        {"global_step": 50, "total_steps": 50, "rate": 4.95, "unit": "it/s", "elapsed": "00:10",
                         "epoch": 3.0}),
                       ("100%|##########| 50/50 [01:40<00:00,  2.01s/it, loss=0.0312]",
-                       {"global_step": 50, "total_steps": 50, "rate": 2.01, "unit": "s/it", "elapsed": "01:40"}))),
+                       {"global_step": 50, "total_steps": 50, "rate": 2.01, "unit": "s/it", "elapsed": "01:40"}),
+                      ("train:   3%|          | 20/600 [00:17<08:13, 1.18it/s, loss=2.467, data=0.510s]",
+                       {"global_step": 20, "rate": 1.18, "postfix": "loss=2.467, data=0.510s"}))),
     # The general progress reader: most trainers print an iteration counter and a duration or a rate on one line
     # (`iter 120: loss 3.2, time 350.2ms, mfu 41%`, `step 00004/21400 | loss: 8.9 | dt: 989.44ms | tok/sec: 529,882`,
     # `Epoch [1][50/500] lr: 0.02, time: 0.512, data_time: 0.301`, `Epoch 0, batch 10, ...`, `80 images/sec: 37.5`,

@@ -13,6 +13,7 @@ Roles (Role below): the columns of the steps frame they fill are in ROLE_COLUMNS
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Literal
 
 Role = Literal["counter", "epoch", "step_time", "avg_step_time", "cum_time", "eta", "data_time", "iter_rate",
@@ -313,6 +314,11 @@ WAIT_WORDS = frozenset({"wait", "waiting", "waited", "stall", "stalled", "blocke
 _WAITED_ON = frozenset({"batch", "batches", "data", "input", "loader", "dataloader", "sample", "samples", "next",
                         "load", "loading", "io", "feed", "fetch"})
 _STARVED = frozenset({"starved", "starving", "starvation"})
+
+
+def names_alternation(names: Iterable[str]) -> str:
+    """The ASCII names as one regex alternation, longest first, a `_` matching a space too (`global[ _]step`)."""
+    return "|".join(sorted((n.replace("_", "[ _]") for n in names if n.isascii()), key=len, reverse=True))
 
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")

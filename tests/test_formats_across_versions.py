@@ -1774,3 +1774,19 @@ def test_a_total_after_counted_progress_lines_is_a_summary_not_a_step(tmp_path: 
     assert steps["samples_per_sec"].max() < 153  # the total's 608.72 is no step's rate
     summary = m.frames["events"].filter(pl.col("kind") == "summary")
     assert summary["line"].to_list() == [len(lines) - 1]
+
+
+@pytest.mark.parametrize("postfix", ["loss={l}, data={d:.3f}s", "data_time={dm:.0f}ms, loss={l}",
+                                     "loss={l}, io={d:.3f}s"])
+def test_a_data_wait_in_a_bars_postfix(tmp_path: Path, postfix: str) -> None:
+    # a loop's own bar: `pbar.set_postfix(loss=..., data=...)` after tqdm's rate
+    lines = []
+    for i, (step, t, _) in enumerate(_slowing(40), start=1):
+        d = 0.6 * 0.85
+        pf = postfix.format(l=f"{2.5 - i / 100:.3f}", d=d, dm=1000 * d)
+        lines.append(f"train: {100 * step // 400:3d}%|#         | {step}/400 [00:{i:02d}<05:00, {1 / 0.85:.2f}it/s, {pf}]")
+    steps = _model(tmp_path, *lines).frames["steps"]
+    assert steps.height == 40 and steps["data_time_s"].to_list() == pytest.approx([0.51] * 40)
+    if "io=" in postfix:  # `io` bare may count anything: no wait without its unit
+        bare = _model(tmp_path, *(line.replace("s]", "]") for line in lines)).frames["steps"]
+        assert bare["data_time_s"].null_count() == 40
