@@ -57,7 +57,9 @@ ROW_HINT = (rf"^[ \t]*[-+.\d][-+.\deE:]*(?:{_SEP}\[?[-+.\deE:]*\]?){{2,}}[ \t]*$
             r"|^[ \t]*[(\[][-+.\d][-+.\deE:]*(?:[ \t]*,[ \t]*[-+.\deE:]+){2,}[)\]][ \t]*$"
             r"|^[ \t]*[-+.\d][-+.\deE:]*\t+[-+.\deE:]+[ \t]*$"
             rf"|^[ \t]*{_BAR}[^\d]*\d.*{_BAR}[ \t]*$")
-_VALUE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?")
+# A cell's number, with the unit a table of timings writes beside it (`816.0 ms`, `30.1 GB`, `1.18 it/s`, `41%`)
+_VALUE = re.compile(r"(?:[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?)"
+                    r"(?: ?(?:ms|s|sec|min|h|%|[KMGT]i?B|it/s|s/it|[A-Za-z]+/s))?")
 # Columns a header needs: three (two words apart are as likely prose), or two set apart by a tab.
 MIN_COLUMNS = 3
 MIN_TAB_COLUMNS = 2

@@ -114,3 +114,14 @@ def test_header_names_of_several_words(tmp_path: Path) -> None:
     m, steps, roles = _read(tmp_path, "table.log", rows)
     assert ("step time (s)", "step_time") in roles and ("train loss", "loss") in roles
     assert steps is not None and steps.p50_s == pytest.approx(0.86)
+
+
+def test_a_markdown_table_of_timings_with_their_units(tmp_path: Path) -> None:
+    # a thread's own table of timings, each cell with its unit: the times were dropped as words, the steps untimed
+    rows = ["| step | loss | step time | data time |", "|---|---|---|---|"]
+    rows += [f"| {s} | {2.5 - s / 1000:.4f} | {850 + 10 * (s % 3):.1f} ms | {510 + s % 7:.1f} ms |"
+             for s in range(10, 410, 10)]
+    m, steps, roles = _read(tmp_path, "thread.md", rows)
+    assert steps is not None and steps.p50_s == pytest.approx(0.86)
+    assert ("step time", "step_time") in roles and ("data time", "data_time") in roles
+    assert "input-bound" in [f.id for f in diagnose(m).findings][:3]
