@@ -659,8 +659,8 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
     # Those that may state a quantity in words (parsers/prose.py), read once the source is.
     # A line a kind read (the anchorless kinds' and those that give way are among the unclaimed, for mining) states
     # nothing more as a sentence: `iter 10: loss 2.5, 1.18 it/s` is a step already.
-    read_here = [*loose_keys, *(y.select(key) for y in yielding)]
     if sentences:
+        read_here = [*loose_keys, *(y.select(key) for y in yielding)]
         sayers = unclaimed if not read_here else unclaimed.join(
             pl.concat(read_here).select(pl.col(k).cast(unclaimed.schema[k]) for k in key).unique(), on=key,
             how="anti")

@@ -191,17 +191,20 @@ def _learned_precedence(steps: pl.DataFrame, acc: _Acc) -> tuple[pl.DataFrame, p
     on_stream = steps.join(lines.with_columns(pl.lit(True).alias("_on")), on=["source", "line"], how="left")
     summaries = on_stream.filter(progress & pl.col("_on").is_null())
     kept = on_stream.filter(~progress).drop("_on")
-    events = summaries.select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
-                              pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
-    return kept, events
+    return kept, _summary_events(summaries)
+
+
+def _summary_events(rows: pl.DataFrame) -> pl.DataFrame:
+    """Progress rows that are no steps, as `summary` events (their duration kept as the event's value)."""
+    return rows.select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
+                       pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
 
 
 MIN_COUNTED = 3  # the general progress kind's rows with a counter that make a source's lines a counted stream
 
 
 def _uncounted_progress(steps: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The general `progress` kind's rows with no counter and no steps said, in a source where MIN_COUNTED of its
-    rows count steps: a line that does not advance with the stream (tf_cnn_benchmarks' `total images/sec: 300.18`
+    """The general `progress` kind's rows with no counter, in a source where MIN_COUNTED of its rows count steps: a line that does not advance with the stream (tf_cnn_benchmarks' `total images/sec: 300.18`
     after its `80<TAB>images/sec: 37.5 ...` lines) is a summary, an event, not a step (issue 30, must 4)."""
     progress = pl.col("origin") == "progress"
     counted = (steps.filter(progress & pl.col("global_step").is_not_null()).group_by("source").len()
@@ -209,10 +212,7 @@ def _uncounted_progress(steps: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame
     if counted.len() == 0:
         return steps, pl.DataFrame()
     loose = progress & pl.col("global_step").is_null() & pl.col("source").is_in(counted.implode())
-    if "interval_steps" in steps.columns:
-        loose = loose & pl.col("interval_steps").is_null()
-    events = steps.filter(loose).select("source", "line", "rank", "node", "ts", pl.lit("summary").alias("kind"),
-                                        pl.col("step_time_s").alias("value_from"), pl.lit("progress").alias("origin"))
+    events = _summary_events(steps.filter(loose))
     return (steps.filter(~loose) if events.height else steps), events
 
 
