@@ -95,11 +95,13 @@ _SHARE_WORDS = {"half": 0.5, "a third": 1 / 3, "a quarter": 0.25}
 STATED_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, **{c: t for c, (t, _) in FRAMES["stated"].items()}}
 
 
+_TABLE_ROW = r"^\s*\|"  # anchored: no copy of every line with its blanks stripped
+
+
 def candidates(rows: pl.DataFrame) -> pl.DataFrame:
     """The lines of a chunk (source, line, text) that may state something: one literal pass (polars), and the rows
     of Markdown tables (a row of numbers under a header that names them)."""
-    hinted = rows.filter(pl.col("text").str.contains(_HINTS_RE)
-                         | pl.col("text").str.strip_chars_start().str.starts_with("|"))
+    hinted = rows.filter(pl.col("text").str.contains(_HINTS_RE) | pl.col("text").str.contains(_TABLE_ROW))
     return hinted.filter(pl.col("text").str.len_bytes() <= MAX_LINE * 4).select("source", "line", "text")
 
 
