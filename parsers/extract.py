@@ -42,7 +42,7 @@ ADVICE_RE = (r"(?i)\b(?:consider|for debugging|try (?:setting|passing|running|us
 
 TIMER_NAMES = ("fwd", "bwd", "bwd_inner", "bwd_allreduce", "step", "optimizer_allgather", "optimizer_gradients",
                "optimizer_step", "init_optimizer_state", "pipe_comm", "data")
-NUMBER_AFTER_COLON = r": [-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+NUMBER_AFTER_COLON = r": [-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"
 
 BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 
@@ -51,17 +51,18 @@ BASE_COLUMNS = ("source", "line", "rank", "node", "ts")
 # costs six times as much on a large log). Whole-match extraction (group 0) lets the regex crate skip its capture
 # engines, 2-3x cheaper per line; the rarer prefixes are looked for only on the rows that still lack a value.
 _RANK_DS = "[Rank "
-_RANK_DS_WHOLE = r"\[Rank \d{1,9}\] "  # nine digits at most: any rank fits an Int32
+_RANK_DS_WHOLE = r"\[Rank [0-9]{1,9}\] "  # nine digits at most: any rank fits an Int32
 # srun -l's `3: ` task label only at the start of a line: `iter 120: loss` and `step 2: train loss` are not ranks.
-_RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:" + RANK_LABEL + r"(?P<torch>\d+)\](?::| )|\[[a-z_]*?(?P<tee>\d+)\]:|"
-               r"\[(?:\d+,)?(?P<mpi>\d+)\]<std(?:out|err)>:)|\s*(?P<task>\d{1,5}): )")
-_RANK_OUTER_HINT = r"^(?:(?:\S+ )?(?:\S+: )?(?:" + RANK_LABEL + r"\d|\[[a-z_]*?\d+\]:|\[[\d,]+\]<std)|\s*\d{1,5}: )"
-_HOST = r"^(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?" + HOST + r": "
-_TS = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}(?:\] \[| >> )"
+_RANK_OUTER = (r"^(?:(?:\S+ )?(?:\S+: )?(?:" + RANK_LABEL + r"(?P<torch>[0-9]+)\](?::| )|\[[a-z_]*?(?P<tee>[0-9]+)\]:|"
+               r"\[(?:[0-9]+,)?(?P<mpi>[0-9]+)\]<std(?:out|err)>:)|\s*(?P<task>[0-9]{1,5}): )")
+_RANK_OUTER_HINT = (r"^(?:(?:\S+ )?(?:\S+: )?(?:" + RANK_LABEL + r"[0-9]|\[[a-z_]*?[0-9]+\]:|\[[0-9,]+\]<std)"
+                    r"|\s*[0-9]{1,5}: )")
+_HOST = r"^(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9]T\S+ )?(?:stdout: )?" + HOST + r": "
+_TS = r"[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{3}(?:\] \[| >> )"
 # Other loggers' stamps at the start of a line: ISO (`2026-01-02T10:00:00.123`), Python logging without DeepSpeed's
 # brackets (`2021-09-20 18:58:59,564 INFO`), loguru (`2022-07-02 07:42:09.937 |`), hydra (`[2023-05-15 14:14:38,305]`).
-_ISO = r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,6})?"
-_LAUNCHED_ISO_HINT = r"^\S{1,40}:\s?\[?20\d\d-\d\d-\d\d[T ]\d\d:"
+_ISO = r"^\[?[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]{1,6})?"
+_LAUNCHED_ISO_HINT = r"^\S{1,40}:\s?\[?20[0-9][0-9]-[0-9][0-9]-[0-9][0-9][T ][0-9][0-9]:"
 
 
 def _fill(values: pl.Series, need: pl.Series, compute: Callable[[pl.Series], pl.Series]) -> pl.Series:
@@ -135,9 +136,9 @@ _OTHER_MARKS = any_of(("[rank", "]<std"))
 # epoch seconds, or logging's relativeCreated before a level (stamps.RELATIVE), stand at the line's start, behind
 # at most two prefix words (an anchored test of a few bytes).
 _CLOCK_COLON = any_of(f":{d}" for d in range(10))
-_CLOCK_TIME = r"\d:\d\d"
-_EPOCH_LEAD = (r"^(?:\s*\S{1,40}: |\[[a-z_]*\d+\]:){0,2}"  # torchrun's tee `[default0]:` has no space
-               r"\[?(?:1\d{9}|" + RELATIVE + ")")
+_CLOCK_TIME = r"[0-9]:[0-9][0-9]"
+_EPOCH_LEAD = (r"^(?:\s*\S{1,40}: |\[[a-z_]*[0-9]+\]:){0,2}"  # torchrun's tee `[default0]:` has no space
+               r"\[?(?:1[0-9]{9}|" + RELATIVE + ")")
 
 
 def _any_stamp_hint(text: pl.Series) -> pl.Series:
@@ -171,12 +172,12 @@ def _other_stamps(text: pl.Series) -> pl.Series:
 
 # stamps.LEADING_HINT behind up to two prefix words (`host: `, `3: `): anchored and bounded, a few bytes per line.
 # torch's `[rank7]:[E1120 09:10:31.693254 ...]` and torchrun's tee `[default0]:I0105 ...` have no space after theirs.
-_LEADING_BEHIND_HINT = r"^(?:\s*\S{1,40}: |\[[a-z_]*\d+\]:){0,2}" + LEADING_HINT.removeprefix("^")
+_LEADING_BEHIND_HINT = r"^(?:\s*\S{1,40}: |\[[a-z_]*[0-9]+\]:){0,2}" + LEADING_HINT.removeprefix("^")
 
 
 def _peeled(text: pl.Series) -> pl.Series:
     """The lines without a launcher's prefix, peeled only where one may stand (an anchored test of a few bytes)."""
-    return _fill(text, text.str.contains(r"^\s*\S{1,40}: |^\[[a-z_]*\d+\]:").fill_null(False),
+    return _fill(text, text.str.contains(r"^\s*\S{1,40}: |^\[[a-z_]*[0-9]+\]:").fill_null(False),
                  lambda idx: text.gather(idx).str.replace(r"^" + LAUNCH_PREFIX, ""))
 
 
@@ -194,7 +195,7 @@ def _cast(expr: pl.Expr, dtype: pl.DataType | type[pl.DataType]) -> pl.Expr:
     return expr.str.replace_all(",", "").cast(dtype, strict=False)
 
 
-NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|nan|inf"
+NUMBER = r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|nan|inf"
 
 
 _UNIT_GIB = {"KB": 1e3 / 2**30, "KiB": 2**-20, "MB": 1e6 / 2**30, "MiB": 2**-10, "GB": 1e9 / 2**30, "GiB": 1.0,
@@ -669,7 +670,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         out["_prose"] = [said.head(prose.PROSE_MAX_LINES)]
     # Those that hold a number: their templates are learned once the source is read (parsers/templates.py); the
     # general progress kind's rows on them may give way to a learned stream.
-    free = unclaimed.filter(pl.col("text").str.contains(r"\d"))
+    free = unclaimed.filter(pl.col("text").str.contains(r"[0-9]"))
     if free.height:
         # The prefixes' lengths once (mining and the table reader use them); a table's rows take their header's
         # names (parsers/tables.py) before their templates are mined.
@@ -730,7 +731,7 @@ def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | No
 # `[1,N]<stdout>:`. srun's `N: ` task label and torchrun's `[defaultN]:` (a local rank) are not among them.
 RANK_MARKS = ("[Rank ", "[rank", "]<std")
 _RANK_MARKS_RE = any_of(RANK_MARKS)
-RANK_MARK_RE = r"\[Rank (\d{1,6})\]|" + RANK_LABEL + r"(\d{1,6})\](?::| )|\[\d+,(\d{1,6})\]<std(?:out|err)>"
+RANK_MARK_RE = r"\[Rank ([0-9]{1,6})\]|" + RANK_LABEL + r"([0-9]{1,6})\](?::| )|\[[0-9]+,([0-9]{1,6})\]<std(?:out|err)>"
 
 
 RANKS_SCHEMA = {"source": pl.UInt32, "line": pl.UInt32, "rank": pl.Int32}

@@ -13,38 +13,42 @@ import polars as pl
 
 # A host label is an IPv4 address or a name with a digit or a dash in it (`node-2`, `gpu017`, `ip-10-0-0-1`):
 # plain words such as `wandb:` or `Warning:` are message text, not hosts.
-HOST = r"(?:\d{1,3}(?:\.\d{1,3}){3}|[A-Za-z][A-Za-z0-9_.]*[-0-9][A-Za-z0-9_.-]*)"
+HOST = r"(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[A-Za-z][A-Za-z0-9_.]*[-0-9][A-Za-z0-9_.-]*)"
 
 # A rank label's opening, before its number: torch's `[rank3]:`, a loop's own `[rank3] `, Lightning Fabric's
 # `[rank: 3] ` (one fact for the prefix's extent, the rank readers and the rank marks of parsers/extract.py).
 RANK_LABEL = r"\[rank:? ?"
 
 OUTER_PREFIX = (
-    r"^(?:(?P<iso_ts>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?) )?"
+    r"^(?:(?P<iso_ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9]T[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]+)?"
+    r"(?:Z|[+-][0-9][0-9]:?[0-9][0-9])?) )?"
     r"(?:stdout: )?"
     r"(?:(?P<host>" + HOST + r"): )?"
-    r"(?:[ \t]*(?P<task>\d{1,5}): )?"
-    r"(?:\[(?:\d+,)?(?P<mpi_rank>\d+)\]<std(?:out|err)>: ?)?"
-    r"(?:\[[a-z_]*?(?P<tr_rank>\d+)\]: ?)?"
-    r"(?:" + RANK_LABEL + r"(?P<torch_rank>\d+)\](?:: ?| ))?"
-    r"(?:\[?(?P<ds_ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \[(?P<level>[A-Z]+)\] \[(?P<src>[\w.]+:\d+:\w+)\] )?"
-    r"(?:\[(?P<hf_level>[A-Z]+)\|(?P<hf_src>[\w.]+:\d+)\] (?P<hf_ts>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) >> )?"
+    r"(?:[ \t]*(?P<task>[0-9]{1,5}): )?"
+    r"(?:\[(?:[0-9]+,)?(?P<mpi_rank>[0-9]+)\]<std(?:out|err)>: ?)?"
+    r"(?:\[[a-z_]*?(?P<tr_rank>[0-9]+)\]: ?)?"
+    r"(?:" + RANK_LABEL + r"(?P<torch_rank>[0-9]+)\](?:: ?| ))?"
+    r"(?:\[?(?P<ds_ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{3})\] "
+    r"\[(?P<level>[A-Z]+)\] \[(?P<src>[\w.]+:[0-9]+:\w+)\] )?"
+    r"(?:\[(?P<hf_level>[A-Z]+)\|(?P<hf_src>[\w.]+:[0-9]+)\] "
+    r"(?P<hf_ts>[0-9]{4}-[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9],[0-9]{3}) >> )?"
     r"(?:\[transformers\] )?"
-    r"(?:\[Rank (?P<ds_rank>-?\d+)\] )?"
+    r"(?:\[Rank (?P<ds_rank>-?[0-9]+)\] )?"
 )
 
 # The launcher's part of OUTER_PREFIX alone, without groups (container timestamp, `stdout: `, pdsh host, srun task,
 # mpirun, torchrun tee, torch rank): what a copy of a line gains when it is printed through a launcher. Readers that
 # look at a line's start (a logger's timestamp, a shell command) skip it.
-LAUNCH_PREFIX = (r"(?:\d{4}-\d\d-\d\dT\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:[ \t]*\d{1,5}: )?"
-                 r"(?:\[(?:\d+,)?\d+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?\d+\]: ?)?(?:" + RANK_LABEL + r"\d+\](?:: ?| ))?")
+LAUNCH_PREFIX = (r"(?:[0-9]{4}-[0-9][0-9]-[0-9][0-9]T\S+ )?(?:stdout: )?(?:" + HOST + r": )?(?:[ \t]*[0-9]{1,5}: )?"
+                 r"(?:\[(?:[0-9]+,)?[0-9]+\]<std(?:out|err)>: ?)?(?:\[[a-z_]*?[0-9]+\]: ?)?"
+                 r"(?:" + RANK_LABEL + r"[0-9]+\](?:: ?| ))?")
 
 _OUTER_WHOLE = re.sub(r"\?P<\w+>", "?:", OUTER_PREFIX)  # the same pattern without its names: only its extent is used
 
 
 # A counter glued to its word with a hyphen opens some loops' lines (Tutel's `STEP-10: loss = ...`, `Epoch-3: ...`):
 # shaped like a pdsh host (`node-2: `), it is the line's counter, not a prefix.
-_COUNTER_AS_HOST = r"^(?i:step|steps|epoch|iter|iteration|batch|update)[-_]\d+: "
+_COUNTER_AS_HOST = r"^(?i:step|steps|epoch|iter|iteration|batch|update)[-_][0-9]+: "
 
 
 def outer_extent(text: pl.Series) -> pl.Series:
@@ -66,7 +70,7 @@ def strip_outer(text: pl.Series, extent: pl.Series | None = None) -> pl.Series:
 # ...`) look alike. Labels repeat, as every rank prints the same lines; a counter strictly rises line after line. So
 # a source's labels that rise on every line, over COUNTING_LINES lines at least, are a counter; ranks printed once
 # each in order from 0 (`0: ...`, `1: ...`, `2: ...`) stay labels.
-_TASK_LABEL = r"^[ \t]*(\d{1,5}): "
+_TASK_LABEL = r"^[ \t]*([0-9]{1,5}): "
 COUNTING_LINES = 3
 _LABEL_EXTENT = 9  # the longest outer prefix that is a task label alone: two blanks, five digits, `: `
 

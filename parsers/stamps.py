@@ -13,33 +13,40 @@ A year-less stamp is placed in YEARLESS_YEAR, a leap year so that `02/29` parses
 are ever used, and a stream does not cross New Year often enough to matter (a difference that goes negative is not
 a step time: metrics drop it). A clock time alone is placed on CLOCK_ONLY_DAY, and `roll_days` moves it on a day
 each time a source's clock times go back by more than half a day (past midnight).
+
+Digits are written `[0-9]`, here and in the other per-line patterns (extract.py, prefixes.py, templates.py), not
+`\\d`: the regex crate reads `\\d` as any Unicode digit, and a pattern made of many compiles several times slower
+(STAMP: 9 ms against 1 ms). polars keeps about 32 compiled patterns a thread, fewer than one chunk's reading uses, so
+every chunk and every small log compiles them again (the samples' parse and diagnosis: 7-10% of their CPU). The
+digits a log's numbers and stamps are read from are ASCII ones: a Unicode digit never casts to a number.
 """
 from __future__ import annotations
 
 import polars as pl
 
 YEARLESS_YEAR = "2000"
-_FRAC = r"(?:[.,]\d{1,9})?"
+_FRAC = r"(?:[.,][0-9]{1,9})?"
 # A 12-hour clock says so (`1:00:08 PM`, `%I:%M:%S %p`), and only then may its hour be one digit.
-_HMS = r"(?:\d\d?:\d\d:\d\d" + _FRAC + r" ?[AaPp][Mm]\b|\d\d:\d\d:\d\d" + _FRAC + ")"
+_HMS = (r"(?:[0-9][0-9]?:[0-9][0-9]:[0-9][0-9]" + _FRAC + r" ?[AaPp][Mm]\b|[0-9][0-9]:[0-9][0-9]:[0-9][0-9]" + _FRAC
+        + ")")
 # Alternatives, most specific first; each is also its own normalisation below.
-_YMD = r"\d{4}-\d\d-\d\d[T ,]" + _HMS  # `,`: open_clip's datefmt '%Y-%m-%d,%H:%M:%S'
-_YMD_SLASH = r"\d{4}/\d\d/\d\d[ T,-]" + _HMS  # `-`: RocksDB's `2026/01/05-10:00:08.160123`
-_MDY = r"\d{1,2}/\d{1,2}/\d{4},? " + _HMS
+_YMD = r"[0-9]{4}-[0-9][0-9]-[0-9][0-9][T ,]" + _HMS  # `,`: open_clip's datefmt '%Y-%m-%d,%H:%M:%S'
+_YMD_SLASH = r"[0-9]{4}/[0-9][0-9]/[0-9][0-9][ T,-]" + _HMS  # `-`: RocksDB's `2026/01/05-10:00:08.160123`
+_MDY = r"[0-9]{1,2}/[0-9]{1,2}/[0-9]{4},? " + _HMS
 # The year first with dots (`2026.01.05 10:00:08`, a .NET or Unity `yyyy.MM.dd`, common in Chinese loggers' datefmt).
-_YMD_DOT = r"\b\d{4}\.\d\d\.\d\d[ T]" + _HMS
+_YMD_DOT = r"\b[0-9]{4}\.[0-9][0-9]\.[0-9][0-9][ T]" + _HMS
 # Day first with dots (a German or Russian locale's `%d.%m.%Y`), the CJK `2026年01月05日`, the compact `%Y%m%d` of
 # C++ loggers (`20260105 10:00:08.160`).
-_DMY_DOT = r"\b\d\d\.\d\d\.\d{4},? " + _HMS
-_YMD_CJK = r"\d{4}年\d{1,2}月\d{1,2}日 ?" + _HMS
+_DMY_DOT = r"\b[0-9][0-9]\.[0-9][0-9]\.[0-9]{4},? " + _HMS
+_YMD_CJK = r"[0-9]{4}年[0-9]{1,2}月[0-9]{1,2}日 ?" + _HMS
 # (glog since 0.7 prints the year: `I20260105 10:00:08.160000 12345 solver.cpp:245]`, its level's letter glued on)
-_YMD_COMPACT = r"\b[IWEF]?(?:19|20)\d\d[01]\d[0-3]\d[ T]" + _HMS
+_YMD_COMPACT = r"\b[IWEF]?(?:19|20)[0-9][0-9][01][0-9][0-3][0-9][ T]" + _HMS
 # A two-digit year: `%m/%d/%y` (`01/05/26 10:00:08`) or log4j's `yy/MM/dd` (Spark's `26/01/05 10:00:08`). Read as the
 # month first where the first part can be a month, else as the year first. A day-first `%d/%m/%y` is not told apart
 # (no single line says which it is): its stamps are right within a day and jump a month at midnight.
-_MDY2 = r"\b\d\d/\d\d/\d\d,? " + _HMS
-_MD_SLASH = r"\d\d/\d\d " + _HMS
-_MD_DASH = r"\d\d-\d\d " + _HMS
+_MDY2 = r"\b[0-9][0-9]/[0-9][0-9]/[0-9][0-9],? " + _HMS
+_MD_SLASH = r"[0-9][0-9]/[0-9][0-9] " + _HMS
+_MD_DASH = r"[0-9][0-9]-[0-9][0-9] " + _HMS
 # Month names: syslog's and journald's `Jan  5 10:00:08` (no year), C's ctime `Mon Jan  5 10:00:08 2026` (`date`
 # in a job script, the year after the time), and `05 Jan 2026 10:04:15.600` (redis, RFC 2822 without the weekday).
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -47,16 +54,19 @@ _MON = "(?:" + "|".join(MONTHS) + ")"
 # Java's default `Jan 5, 2026 1:00:08 PM` has the year after a comma, as has Kibana's export (`Jan 5, 2026 @
 # 10:00:08.000`); `05-Jan-2026 10:00:08` (log4j's and Tomcat's `dd-MMM-yyyy`) and the common log format's
 # `05/Jan/2026:10:00:08` join the parts otherwise.
-_MON_D = rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} {{1,2}}\d\d?(?:, \d{{4}}(?: @)?)? {_HMS}(?: \d{{4}}\b)?"
-_D_MON_Y = rf"\b\d{{1,2}}[ /-]{_MON}[ /-]\d{{4}}(?:,? |:){_HMS}"
+_MON_D = (rf"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) )?{_MON} {{1,2}}[0-9][0-9]?(?:, [0-9]{{4}}(?: @)?)? {_HMS}"
+          r"(?: [0-9]{4}\b)?")
+_D_MON_Y = rf"\b[0-9]{{1,2}}[ /-]{_MON}[ /-][0-9]{{4}}(?:,? |:){_HMS}"
 STAMP = "|".join(f"(?:{p})" for p in (_YMD, _YMD_SLASH, _YMD_DOT, _MDY, _MDY2, _MD_SLASH, _MD_DASH, _MON_D, _D_MON_Y,
                                       _DMY_DOT, _YMD_CJK, _YMD_COMPACT))
 # The cheap pre-filter: a clock time with seconds next to a date-like part (a month's name ends in a letter).
-STAMP_HINT = (r"\d[-/.]\d\d[ T,-]+\d\d?:\d\d:\d\d|\d{4},?(?: @)?[ T:]\d\d?:\d\d:\d\d|[a-z] [ \d]\d \d\d?:\d\d:\d\d"
-              r"|日 ?\d\d?:\d\d:\d\d")
+STAMP_HINT = (r"[0-9][-/.][0-9][0-9][ T,-]+[0-9][0-9]?:[0-9][0-9]:[0-9][0-9]"
+              r"|[0-9]{4},?(?: @)?[ T:][0-9][0-9]?:[0-9][0-9]:[0-9][0-9]"
+              r"|[a-z] [ 0-9][0-9] [0-9][0-9]?:[0-9][0-9]:[0-9][0-9]"
+              r"|日 ?[0-9][0-9]?:[0-9][0-9]:[0-9][0-9]")
 # Cheaper still, tried first: a pattern with no leading literal costs a regex step per byte of the line, and this
 # one (a third of the cost of STAMP_HINT on the benchmark's timer lines) turns most lines away.
-_CLOCK_HINT = r"\d:\d\d:\d\d"
+_CLOCK_HINT = r"[0-9]:[0-9][0-9]:[0-9][0-9]"
 
 
 def _parse(stamps: pl.Series) -> pl.Series:
@@ -73,22 +83,25 @@ def _parse(stamps: pl.Series) -> pl.Series:
     return pl.select(_twelve_hour(_parse24(pl.lit(s)), half)).to_series()
 
 
-_TWELVE_HOUR = r"\d ?[AaPp][Mm]$"
+_TWELVE_HOUR = r"[0-9] ?[AaPp][Mm]$"
 # Shapes the common ones need no work for: a 12-hour clock, a date ended by `,` or `-`, day first with dots, CJK,
 # %Y%m%d. Found by one test, and only those stamps normalised (each of _normalised's passes costs as much as the test).
-_RARE_SHAPE = _TWELVE_HOUR + r"|年|^\d\d\.\d\d\.|^\d{4}\.|^[IWEF]?(?:19|20)\d{6}[ T]|^\d{4}[-/]\d\d[-/]\d\d[,-]"
+_RARE_SHAPE = (_TWELVE_HOUR + r"|年|^[0-9][0-9]\.[0-9][0-9]\.|^[0-9]{4}\.|^[IWEF]?(?:19|20)[0-9]{6}[ T]"
+               r"|^[0-9]{4}[-/][0-9][0-9][-/][0-9][0-9][,-]")
 
 
 def _normalised(stamp: pl.Expr) -> pl.Expr:
     """A stamp in a shape _parse24 reads: its 12-hour mark dropped, the hour padded, the date's parts in order."""
     return (stamp.str.replace(r" ?[AaPp][Mm]$", "")
-            .str.replace(r"(^|[^\d:.])(\d):(\d\d:\d\d)", "${1}0${2}:${3}")  # `1:00:08 PM`
-            .str.replace(r"^(\d{4}[-/]\d\d[-/]\d\d)[,-]", "${1} ")  # `2024-01-05,10:00:08`, `2026/01/05-10:00:08`
-            .str.replace(r"^(\d\d)\.(\d\d)\.(\d{4})", "${3}-${2}-${1}")  # day first with dots
-            .str.replace(r"^(\d{4})\.(\d\d)\.(\d\d)", "${1}-${2}-${3}")  # the year first with dots
-            .str.replace(r"^(\d{4})年(\d{1,2})月(\d{1,2})日 ?", "${1}-${2}-${3} ")
-            .str.replace(r"^(\d{4})-(\d)-", "${1}-0${2}-").str.replace(r"^(\d{4}-\d\d)-(\d) ", "${1}-0${2} ")
-            .str.replace(r"^[IWEF]?((?:19|20)\d\d)([01]\d)([0-3]\d)[ T]", "${1}-${2}-${3} "))  # `%Y%m%d`
+            .str.replace(r"(^|[^0-9:.])([0-9]):([0-9][0-9]:[0-9][0-9])", "${1}0${2}:${3}")  # `1:00:08 PM`
+            # `2024-01-05,10:00:08`, `2026/01/05-10:00:08`
+            .str.replace(r"^([0-9]{4}[-/][0-9][0-9][-/][0-9][0-9])[,-]", "${1} ")
+            .str.replace(r"^([0-9][0-9])\.([0-9][0-9])\.([0-9]{4})", "${3}-${2}-${1}")  # day first with dots
+            .str.replace(r"^([0-9]{4})\.([0-9][0-9])\.([0-9][0-9])", "${1}-${2}-${3}")  # the year first with dots
+            .str.replace(r"^([0-9]{4})年([0-9]{1,2})月([0-9]{1,2})日 ?", "${1}-${2}-${3} ")
+            .str.replace(r"^([0-9]{4})-([0-9])-", "${1}-0${2}-")
+            .str.replace(r"^([0-9]{4}-[0-9][0-9])-([0-9]) ", "${1}-0${2} ")
+            .str.replace(r"^[IWEF]?((?:19|20)[0-9][0-9])([01][0-9])([0-3][0-9])[ T]", "${1}-${2}-${3} "))  # `%Y%m%d`
 
 
 def _twelve_hour(ts: pl.Expr, half: pl.Expr) -> pl.Expr:
@@ -101,19 +114,20 @@ def _twelve_hour(ts: pl.Expr, half: pl.Expr) -> pl.Expr:
 def _parse24(s: pl.Expr) -> pl.Expr:
     iso = s.str.replace("T", " ", literal=True).str.replace_all("/", "-", literal=True)
     fmt = "%Y-%m-%d %H:%M:%S%.f"
-    mdy = s.str.extract(r"^(\d{1,2})/(\d{1,2})/(\d{4})", 0)
+    mdy = s.str.extract(r"^([0-9]{1,2})/([0-9]{1,2})/([0-9]{4})", 0)
     return pl.coalesce(
         pl.when(s.str.contains(_MON)).then(_by_month_name(s).str.to_datetime(fmt, strict=False, time_unit="ms")),
-        pl.when(s.str.contains(r"^\d{4}[-/]")).then(iso.str.to_datetime(fmt, strict=False, time_unit="ms")),
+        pl.when(s.str.contains(r"^[0-9]{4}[-/]")).then(iso.str.to_datetime(fmt, strict=False, time_unit="ms")),
         pl.when(mdy.is_not_null()).then(
-            s.str.replace(r"^(\d{1,2})/(\d{1,2})/(\d{4})", "${3}-${1}-${2}")
-            .str.replace(r"^(\d{4})-(\d)-", "${1}-0${2}-").str.replace(r"^(\d{4}-\d\d)-(\d) ", "${1}-0${2} ")
+            s.str.replace(r"^([0-9]{1,2})/([0-9]{1,2})/([0-9]{4})", "${3}-${1}-${2}")
+            .str.replace(r"^([0-9]{4})-([0-9])-", "${1}-0${2}-")
+            .str.replace(r"^([0-9]{4}-[0-9][0-9])-([0-9]) ", "${1}-0${2} ")
             .str.to_datetime(fmt, strict=False, time_unit="ms")),
-        pl.when(s.str.contains(r"^\d\d/\d\d/\d\d ")).then(
-            s.str.replace(r"^(0\d|1[0-2])/(\d\d)/(\d\d) ", "20${3}-${1}-${2} ")
-            .str.replace(r"^(\d\d)/(\d\d)/(\d\d) ", "20${1}-${2}-${3} ")
+        pl.when(s.str.contains(r"^[0-9][0-9]/[0-9][0-9]/[0-9][0-9] ")).then(
+            s.str.replace(r"^(0[0-9]|1[0-2])/([0-9][0-9])/([0-9][0-9]) ", "20${3}-${1}-${2} ")
+            .str.replace(r"^([0-9][0-9])/([0-9][0-9])/([0-9][0-9]) ", "20${1}-${2}-${3} ")
             .str.to_datetime(fmt, strict=False, time_unit="ms")),
-        pl.when(s.str.contains(r"^\d\d[-/]\d\d ")).then(
+        pl.when(s.str.contains(r"^[0-9][0-9][-/][0-9][0-9] ")).then(
             (pl.lit(YEARLESS_YEAR + "-") + s.str.replace("/", "-", literal=True))
             .str.to_datetime(fmt, strict=False, time_unit="ms")),
     )
@@ -124,9 +138,11 @@ def _by_month_name(s: pl.Expr) -> pl.Expr:
     stamp has none)."""
     month = s.str.extract("(" + _MON + ")", 1).replace_strict(
         list(MONTHS), [f"{i:02d}" for i in range(1, 13)], default=None, return_dtype=pl.String)
-    day = s.str.extract(rf"{_MON} +(\d\d?)\b", 1).fill_null(s.str.extract(rf"^(\d\d?)[ /-]{_MON}", 1)).str.zfill(2)
-    clock = s.str.extract(r"(?:^|\D)(\d\d:\d\d:\d\d(?:\.\d{1,9})?)", 1)  # not `2026:10:00:08`'s `26:10:00`
-    year = s.str.extract(r"(?:^|[\s/-])(\d{4})(?:[\s,:]|$)", 1).fill_null(pl.lit(YEARLESS_YEAR))  # not `08.1234`
+    day = (s.str.extract(rf"{_MON} +([0-9][0-9]?)\b", 1).fill_null(s.str.extract(rf"^([0-9][0-9]?)[ /-]{_MON}", 1))
+           .str.zfill(2))
+    # not `2026:10:00:08`'s `26:10:00`
+    clock = s.str.extract(r"(?:^|[^0-9])([0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{1,9})?)", 1)
+    year = s.str.extract(r"(?:^|[\s/-])([0-9]{4})(?:[\s,:]|$)", 1).fill_null(pl.lit(YEARLESS_YEAR))  # not `08.1234`
     return pl.concat_str(year, pl.lit("-"), month, pl.lit("-"), day, pl.lit(" "), clock)
 
 
@@ -139,9 +155,9 @@ def has_stamp(text: pl.Series) -> pl.Series:
 
 CLOCK_ONLY_DAY = "1900-01-01"
 ROLLOVER_BACK_S = 12 * 3600  # a clock time this far below the one before it is the next day's
-_CLOCK = r"\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
-_EPOCH = r"1\d{9}(?:\.\d{1,9})?"
-_EPOCH_MS = r"1\d{12}"  # epoch milliseconds (Java's and JavaScript's clocks, MLflow's and many JSON loggers')
+_CLOCK = r"[0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:[.,][0-9]{1,9})?"
+_EPOCH = r"1[0-9]{9}(?:\.[0-9]{1,9})?"
+_EPOCH_MS = r"1[0-9]{12}"  # epoch milliseconds (Java's and JavaScript's clocks, MLflow's and many JSON loggers')
 # A clock time may follow the level inside the line's opening bracket (PyMARL's `[INFO 10:00:08] my_main ...`, logging's
 # `[%(levelname)s %(asctime)s]` with a time-only datefmt).
 _LEVELS = "INFO|DEBUG|WARNING|WARN|ERROR|CRITICAL"  # logging's level names, as they open a line or follow a stamp
@@ -151,18 +167,20 @@ _LEAD_EPOCH = rf"^\[?({_EPOCH})\]?(?:\s|$)"
 _LEAD_EPOCH_MS = rf"^\[?({_EPOCH_MS})\]?(?:\s|$)"
 # torch wraps it: `[rank0]:[E1120 ...`; tensorpack's logger prints the month and day without the level's letter
 # (`[0105 10:00:08 @base.py:285]`), where they must be a month's and a day's
-_LEAD_GLOG = r"^\[?(?:[IWEF](\d\d)(\d\d)|(0[1-9]|1[0-2])([0-3]\d)) (\d\d:\d\d:\d\d(?:\.\d{1,9})?)\s"
+_LEAD_GLOG = (r"^\[?(?:[IWEF]([0-9][0-9])([0-9][0-9])|(0[1-9]|1[0-2])([0-3][0-9])) "
+              r"([0-9][0-9]:[0-9][0-9]:[0-9][0-9](?:\.[0-9]{1,9})?)\s")
 # Python logging's `%(relativeCreated)d`, milliseconds since logging loaded, before the level or the thread's name (the
 # logging cookbook's `%(relativeCreated)6d %(threadName)s`): nine digits at most (eleven days), as ten are epoch
 # seconds (`%(created)d`). Placed on CLOCK_ONLY_DAY: only differences are used.
 _AFTER_RELATIVE = rf"\]? (?:{_LEVELS}|MainThread)\b"
-RELATIVE = r" *\d{1,9}" + _AFTER_RELATIVE  # after an optional `[`
-_LEAD_RELATIVE = r"^\[? *(\d{1,9})" + _AFTER_RELATIVE
+RELATIVE = r" *[0-9]{1,9}" + _AFTER_RELATIVE  # after an optional `[`
+_LEAD_RELATIVE = r"^\[? *([0-9]{1,9})" + _AFTER_RELATIVE
 # Which lines may open with one of them (prefixes peeled): anchored, so it costs a few bytes per line.
-LEADING_HINT = rf"^\[?(?:(?:{_LEVEL})?\d\d:\d\d:\d\d|1\d{{9}}\b|1\d{{12}}\b|[IWEF]?\d{{4}} \d\d:|{RELATIVE})"
+LEADING_HINT = (rf"^\[?(?:(?:{_LEVEL})?[0-9][0-9]:[0-9][0-9]:[0-9][0-9]|1[0-9]{{9}}\b|1[0-9]{{12}}\b"
+                rf"|[IWEF]?[0-9]{{4}} [0-9][0-9]:|{RELATIVE})")
 # The stamp itself, as templates mask it: the shapes above (their groups dropped).
-LEADING = (rf"^\[?(?:(?:{_LEVEL})?{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF]\d{{4}} {_CLOCK}\s"
-           rf"|^\[?(?:0[1-9]|1[0-2])[0-3]\d {_CLOCK}\s"
+LEADING = (rf"^\[?(?:(?:{_LEVEL})?{_CLOCK}|{_EPOCH}|{_EPOCH_MS})\]?(?:\s|$)|^\[?[IWEF][0-9]{{4}} {_CLOCK}\s"
+           rf"|^\[?(?:0[1-9]|1[0-2])[0-3][0-9] {_CLOCK}\s"
            r"|^\[?" + RELATIVE)  # the level or thread's name after it masked with it
 
 

@@ -70,28 +70,29 @@ PHASES_SLACK = 2.0
 SLOT_MARK = "\x06"
 _SLOTS = re.compile("\x06")
 # (pytorch-tabnet prints its elapsed `0:01:25s`: the `s` glued to a clock is its unit)
-CLOCK = r"\b\d{1,3}:\d\d(?::\d\d)?(?:\.\d+)?(?:s\b|\b)"
-NUMBER = (r"[-+]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)"
+CLOCK = r"\b[0-9]{1,3}:[0-9][0-9](?::[0-9][0-9])?(?:\.[0-9]+)?(?:s\b|\b)"
+NUMBER = (r"[-+]?(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?\b|[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?"
+          r"|\.[0-9]+(?:[eE][-+]?[0-9]+)?)"
           r"|\b(?:nan|NaN|inf|Inf)\b")
 # A duration in two or more units (MMF's `01m 25s 234ms`, Go's `1h2m3.5s`, `5h 29m`): one slot, read as a clock is (a
 # template is the same whether the run is minutes or hours in: `time: #s #ms` would become `time: #m #s #ms`). The
 # spaced forms are closed up first (_JOINED, on the rows that hold one) where no `/` follows: Keras's `255s
 # 850ms/step` is an epoch's time and then a step's, two numbers.
-COMPOUND = (r"\b\d+h\d+m(?:\d+(?:\.\d+)?s)?(?:\d+ms)?\b|\b\d+m\d+(?:\.\d+)?s(?:\d+ms)?\b"
-            r"|\b\d+(?:\.\d+)?s\d+ms\b")
+COMPOUND = (r"\b[0-9]+h[0-9]+m(?:[0-9]+(?:\.[0-9]+)?s)?(?:[0-9]+ms)?\b|\b[0-9]+m[0-9]+(?:\.[0-9]+)?s(?:[0-9]+ms)?\b"
+            r"|\b[0-9]+(?:\.[0-9]+)?s[0-9]+ms\b")
 # Each form's parts and the character after them, in groups of their own: the replacement is all groups in order (the
 # groups of the forms that did not match are empty).
-_SPACED_COMPOUND = (r"\b(\d+h) ?(\d+m)(?: ?(\d+(?:\.\d+)?s))?(?: ?(\d+ms))?([^/\w]|$)"
-                    r"|\b(\d+m) ?(\d+(?:\.\d+)?s)(?: ?(\d+ms))?([^/\w]|$)"
-                    r"|\b(\d+(?:\.\d+)?s) ?(\d+ms)([^/\w]|$)")
+_SPACED_COMPOUND = (r"\b([0-9]+h) ?([0-9]+m)(?: ?([0-9]+(?:\.[0-9]+)?s))?(?: ?([0-9]+ms))?([^/\w]|$)"
+                    r"|\b([0-9]+m) ?([0-9]+(?:\.[0-9]+)?s)(?: ?([0-9]+ms))?([^/\w]|$)"
+                    r"|\b([0-9]+(?:\.[0-9]+)?s) ?([0-9]+ms)([^/\w]|$)")
 _JOINED = "".join(f"${{{i}}}" for i in range(1, re.compile(_SPACED_COMPOUND).groups + 1))
 # The same durations with their units spelled (Ray's `Total running time: 1hr 2min 3s`, `1 min 8 sec`, `2 hours 5
 # minutes`): each form with its letters, longest first, on the rows that hold one (_SPELLED_HINT).
 _H, _M, _S = r"(?:hours?|hrs?|h)", r"(?:minutes?|mins?|m)", r"(?:seconds?|secs?|s)"
-_SPELLED = ((rf"\b(\d+) ?{_H} ?(\d+) ?{_M} ?(\d+(?:\.\d+)?) ?{_S}([^/\w]|$)", "${1}h${2}m${3}s${4}"),
-            (rf"\b(\d+) ?{_H} ?(\d+) ?{_M}([^/\w]|$)", "${1}h${2}m${3}"),
-            (rf"\b(\d+) ?{_M} ?(\d+(?:\.\d+)?) ?{_S}([^/\w]|$)", "${1}m${2}s${3}"))
-_SPELLED_HINT = r"\d ?(?:hours?|hrs?|minutes?|mins?)\b ?\d"
+_SPELLED = ((rf"\b([0-9]+) ?{_H} ?([0-9]+) ?{_M} ?([0-9]+(?:\.[0-9]+)?) ?{_S}([^/\w]|$)", "${1}h${2}m${3}s${4}"),
+            (rf"\b([0-9]+) ?{_H} ?([0-9]+) ?{_M}([^/\w]|$)", "${1}h${2}m${3}"),
+            (rf"\b([0-9]+) ?{_M} ?([0-9]+(?:\.[0-9]+)?) ?{_S}([^/\w]|$)", "${1}m${2}s${3}"))
+_SPELLED_HINT = r"[0-9] ?(?:hours?|hrs?|minutes?|mins?)\b ?[0-9]"
 SLOT = f"{COMPOUND}|{CLOCK}|{NUMBER}"
 # Ids that are not quantities: `0x7f3a...`, UUIDs, commit hashes and digests (a long decimal tail is a number).
 _HEX = r"\b0x[0-9a-fA-F]+\b|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[0-9a-f]{40,64}\b"
@@ -116,9 +117,9 @@ _SPACED = any_of(("  ", "\t"))  # white space a template folds
 # not the layout, so the bracket and the slot close up (close_padding, on the templates once a source is read).
 _PADDED = "([\\[(]) \x06"
 _PADDED_AFTER = "\x06 +([|\\])])"
-_RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_]\d", r"\d-\d",
-                  r"[A-Za-z]-\d",
-                  r"\d[hms] \d", _SPELLED_HINT))
+_RARE = "|".join((STAMP_HINT, LEADING_HINT, r"0x|[0-9a-f]{8}", "/", r"%\|", r"[^\x00-\x7f]", r"[A-Za-z_][0-9]",
+                  r"[0-9]-[0-9]", r"[A-Za-z]-[0-9]",
+                  r"[0-9][hms] [0-9]", _SPELLED_HINT))
 
 
 def _rare_masks(body: pl.Series) -> pl.Series:
@@ -131,13 +132,13 @@ def _rare_masks(body: pl.Series) -> pl.Series:
     body = _only_where(body, r"[^\x00-\x7f]", _GLYPHS, " ")
     for pattern, joined in _SPELLED:
         body = _only_where(body, _SPELLED_HINT, pattern, joined)
-    body = _only_where(body, r"\d[hms] \d", _SPACED_COMPOUND, _JOINED)
+    body = _only_where(body, r"[0-9][hms] [0-9]", _SPACED_COMPOUND, _JOINED)
     # A hyphen between a word and a number is no minus sign (Tutel's `STEP-10:`), an exponent's is (`3e-5`).
-    body = _only_where(body, r"[A-Za-z]-\d", r"(^|[^0-9.A-Za-z])([A-Za-z]+)-(\d)", "${1}${2} ${3}")
+    body = _only_where(body, r"[A-Za-z]-[0-9]", r"(^|[^0-9.A-Za-z])([A-Za-z]+)-([0-9])", "${1}${2} ${3}")
     # A letter after a digit is a unit, not a name (`1h2m3s`, `1e5`): the digits after it stay a number.
-    body = _only_where(body, r"[A-Za-z_]\d", r"(^|[^0-9])([A-Za-z_])\d+", "${1}${2}\x02")
-    body = _only_where(body, r"[A-Za-z_]\x02[A-Za-z_]+\d", r"([A-Za-z_]\x02[A-Za-z_]+)\d+", "${1}\x02")
-    return _only_where(body, r"\d-\d", r"(\d)-(\d)", "${1} - ${2}")
+    body = _only_where(body, r"[A-Za-z_][0-9]", r"(^|[^0-9])([A-Za-z_])[0-9]+", "${1}${2}\x02")
+    body = _only_where(body, r"[A-Za-z_]\x02[A-Za-z_]+[0-9]", r"([A-Za-z_]\x02[A-Za-z_]+)[0-9]+", "${1}\x02")
+    return _only_where(body, r"[0-9]-[0-9]", r"([0-9])-([0-9])", "${1} - ${2}")
 
 
 def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -176,7 +177,8 @@ def mine(rows: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
              .with_columns(pl.col("template").hash().alias("tid")))
     if decimal.any():
         tids = frame.filter("_decimal")["tid"].unique()
-        unsure = pl.col("tid").is_in(tids.implode()) & ~pl.col("_decimal") & pl.col("_body").str.contains(r"\d,\d")
+        unsure = (pl.col("tid").is_in(tids.implode()) & ~pl.col("_decimal")
+                  & pl.col("_body").str.contains(r"[0-9],[0-9]"))
         frame = frame.with_columns(pl.when(unsure).then(_comma_to_point(pl.col("_body"))).otherwise(pl.col("_body"))
                                    .alias("_body"))
     # Which slots are clocks (`0:08:01`) is the same on every line of a template: kept with the template, read from
@@ -323,12 +325,12 @@ def close_time_units(rows: pl.DataFrame, templates: pl.DataFrame) -> tuple[pl.Da
 # A number whose comma cannot separate thousands: a leading zero (`0,816`), or other than three digits after it
 # (`2,4833`, `0,85`), or more than three before it. Its line reads the comma as a decimal point unless it also writes
 # one (_POINTED): a list (`[1,2]`) beside `2.48` stays a list.
-_DECIMAL_COMMA = r"(?:^|[^\d,.])(?:0,\d+|\d+,(?:\d{1,2}|\d{4,})|\d{4,},\d+)(?:[^\d,]|$)"
-_POINTED = r"\d\.\d"
+_DECIMAL_COMMA = r"(?:^|[^0-9,.])(?:0,[0-9]+|[0-9]+,(?:[0-9]{1,2}|[0-9]{4,})|[0-9]{4,},[0-9]+)(?:[^0-9,]|$)"
+_POINTED = r"[0-9]\.[0-9]"
 
 
 def _comma_to_point(body: pl.Series | pl.Expr) -> pl.Series | pl.Expr:
-    return body.str.replace_all(r"(\d),(\d)", "${1}.${2}")
+    return body.str.replace_all(r"([0-9]),([0-9])", "${1}.${2}")
 
 
 def _values(body: pl.Expr) -> pl.Expr:
@@ -347,7 +349,8 @@ def _values(body: pl.Expr) -> pl.Expr:
 
 
 # The units of a compound duration (COMPOUND), each with its seconds: `m` not followed by `s`, which is milliseconds.
-_COMPOUND_UNITS = ((r"(\d+)h", 3600.0), (r"(\d+)m(?:[^s]|$)", 60.0), (r"(\d+(?:\.\d+)?)s", 1.0), (r"(\d+)ms", 0.001))
+_COMPOUND_UNITS = ((r"([0-9]+)h", 3600.0), (r"([0-9]+)m(?:[^s]|$)", 60.0), (r"([0-9]+(?:\.[0-9]+)?)s", 1.0),
+                   (r"([0-9]+)ms", 0.001))
 
 
 def _is_clock(slot: pl.Expr) -> pl.Expr:
@@ -481,7 +484,7 @@ class _Slot:
 
 _LEVELS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "trace", "notice", "i", "w", "e"})
 # A name: words of any script (`损失: 2.48, 耗时: 0.85 秒`, `шаг 10`), with the separators names are printed with.
-_NAME = re.compile(r"([^\W\d][\w/().%@\x02\- ]*?)\s*$")
+_NAME = re.compile(r"([^\W0-9][\w/().%@\x02\- ]*?)\s*$")
 
 
 def display(template: str) -> str:
