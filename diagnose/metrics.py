@@ -174,7 +174,9 @@ def compute(model: RunModel, all_clocks: bool = False) -> Metrics:
     if comms.height:
         table = comms.filter(pl.col("origin") == "comms_table")
         use = table if table.height else comms.filter(pl.col("origin") != "comms_straggler")
-        agg = use.group_by("op").agg(pl.col("total_latency_ms").sum())
+        # the largest first, in the same order on every run (a group_by's order is not)
+        agg = use.group_by("op").agg(pl.col("total_latency_ms").sum()).sort(
+            ["total_latency_ms", "op"], descending=[True, False], nulls_last=True)
         comm_ops = {r["op"]: float(r["total_latency_ms"] or 0.0) for r in agg.iter_rows(named=True)}
         comm_total = sum(comm_ops.values())
         bw = use.filter(pl.col("busbw_gbps") > 0)["busbw_gbps"]
