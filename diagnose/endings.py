@@ -185,7 +185,7 @@ def _first_to_stop(steps: pl.DataFrame) -> tuple[int, int, int] | None:
     if ranked.height == 0:
         return None
     # one step kind (the one most lines print), and only ranks that print it often enough to have a last step
-    top = ranked.group_by("origin").len().sort("len", descending=True)["origin"][0]
+    top = ranked.group_by("origin").len().sort(["len", "origin"], descending=[True, False])["origin"][0]  # ties: a-z
     last = (ranked.filter(pl.col("origin") == top).group_by("rank")
             .agg(pl.col("global_step").max(), pl.len().alias("n")).filter(pl.col("n") >= MIN_RANK_STEPS))
     if last.height < 2:

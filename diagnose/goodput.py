@@ -406,7 +406,7 @@ def _body(iv: pl.DataFrame, level: float) -> tuple[dict[int, float], dict[int, f
     iv = iv.with_columns((~pl.col("warm") & (
         (pl.col("excess") >= STALL_EXTRA_STEPS * level)
         | (pl.col("ev_kind").is_not_null() & (pl.col("excess") >= STALL_EXTRA_WITH_EVENT * level)))).alias("stall"))
-    sums = iv.group_by("launch").agg(
+    sums = iv.group_by("launch", maintain_order=True).agg(
         pl.col("excess").filter(pl.col("warm")).clip(lower_bound=0).sum().alias("warm"),
         pl.col("excess").filter(pl.col("stall")).sum().alias("stalled"), pl.col("dur").sum().alias("dur"))
     warm = dict(zip(sums["launch"].to_list(), sums["warm"].to_list()))

@@ -790,7 +790,8 @@ def _util_shape(system: pl.DataFrame) -> tuple[dict[int, float], str | None, tup
     util = system.filter((pl.col("metric") == "gpu") & pl.col("gpu").is_not_null() & pl.col("ts").is_not_null())
     if util.height < 4:
         return {}, None, ()
-    per_gpu = {int(g): float(v) for g, v in util.group_by("gpu").agg(pl.col("value").mean()).iter_rows()}
+    per_gpu = {int(g): float(v)
+               for g, v in util.group_by("gpu").agg(pl.col("value").mean()).sort("gpu").iter_rows()}
     v = util["value"]
     low, high = number((v < 20).mean()), number((v > 80).mean())
     by_ts = util.group_by("ts").agg(pl.col("value").max().alias("busiest")).sort("ts")

@@ -77,7 +77,7 @@ def _from_steps(settings: pl.DataFrame, steps: pl.DataFrame) -> Scaling | None:
     placed = placed.filter(pl.col("set_line").is_not_null())
     seg = placed.group_by("source", "set_line").agg(
         pl.col("step_time_s").median().alias("value"), pl.len().alias("n"), pl.col("line").min().alias("first"),
-        pl.col("gpus").first(), pl.col("nodes").first())
+        pl.col("gpus").first(), pl.col("nodes").first()).sort("source", "set_line")  # in the order stated (_two)
     seg = seg.filter((pl.col("n") >= MIN_SEGMENT_STEPS) & (pl.col("first") - pl.col("set_line") <= PROSE_WINDOW))
     found = _two(seg.rename({"set_line": "line"}).select("source", "line", "value", "gpus", "nodes"), "step")
     if found is None:

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import diagnose
 from conftest import SAMPLES
+from diagnose.endings import _first_to_stop
 from diagnose.engine import diagnose as run_rules
 from diagnose.parsers import parse
 
@@ -369,3 +371,13 @@ def test_a_finished_hf_run_ends_after_its_training_bars_last_step_not_the_closin
     # The Trainer's closing evaluate() draws its own bar (4/4 on the CPU sample, 8/8 on the H200) after the last step
     e = _end(run).ending
     assert e.how == "finished" and e.after_step == steps
+
+
+def test_the_step_kind_most_lines_print_is_chosen_the_same_way_on_a_tie() -> None:
+    """Two step kinds print as many lines: the first by name is read, every time (a group_by's order is drawn afresh
+    at each call)."""
+    rows = [(0, s, "ds_step") for s in range(1, 6)] + [(1, s, "ds_step") for s in range(1, 4)]
+    rows += [(r, s, "tqdm") for r in (0, 1) for s in range(1, 5)]
+    steps = pl.DataFrame(rows, schema={"rank": pl.Int32, "global_step": pl.Int64, "origin": pl.String}, orient="row")
+    for _ in range(8):
+        assert _first_to_stop(steps) == (1, 3, 5)

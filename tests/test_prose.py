@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from diagnose.engine import diagnose
+from diagnose.metrics import compute
 from diagnose.parsers import parse, prose
 from diagnose.scaling import compare
 
@@ -321,3 +322,18 @@ def test_a_line_a_reader_read_states_nothing_more_and_counts_once(tmp_path: Path
     m = parse([str(log)])
     assert m.frames["steps"].height == 20 and m.frames["stated"].height == 0
     assert (m.sources[0].lines, m.sources[0].recognised) == (20, 20)
+
+
+def test_a_count_stated_twice_takes_its_first_time_every_time(tmp_path: Path) -> None:
+    """Two pastes under the same GPU count: the first one stated is that count's time, whatever order the segments
+    are grouped in (a group_by's order is drawn afresh at each call)."""
+    p = _thread(tmp_path, 1.7, 2.9)
+    lines = p.read_text().splitlines()
+    lines[-1:-1] = ["", "And with 8 GPUs again, after a reboot:", ""] + [
+        PROGRESS.format(s=60 + 3 * k, i=19 + k, n=5000, t=5.0 + 0.01 * k) for k in range(4)] + [""]
+    p.write_text("\n".join(lines) + "\n")
+    model = parse([str(p)])
+    for _ in range(8):
+        sc = compute(model).scaling
+        assert sc is not None and (sc.small, sc.large) == (1, 8)
+        assert sc.large_s == pytest.approx(2.915, rel=0.02)

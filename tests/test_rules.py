@@ -9,6 +9,7 @@ import pytest
 
 from conftest import SAMPLES, analysed
 from diagnose.engine import diagnose
+from diagnose.metrics import compute
 from diagnose.rules import load_all
 from diagnose.parsers import parse
 
@@ -306,10 +307,14 @@ def test_a_cause_ranks_above_its_symptom_and_info_never_leads() -> None:
 def test_collective_ops_are_listed_largest_first_every_time() -> None:
     """The comms table's ops, summed per op, in one order (the largest total first): a group_by's own order changed
     from run to run, and with it the report's JSON and the float sum of the totals."""
-    from diagnose.metrics import compute
-
     model = analysed(SAMPLES / "ds_zero0").runs[0].model
     for _ in range(8):  # a group_by's order is drawn afresh each time: one pass may be in order by chance
         ops = compute(model).comm_ops
         assert list(ops) == ["all_reduce", "broadcast", "log_summary_barrier"]
         assert list(ops.values()) == sorted(ops.values(), reverse=True)
+
+
+def test_each_gpus_utilization_is_listed_by_its_index_every_time() -> None:
+    model = analysed(SAMPLES / "synthetic" / "checkpoint_stalls").runs[0].model
+    for _ in range(8):  # a group_by's order is drawn afresh each time
+        assert list(compute(model).util_per_gpu) == list(range(8))
