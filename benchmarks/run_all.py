@@ -358,8 +358,8 @@ def render(figures: list[Figure], notes: dict[str, list[str]], runs: int, took: 
            f"{platform.python_version()}, polars {pl.__version__}; {runs} rounds, {took / 60:.1f} min. Do not edit "
            "by hand: run it again.", "",
            "Each round measures the floor and then the figure, each in a fresh process, so the two share the "
-           "machine's hour. The package's bytecode is compiled first, as `pip install` compiles it. Every cell is min / "
-           "median / max over the rounds; the ratio is taken round by round. "
+           "machine's hour. The package's bytecode is compiled first, as `pip install` compiles it. Every cell is "
+           "min / median / max over the rounds; the ratio is taken round by round. "
            "A bar is met when every round's ratio is under it. The notes on how each path is built, and the "
            "figures of earlier rounds, are in [performance-history.md](performance-history.md).", ""]
     for section in TITLES:
