@@ -482,16 +482,17 @@ def _other_named(column: str) -> pl.Expr:
 # by the vocabulary's names; a word that is a wait only with a unit of time (`load`, `io`) needs its unit.
 _WAITS = names_alternation(n for n in NAMES["data_time"] if n not in TIMED_ONLY)
 _TIMED_WAITS = names_alternation(n for n in NAMES["data_time"] if n in TIMED_ONLY)
-_POSTFIX_DATA = (rf"(?:^|,\s*)(?i:(?:{_WAITS})=({NUMBER})\s*(ms|s)?|(?:{_TIMED_WAITS})=({NUMBER})\s*(ms|s))"
-                 r"\s*(?:,|$)")
+_POSTFIX_UNIT = "|".join(sorted(_UNIT_S, key=len, reverse=True))  # the units duration_s reads
+_POSTFIX_DATA = (rf"(?:^|,\s*)(?i:(?:{_WAITS})=({NUMBER})\s*({_POSTFIX_UNIT})?"
+                 rf"|(?:{_TIMED_WAITS})=({NUMBER})\s*({_POSTFIX_UNIT}))\s*(?:,|$)")
 
 
 def _postfix_data_s(column: str) -> pl.Expr:
     """The seconds of the data wait a bar's postfix names (null where it names none)."""
     g = pl.col(column).str.extract_groups(_POSTFIX_DATA)
     value = pl.coalesce(g.struct.field("1"), g.struct.field("3")).cast(pl.Float64, strict=False)
-    unit = pl.coalesce(g.struct.field("2"), g.struct.field("4"))
-    return value * pl.when(unit == "ms").then(1e-3).otherwise(1.0)
+    unit = pl.coalesce(g.struct.field("2"), g.struct.field("4")).str.to_lowercase()
+    return value * unit.replace_strict(_UNIT_S, default=1.0, return_dtype=pl.Float64)
 
 
 # Columns computed from a kind's own fields, where the printed unit differs from the schema's.

@@ -204,8 +204,9 @@ MIN_COUNTED = 3  # the general progress kind's rows with a counter that make a s
 
 
 def _uncounted_progress(steps: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The general `progress` kind's rows with no counter, in a source where MIN_COUNTED of its rows count steps: a line that does not advance with the stream (tf_cnn_benchmarks' `total images/sec: 300.18`
-    after its `80<TAB>images/sec: 37.5 ...` lines) is a summary, an event, not a step (issue 30, must 4)."""
+    """The general `progress` kind's rows with no counter, in a source where MIN_COUNTED of its rows count steps: a
+    line that does not advance with the stream (tf_cnn_benchmarks' `total images/sec: 300.18` after its
+    `80<TAB>images/sec: 37.5 ...` lines) is a summary, an event, not a step (issue 30, must 4)."""
     progress = pl.col("origin") == "progress"
     counted = (steps.filter(progress & pl.col("global_step").is_not_null()).group_by("source").len()
                .filter(pl.col("len") >= MIN_COUNTED)["source"])

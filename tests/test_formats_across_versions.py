@@ -1777,7 +1777,7 @@ def test_a_total_after_counted_progress_lines_is_a_summary_not_a_step(tmp_path: 
 
 
 @pytest.mark.parametrize("postfix", ["loss={l}, data={d:.3f}s", "data_time={dm:.0f}ms, loss={l}",
-                                     "loss={l}, io={d:.3f}s"])
+                                     "loss={l}, io={d:.3f}s", "loss={l}, Data={dm:.0f}MS", "data={d:.3f} sec"])
 def test_a_data_wait_in_a_bars_postfix(tmp_path: Path, postfix: str) -> None:
     # a loop's own bar: `pbar.set_postfix(loss=..., data=...)` after tqdm's rate
     lines = []
