@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -60,17 +61,24 @@ class Verdict:
     finding_lines: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
+_IS_LOG: dict[tuple[str, bytes], bool] = {}  # (name, digest of the bytes) -> is_log, kept for the process
+
+
 def is_log(path: Path) -> bool:
     """A case's log files, as the tool itself reads them (a config or launch script is not printed through a
-    launcher's prefixes or pasted as an issue's log, whatever its name)."""
+    launcher's prefixes or pasted as an issue's log, whatever its name). Each variant is staged from the same
+    files, so the answer is kept by name and content: reading every staged copy again was 40% of the run."""
     from diagnose.parsers import InputError, parse
 
     if path.suffix.lower() in CONFIG_SUFFIXES | SCRIPT_SUFFIXES:
         return False
-    try:
-        return parse([str(path)]).sources[0].kind in ("log", "launch_script")
-    except InputError:
-        return True  # nothing recognisable: text all the same
+    key = (path.name, hashlib.blake2b(path.read_bytes(), digest_size=16).digest())
+    if key not in _IS_LOG:
+        try:
+            _IS_LOG[key] = parse([str(path)]).sources[0].kind in ("log", "launch_script")
+        except InputError:
+            _IS_LOG[key] = True  # nothing recognisable: text all the same
+    return _IS_LOG[key]
 
 
 # ---- the transformations: (case folder) -> None, rewriting the folder in place --------------------------------
