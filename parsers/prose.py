@@ -50,13 +50,18 @@ def _count_rx(name: str) -> str:
     return _COUNT.replace("?P<n>", f"?P<{name}>")
 
 
+# what may stand between a device and `each` / `per node`: its memory and the word GPU (`8x A100 80GB each`,
+# `8 A100 (80GB) per node`, `8 H100 80GB GPUs each`)
+_QUALIFIED = r"(?:[\s-]*\(?\d{2,3}\s*G(?:i?B)?\)?)?(?:\s+(?:GPUs?|cards?))?"
+_TIMES = r"(?:x\s*|×\s*)?"
 PER_NODE = re.compile(
-    rf"(?<![A-Za-z0-9.]){_count_rx('k')}\s*(?:x\s*|×\s*|个\s*)?{_MODEL}{_DEVICE}"
+    rf"(?<![A-Za-z0-9.]){_count_rx('k')}\s*(?:x\s*|×\s*|个\s*)?{_MODEL}{_DEVICE}{_QUALIFIED}"
     rf"\s*(?:per|/|on each|in each|on every|each)\s*{_NODE_WORD}\b"
-    rf"|(?<![A-Za-z0-9.]){_count_rx('k4')}\s*(?:x\s*|×\s*)?{_MODEL}{_DEVICE}\s+each\b"
-    rf"|(?:each|every) {_NODE_WORD} (?:has|with|having) {_count_rx('k2')}\s*{_MODEL}{_DEVICE}"
-    rf"|(?<![A-Za-z0-9.]){_count_rx('n2')}\s+{_NODE_WORD},?\s+(?:each\s+)?(?:with|having|have|has)\s+{_count_rx('k3')}"
-    rf"\s*{_MODEL}{_DEVICE}", re.I)
+    rf"|(?<![A-Za-z0-9.]){_count_rx('k4')}\s*{_TIMES}{_MODEL}{_DEVICE}{_QUALIFIED}\s+each\b"
+    rf"|(?:each|every) {_NODE_WORD} (?:has|with|having) {_count_rx('k2')}\s*{_TIMES}{_MODEL}{_DEVICE}"
+    # `2 nodes with 8 GPUs`, `4 nodes x 8 GPUs`, `4 nodes of 8 A100s`: the count after the nodes is each node's
+    rf"|(?<![A-Za-z0-9.]){_count_rx('n2')}\s+{_NODE_WORD},?\s+(?:each\s+)?(?:with|having|have|has|x|×|of)\s+"
+    rf"{_count_rx('k3')}\s*{_TIMES}{_MODEL}{_DEVICE}", re.I)
 
 # duration units -> seconds
 UNITS = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0, "min": 60.0, "mins": 60.0,

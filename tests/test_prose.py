@@ -38,6 +38,15 @@ def _settings(text: str) -> tuple[int | None, int | None]:
     ("• 7 Nodes, 3 nodes have one Telsa T4", 3, 3),
     ("on 4 nodes x 8 GPUs each", 32, 4),
     ("We run on 8x A100 80GB", 8, None),
+    # the count after the nodes is each node's, with the card's memory or the word GPU between it and `each`
+    ("I am running on 2 nodes with 8x A100 80GB each, ZeRO stage 3.", 16, 2),
+    ("2 nodes with 8 x A100-80GB", 16, 2),
+    ("2 nodes, each with 8x H100 80GB GPUs", 16, 2),
+    ("4 nodes x 8 GPUs", 32, 4),
+    ("4 nodes of 8 GPUs", 32, 4),
+    ("8 A100 (80GB) per node, 2 nodes", 16, 2),
+    ("16 GPUs over 2 nodes", 16, 2),
+    ("single node with 8x A100 80GB", 8, 1),
     # a VM (a machine) with its GPUs is one node
     ("我有一个带有 2 个 V100 的虚拟机", 2, 1),
     ("I have a VM with 2 V100s", 2, 1),
@@ -48,8 +57,9 @@ def test_settings_in_sentences(text: str, gpus: int | None, nodes: int | None) -
     assert _settings(text) == (gpus, nodes)
 
 
-def test_a_per_node_count_alone_is_no_setting() -> None:
-    assert _stated("we use one GPU per node for this").filter(pl.col("quantity") == "setting").height == 0
+@pytest.mark.parametrize("text", ["we use one GPU per node for this", "each node has 8x A100 40GB"])
+def test_a_per_node_count_alone_is_no_setting(text: str) -> None:
+    assert _stated(text).filter(pl.col("quantity") == "setting").height == 0
 
 
 @pytest.mark.parametrize("text, quantity, seconds", [
