@@ -8,8 +8,9 @@ import polars as pl
 
 from diagnose.parsers import prose, tables
 from diagnose.parsers.errors import fault
-from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT,
-                                    SETTING_PREFILTER, SETTING_RE, TIMER_FAMILIES, LineKind)
+from diagnose.parsers.kinds import (ANCHORS, BLOCK_HEADERS, DEEPSPEED_STRATEGY, DEEPSPEED_STRATEGY_RE,
+                                    EXCEPTION_REFINEMENTS, KINDS, OOM_SIZES, SETTING_HINT, SETTING_PREFILTER,
+                                    SETTING_RE, TIMER_FAMILIES, LineKind)
 from diagnose.parsers.literals import any_of
 from diagnose.parsers.prefixes import HOST, LAUNCH_PREFIX, OUTER_PREFIX, RANK_LABEL, outer_extent
 from diagnose.parsers.schema import schema
@@ -634,10 +635,7 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
         )
         if env.height:
             out.setdefault("env", []).append(env)
-    # On every line but those a facts kind read: an anchor whose kind did not match (`nnodes=` of a Hydra override)
-    # leaves its line to this pass, while `Config mesh_device None world_size = 2` stays the job's alone.
-    read = [p.select(key) for p in out.get("facts", [])]
-    settings = _settings(rare.select(lines.columns), source_id, pl.concat(read) if read else None)
+    settings = _settings(rare.select(lines.columns), source_id)
     if settings is not None:
         out.setdefault("facts", []).append(settings)
     used = [part.select(key) for parts in out.values() for part in parts] + ([skipped] if skipped is not None else [])
@@ -710,21 +708,27 @@ def extract_chunk(lines: pl.DataFrame, source_id: int | None,
     return out
 
 
-def _settings(rows: pl.DataFrame, source_id: int | None, read: pl.DataFrame | None) -> pl.DataFrame | None:
+def _settings(rows: pl.DataFrame, source_id: int | None) -> pl.DataFrame | None:
     """Named settings on any line (kinds.SETTING_FACTS): one facts row per name and value,
-    keyed `setting.<name>` in lower case, however many a line holds (a config printed as one dict)."""
+    keyed `setting.<name>` in lower case, however many a line holds (a config printed as one dict); and a Lightning
+    DeepSpeed strategy's name. A line a facts kind read is searched too (`Trainer(num_nodes=2, devices=8)`: the
+    kind reads the nodes, this pass the devices); a fact read twice from one line is claimed once (facts.py)."""
     hinted = rows.filter(pl.col("text").str.contains(SETTING_PREFILTER))
-    hinted = hinted.filter(pl.col("text").str.contains(SETTING_HINT))
-    if read is not None and hinted.height:
-        hinted = hinted.join(read.unique(), on=read.columns, how="anti")
     if hinted.height == 0:
         return None
-    found = every_match(with_prefix(hinted, source_id), SETTING_RE)
-    if found.height == 0:
-        return None
-    name = pl.coalesce("flag", "key").str.to_lowercase().str.replace_all(r"[ -]", "_")
-    return found.select(*BASE_COLUMNS, (pl.lit("setting.") + name).alias("key"), pl.col("value"),
-                        pl.lit("config_setting").alias("origin"))
+    parts = []
+    named = hinted.filter(pl.col("text").str.contains(SETTING_HINT))
+    found = every_match(with_prefix(named, source_id), SETTING_RE) if named.height else None
+    if found is not None and found.height:
+        name = pl.coalesce("flag", "key").str.to_lowercase().str.replace_all(r"[ -]", "_")
+        parts.append(found.select(*BASE_COLUMNS, (pl.lit("setting.") + name).alias("key"), pl.col("value"),
+                                  pl.lit("config_setting").alias("origin")))
+    staged = hinted.filter(pl.col("text").str.contains(DEEPSPEED_STRATEGY, literal=True))
+    found = every_match(with_prefix(staged, source_id), DEEPSPEED_STRATEGY_RE) if staged.height else None
+    if found is not None and found.height:
+        parts.append(found.select(*BASE_COLUMNS, pl.lit("lightning.deepspeed_stage").alias("key"), pl.col("value"),
+                                  pl.lit("lightning_strategy").alias("origin")))
+    return pl.concat(parts) if parts else None
 
 
 # Prefixes that name a process's global rank: DeepSpeed's `[Rank N]`, torch's `[rankN]:` (and a loop's own

@@ -58,6 +58,8 @@ _ORIGIN_TIERS = {
     "process_device": "hardware",
     # a launch script's topology variables, set or echoed (`NUM_NODES: 2`, `GPUS_PER_NODE=4`)
     "topology_setting": "launcher", "nodes_print": "launcher",
+    # a Lightning DeepSpeed strategy's name (`strategy="deepspeed_stage_2"`): what the run was configured with
+    "lightning_strategy": "config",
     # a parameter count read from the model's name (`Llama-3.2-1B`): an estimate, below everything printed
     "model_name": "hardware",
     # the highest rank a line prefix names is a lower bound on the world size, never a claim of it (assemble)
@@ -660,6 +662,14 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add("nodes", _int(value), origin, src, line)
         elif key in ("accelerate.mixed_precision",):
             c.add("precision", {"no": "fp32"}.get(value, value), origin, src, line)
+        elif key == "lightning.deepspeed_stage":  # `2_offload` of Lightning's `deepspeed_stage_2_offload`
+            stage, _, offload = value.partition("_")
+            c.add("zero_stage", _int(stage), origin, src, line)
+            if offload:  # `offload_nvme` sends both to NVMe; stage 3's `offload` the parameters too
+                device = "nvme" if offload.endswith("nvme") else "cpu"
+                c.add("offload_optimizer", device, origin, src, line)
+                if stage == "3":
+                    c.add("offload_param", device, origin, src, line)
         elif key == "zero.stage_created":
             c.add("zero_stage", _int(value), origin, src, line)
         elif key == "zero.cpu_offload" and value == "True":
@@ -822,6 +832,11 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
     c.add("gpus_per_node", gpn, o, src, line)
     ws, line = flag("accelerate.num_processes", "horovodrun.np", "mpirun.np", "mpirun.n")
     c.add("world_size", ws, o, src, line)
+    hosts = next((f[k] for k in _HOST_FLAGS if k in f), None)
+    if hosts is not None and (slots := _host_slots(hosts.value)):
+        c.add("nodes", len(slots), o, src, at or hosts.line)
+        if len(set(slots.values())) == 1:
+            c.add("gpus_per_node", next(iter(slots.values())), o, src, at or hosts.line)
     _sbatch_claims(c, sc, src)
     mp = f.get("accelerate.mixed_precision")
     if mp:
@@ -836,6 +851,23 @@ def _script_claims(c: _Claims, sc: LaunchScript, src: int, origin: str = "launch
         c.add("offload_optimizer", "cpu", o, src, at or a["offload"].line)
     for setting in [*a.values(), *f.values()]:
         _config_name_claims(c, setting.value, src, at or setting.line)
+
+
+# Open MPI's and Horovod's host lists (`mpirun -H host1:8,host2:8`, `horovodrun -H server1:4,server2:4`; Open MPI
+# also repeats a host once per slot: `-H a,a,b,b`)
+_HOST_FLAGS = ("mpirun.H", "mpirun.host", "mpirun.hosts", "horovodrun.H", "horovodrun.hosts")
+_HOST_ITEM = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)(?::([0-9]+))?")
+
+
+def _host_slots(value: str) -> dict[str, int] | None:
+    """Each host of a host list and its slots, or None where the list is not written out (`-H $HOSTS`)."""
+    slots: dict[str, int] = {}
+    for item in value.split(","):
+        m = _HOST_ITEM.fullmatch(item.strip())
+        if m is None:
+            return None
+        slots[m.group(1)] = slots.get(m.group(1), 0) + (int(m.group(2)) if m.group(2) else 1)
+    return slots or None
 
 
 # A DeepSpeed config named for its stage (`ds_z3_config.json`, `zero3_offload_nopin.json`, `ds_config_zero2.json`):

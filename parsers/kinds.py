@@ -1047,10 +1047,18 @@ ANCHORS: tuple[str, ...] = tuple(dict.fromkeys(a for k in KINDS for a in k.ancho
 SETTING_FACTS: dict[str, str] = fact_table.SETTING_FACTS  # each fact's `settings` names (parsers/fact_table.py)
 # a name's words may be spaced or dashed as people write them (`ZeRO stage: 3`, `--num-gpus 8`); read back as `_`
 _SETTING_NAMES = "|".join(n.replace("_", "[ _-]") for n in sorted(SETTING_FACTS, key=len, reverse=True))
-# One name and its value: `key: v`, `key=v`, `"key": v`, `'KEY': v`, `| key | v |`, `--key v`, `--key=v`.
-SETTING_RE = (r"(?i)(?:--(?P<flag>" + _SETTING_NAMES + r")(?:=|\s+)|\b(?P<key>" + _SETTING_NAMES
+# One name and its value: `key: v`, `key=v`, `"key": v`, `'KEY': v`, `| key | v |`, `--key v`, `--key=v`, and
+# LightningCLI's dotted flags (`--trainer.devices 4`).
+SETTING_RE = (r"(?i)(?:--(?:[\w-]+\.)*(?P<flag>" + _SETTING_NAMES + r")(?:=|\s+)|\b(?P<key>" + _SETTING_NAMES
               + r")['\"]?\s*[:=|]\s*)['\"]?(?P<value>\d+)\b")
 SETTING_HINT = r"(?i)(?:" + _SETTING_NAMES + r")['\"]?\s*[:=| ]"
+# Lightning's registered DeepSpeed strategies by name (lightning/pytorch/strategies/deepspeed.py,
+# `register_strategies`): `deepspeed_stage_1` .. `deepspeed_stage_3`, `_offload` (the optimizer to the CPU, at stage
+# 3 the parameters too) and `deepspeed_stage_3_offload_nvme`, in a `Trainer(strategy=...)` call, a CLI flag or a YAML
+# key. Read with the settings, wherever on a line (`Trainer(num_nodes=2, strategy="deepspeed_stage_2")`): the value
+# is the name's tail (`2_offload`), which parsers/facts.py turns into the stage and the offload.
+DEEPSPEED_STRATEGY = "deepspeed_stage_"
+DEEPSPEED_STRATEGY_RE = r"(?:^|[^\w])deepspeed_stage_(?P<value>[1-3](?:_offload(?:_nvme)?)?)(?:[^\w]|$)"
 # Tried first, on every line: a case-sensitive alternation of a fragment of each name in lower and upper case costs a
 # fifth of SETTING_HINT (whose case-insensitive alternation defeats the literal search); tests check the cover.
 # The names written as words are covered where people write them so (`ZeRO stage: 3`, `Batch size per GPU: 4`, `grad
@@ -1058,7 +1066,7 @@ SETTING_HINT = r"(?i)(?:" + _SETTING_NAMES + r")['\"]?\s*[:=| ]"
 # (each literal more slows this pass over every line; 73 of them cost 3.7 times these 37).
 _FRAGMENTS = ("gpus", "nodes", "shards", "machines", "world_size", "processes", "batch_size", "accumulation",
               "zero_stage", "devices", "nproc", "g_steps", "atch size", "atch-size", "ro stage", "ro-stage",
-              "rad_accum", "rad accum")
+              "rad_accum", "rad accum", DEEPSPEED_STRATEGY)
 SETTING_PREFILTER = "|".join(f for frag in _FRAGMENTS for f in (frag, frag.upper())) + "|RO stage"
 # the word forms the prefilter lets through (tests/test_real_formats.py checks the cover)
 SPACED_SETTINGS = ("zero stage", "ZeRO stage", "batch size per gpu", "micro batch size", "gradient accumulation",

@@ -521,11 +521,48 @@ def test_a_bare_time_is_not_a_step(tmp_path: Path) -> None:
     (["- ZeRO stage: 3", "- gradient accumulation: 8", "- micro batch size per GPU: 4"],
      {"zero_stage": 3, "grad_accum_steps": 8, "micro_batch_per_gpu": 4}),
     (["deepspeed train.py --num-gpus 4 --num-nodes 2"], {"world_size": 8, "gpus_per_node": 4, "nodes": 2}),
+    # LightningCLI's dotted flags
+    (["python main.py fit --trainer.devices 4 --trainer.num_nodes=2"],
+     {"world_size": 8, "gpus_per_node": 4, "nodes": 2}),
 ])
 def test_settings_named_in_configs_and_commands(tmp_path: Path, lines: list[str], want: dict) -> None:
     facts = _model(tmp_path, *lines, name="thread.md").facts
     assert {k: getattr(facts, k) for k in want} == want
     assert {facts.evidence[k].origin for k in want if k in facts.evidence} == {"config_setting"}
+
+
+@pytest.mark.parametrize("lines, want", [
+    (['trainer = Trainer(devices=8, num_nodes=2, strategy="deepspeed_stage_2_offload", precision="bf16-mixed")'],
+     {"zero_stage": 2, "offload_optimizer": "cpu", "offload_param": None, "gpus_per_node": 8, "nodes": 2,
+      "world_size": 16}),
+    (["python train.py --trainer.strategy deepspeed_stage_3"], {"zero_stage": 3, "offload_optimizer": None}),
+    (["trainer:", "  strategy: deepspeed_stage_3_offload", "  devices: 8"],
+     {"zero_stage": 3, "offload_optimizer": "cpu", "offload_param": "cpu", "gpus_per_node": 8}),
+    (["    strategy: deepspeed_stage_3_offload_nvme"], {"zero_stage": 3, "offload_optimizer": "nvme",
+                                                     "offload_param": "nvme"}),
+    # not a strategy's name
+    (["my_deepspeed_stage_2_notes.txt", "deepspeed_stage_4"], {"zero_stage": None}),
+])
+def test_a_lightning_deepspeed_strategy_names_its_stage_and_offload(tmp_path: Path, lines: list[str],
+                                                                   want: dict) -> None:
+    """Lightning's registered strategies (`deepspeed_stage_2_offload`), on a line a facts kind also reads (the
+    node count of the Trainer call): each setting of the line is read."""
+    facts = _model(tmp_path, *lines, name="thread.md").facts
+    assert {k: getattr(facts, k) for k in want} == want
+    if want["zero_stage"] is not None:
+        assert facts.evidence["zero_stage"].origin == "lightning_strategy"
+
+
+@pytest.mark.parametrize("command, nodes, per_node, world", [
+    ("mpirun -np 16 -H host1:8,host2:8 python train.py", 2, 8, 16),
+    ("horovodrun -np 2 -H localhost:2 python pytorch_synthetic_benchmark.py", 1, 2, 2),
+    ("mpirun -np 4 -H a,a,b,b python train.py", 2, 2, 4),
+    ("mpirun -np 16 -H $HOSTS python train.py", None, None, 16),
+])
+def test_an_mpi_host_list_gives_the_nodes_and_their_slots(tmp_path: Path, command: str, nodes: int | None,
+                                                          per_node: int | None, world: int) -> None:
+    facts = _model(tmp_path, command, name="thread.md").facts
+    assert (facts.nodes, facts.gpus_per_node, facts.world_size) == (nodes, per_node, world)
 
 
 def test_an_ambiguous_batch_name_is_no_global_batch(tmp_path: Path) -> None:
