@@ -25,6 +25,7 @@ from diagnose.parsers.fact_table import (ARG_FACTS, BY_NAME, DS_KEY_FACTS, FACTS
                                          SCRIPT_VAR_FACTS, WANDB_FACTS)
 from diagnose.parsers.kinds import SETTING_FACTS
 from diagnose.parsers.launch_script import LaunchScript, parse_script
+from diagnose.parsers.prose import OFFLOAD_DEVICES
 from diagnose.parsers.scalars import number, whole
 
 
@@ -930,6 +931,11 @@ def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
     if stages.height and stages["value"].n_unique() == 1:  # one stage named throughout; two are a comparison
         c.add("zero_stage", int(stages["value"][0]), "stated_in_text", int(stages["source"][0]),
               int(stages["line"][0]))
+    for fact in ("offload_optimizer", "offload_param"):  # one offload named throughout, not in a comparison
+        said = stated.filter(pl.col("quantity") == fact)
+        if said.height and said["value"].n_unique() == 1 and said["value"][0] > 0 and stages["value"].n_unique() <= 1:
+            c.add(fact, OFFLOAD_DEVICES[float(said["value"][0])], "stated_in_text", int(said["source"][0]),
+                  int(said["line"][0]))
 
 
 def _wandb_claims(c: _Claims, run: Any, src: int) -> None:

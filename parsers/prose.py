@@ -23,7 +23,8 @@ from diagnose.parsers.schema import FRAMES
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
          "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
-         "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO", "it/s", "/s ", "/s,", "/s.")
+         "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO", "zero", "ffload", "it/s", "/s ", "/s,",
+         "/s.", "ptimizer on")
 _HINTS_RE = any_of(HINTS)
 PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
 PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
@@ -86,8 +87,21 @@ _STEP = re.compile(r"\b(?:each|every|per|one|a) (?:step|iteration|iter|batch)\b|
                    r"|\b(?:step|iteration|iter) ?time\b|\btime per (?:step|iteration|iter)\b", re.I)
 _TOTAL = re.compile(r"\b(?:training|wall|total|whole|run|entire|takes?|took|finish(?:es|ed)?|lasts?)\b|训练|需要|用时|耗时",
                     re.I)
-# A ZeRO stage named in words: `ZeRO-3`, `ZeRO2`, `Zero stage 2`, `ZeRO_3` (not `ZeRO-Offload`, not `zero 3`).
-ZERO_STAGE = re.compile(r"(?<![A-Za-z])(?:ZeRO|Zero|ZERO)[-_ ]?(?:[Ss]tage[-_ ]?)?(?P<stage>[0-3])(?!\d|\.\d)")
+# A ZeRO stage named in words: `ZeRO-3`, `ZeRO2`, `Zero stage 2`, `ZeRO_3`, and in lower case glued or with `stage`
+# (`zero3`, `zero-2`, `zero stage 2`) where it is a word, not part of a path or a name (`ds_zero3_offload.json` is
+# the config file's name, read as such by parsers/facts.py): not `ZeRO-Offload`, not `zero 3`.
+ZERO_STAGE = re.compile(r"(?<![A-Za-z])(?:ZeRO|Zero|ZERO)[-_ ]?(?:[Ss]tage[-_ ]?)?(?P<stage>[0-3])(?!\d|\.\d)"
+                        r"|(?<![\w/.-])zero(?:[-_]?|[-_ ]stage[-_ ]?)(?P<low>[0-3])(?![\w/-]|\.\w)")
+# An offload named in words: `CPU offload`, `ZeRO-Offload`, `offloading the optimizer states to the CPU`, `optimizer
+# on CPU`, `NVMe offload` (not DeepSpeed's own `ZeRO offload gradient protections: False`); `without CPU offload`
+# names none. The optimizer's unless the parameters are named.
+OFFLOAD = re.compile(
+    r"(?P<neg>\b(?:without|no|w/o|disabl(?:e|ed|ing)|turn(?:ed|ing)? off)\s+(?:the\s+|any\s+)?(?:[\w-]+\s+)?)?"
+    r"(?:\b(?P<d1>cpu|nvme)[ -]?offload(?:ing|ed)?\b|\bzero-?offload\b"
+    r"|\boffload(?:ing|ed)?\s+(?:the\s+)?(?P<what>optimizer(?:\s+states?)?|param(?:eter)?s|weights)?\s*(?:to|on|onto)\s+"
+    r"(?:the\s+)?(?P<d2>cpu|nvme)\b|\boptimizer(?:\s+states?)?\s+(?:offloaded\s+)?(?:on|to)\s+(?:the\s+)?(?P<d3>cpu)\b)",
+    re.I)
+OFFLOAD_DEVICES = {0.0: "none", 1.0: "cpu", 2.0: "nvme"}  # the stated frame's value of an offload
 # No ZeRO at all, as a thread compares it with a stage (`without ZeRO`, `plain DDP`): stage 0.
 _NO_ZERO = re.compile(r"\b(?:without|no) (?:ZeRO|DeepSpeed)\b|\bplain DDP\b|\bvanilla DDP\b", re.I)
 COMM_SHARE = re.compile(
@@ -178,7 +192,7 @@ _STAGE_HEAD = re.compile(r"^(?:zero(?:[ _-]?stage)?|(?:zero[ _-]?)?stage|config(
 def _stage_cell(cell: str) -> int | None:
     """The ZeRO stage a table cell names (`ZeRO-2`, `stage 3`, `2`; `none`, `DDP`, `no ZeRO`: 0), or None."""
     if (m := ZERO_STAGE.search(cell)) is not None:
-        return int(m.group("stage"))
+        return int(m.group("stage") or m.group("low"))
     if re.fullmatch(r"(?:stage\s*)?([0-3])", cell.strip(), re.I):
         return int(cell.strip()[-1])
     if _NO_ZERO.search(cell) or re.fullmatch(r"none|no|ddp|0", cell.strip(), re.I):
@@ -286,7 +300,13 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
                     g = n = None
                 out.append(_row(source, line, kind, seconds, g, n, shown, stage))
             for m in ZERO_STAGE.finditer(text):
-                out.append(_row(source, line, "zero_stage", float(m.group("stage")), None, None, shown))
+                out.append(_row(source, line, "zero_stage", float(m.group("stage") or m.group("low")), None, None,
+                                shown))
+            for m in OFFLOAD.finditer(text):
+                device = 0.0 if m.group("neg") else 2.0 if "nvme" in m.group(0).lower() else 1.0
+                what = "offload_param" if re.match(r"param|weight", m.group("what") or "", re.I) else \
+                    "offload_optimizer"
+                out.append(_row(source, line, what, device, None, None, shown))
             for m in COMM_SHARE.finditer(text):
                 if COMM_WORDS.search(m.group("what")):
                     s = m.group("share").lower()
@@ -368,7 +388,7 @@ def _stages(text: str, at: list[int], in_force: int | None) -> list[int | None]:
 
 def _named_stages(text: str) -> list[tuple[int, int]]:
     """(position, stage) of each ZeRO stage a line names, no ZeRO (`without DeepSpeed`) as 0, in order."""
-    return sorted([(m.start(), int(m.group("stage"))) for m in ZERO_STAGE.finditer(text)]
+    return sorted([(m.start(), int(m.group("stage") or m.group("low"))) for m in ZERO_STAGE.finditer(text)]
                   + [(m.start(), 0) for m in _NO_ZERO.finditer(text)])
 
 

@@ -347,3 +347,26 @@ def test_a_count_stated_twice_takes_its_first_time_every_time(tmp_path: Path) ->
         sc = compute(model).scaling
         assert sc is not None and (sc.small, sc.large) == (1, 8)
         assert sc.large_s == pytest.approx(2.915, rel=0.02)
+
+
+@pytest.mark.parametrize("lines, stage, optimizer, param", [
+    (["Training is slow. I'm using ZeRO-3 with CPU offload on 4 GPUs."], 3, "cpu", None),
+    (["We use ZeRO-2 offload (optimizer on CPU) on a single node with 8 GPUs."], 2, "cpu", None),
+    (["I'm training on 1 node with 4 RTX 3090s, zero stage 2, batch size 8 per GPU."], 2, None, None),
+    (["zero3 is what we run, offloading the parameters to NVMe"], 3, None, "nvme"),
+    (["It is ZeRO-Offload on a single V100."], None, "cpu", None),
+    # none named, or a comparison: nothing stated of the run
+    (["ZeRO-3 without CPU offload, on 8 GPUs"], 3, None, None),
+    (["zero3 + cpu offload is 3x slower than zero2"], None, None, None),
+    # a path or a name, and DeepSpeed's own print, are no sentence about the run
+    (["cp configs/ds_zero3_offload.json run/", "see zero2_config.yaml"], None, None, None),
+    (["[INFO] [stage_1_and_2.py:239:__init__] ZeRO offload gradient protections: False"], None, None, None),
+])
+def test_a_stage_and_an_offload_named_in_words(tmp_path: Path, lines: list[str], stage: int | None,
+                                               optimizer: str | None, param: str | None) -> None:
+    p = tmp_path / "thread.md"
+    p.write_text("\n".join(lines) + "\n")
+    facts = parse([str(p)]).facts
+    assert (facts.zero_stage, facts.offload_optimizer, facts.offload_param) == (stage, optimizer, param)
+    for fact in ("zero_stage", "offload_optimizer", "offload_param"):
+        assert fact not in facts.evidence or facts.evidence[fact].origin == "stated_in_text"
