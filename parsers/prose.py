@@ -23,8 +23,8 @@ from diagnose.parsers.schema import FRAMES
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
          "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
-         "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO", "zero", "ffload", "it/s", "/s ", "/s,",
-         "/s.", "ptimizer on")
+         "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO", "zero", "ffload", "it/s", "/s ",
+         "/s,", "/s.", "ptimizer on")
 _HINTS_RE = any_of(HINTS)
 PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
 PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
@@ -98,8 +98,9 @@ ZERO_STAGE = re.compile(r"(?<![A-Za-z])(?:ZeRO|Zero|ZERO)[-_ ]?(?:[Ss]tage[-_ ]?
 OFFLOAD = re.compile(
     r"(?P<neg>\b(?:without|no|w/o|disabl(?:e|ed|ing)|turn(?:ed|ing)? off)\s+(?:the\s+|any\s+)?(?:[\w-]+\s+)?)?"
     r"(?:\b(?P<d1>cpu|nvme)[ -]?offload(?:ing|ed)?\b|\bzero-?offload\b"
-    r"|\boffload(?:ing|ed)?\s+(?:the\s+)?(?P<what>optimizer(?:\s+states?)?|param(?:eter)?s|weights)?\s*(?:to|on|onto)\s+"
-    r"(?:the\s+)?(?P<d2>cpu|nvme)\b|\boptimizer(?:\s+states?)?\s+(?:offloaded\s+)?(?:on|to)\s+(?:the\s+)?(?P<d3>cpu)\b)",
+    r"|\boffload(?:ing|ed)?\s+(?:the\s+)?(?P<what>optimizer(?:\s+states?)?|param(?:eter)?s|weights)?\s*"
+    r"(?:to|on|onto)\s+(?:the\s+)?(?P<d2>cpu|nvme)\b"
+    r"|\boptimizer(?:\s+states?)?\s+(?:offloaded\s+)?(?:on|to)\s+(?:the\s+)?(?P<d3>cpu)\b)",
     re.I)
 OFFLOAD_DEVICES = {0.0: "none", 1.0: "cpu", 2.0: "nvme"}  # the stated frame's value of an offload
 # No ZeRO at all, as a thread compares it with a stage (`without ZeRO`, `plain DDP`): stage 0.
