@@ -130,7 +130,34 @@ def embedded_configs(text: str) -> list[tuple[int, str, Any]]:
             found = sniff_json("{" + members.rstrip(" \t\n,") + "}")
         if found is not None and found[0] == "ds_config":
             out.append((text.count("\n", 0, m.start()) + 1, *found))
+    out += _pasted_accelerate(text)
     return out
+
+
+# An accelerate config pasted into a text: a thread's ```yaml fence, blockquoted, or as `accelerate env` lists it
+# (`- `Accelerate` default config:`, then `\t- compute_environment: LOCAL_MACHINE`, one `- key: value` a line, its
+# `deepspeed_config` a Python dict). Read from its first key to the first line that is no YAML key or continuation.
+_ACCELERATE_OPENS = re.compile(r"(?m)^(?P<lead>[ \t]*(?:>[ \t]?)?[ \t]*)(?P<bullet>-[ \t]+)?"
+                               r"(?:compute_environment|distributed_type):")
+_YAML_LINE = re.compile(r"^(?:[ \t]*-[ \t]+)?[\w.-]+:(?:[ \t].*)?$|^[ \t]+\S")
+
+
+def _pasted_accelerate(text: str) -> list[tuple[int, str, Any]]:
+    m = _ACCELERATE_OPENS.search(text)
+    if m is None:
+        return []
+    quoted = ">" in m.group("lead")
+    body = []
+    for line in text[m.start():m.start() + EMBEDDED_MAX_BYTES].split("\n", EMBEDDED_MAX_LINES)[:EMBEDDED_MAX_LINES]:
+        if quoted:
+            line = re.sub(r"^[ \t]*>[ \t]?", "", line)
+        line = line.rstrip("\r")
+        if not _YAML_LINE.match(line):
+            break
+        body.append(re.sub(r"^[ \t]*-[ \t]+", "", line) if m.group("bullet") else line)
+    indent = min((len(x) - len(x.lstrip()) for x in body if x.strip()), default=0)
+    data = sniff_yaml("\n".join(x[indent:] for x in body))
+    return [(text.count("\n", 0, m.start()) + 1, "accelerate_config", data)] if data is not None else []
 
 
 _PY_DICT = re.compile(r"^\s*(?:[A-Za-z_]\w*\s*=\s*)?(\{.*\})\s*$", re.S)

@@ -628,6 +628,27 @@ def test_a_deepspeed_config_pasted_whole_into_a_log_or_a_thread(tmp_path: Path, 
         (2, "cpu", "bf16", 16)
 
 
+ACCELERATE_YAML = ["compute_environment: LOCAL_MACHINE", "distributed_type: DEEPSPEED", "deepspeed_config:",
+                   "  gradient_accumulation_steps: 2", "  offload_optimizer_device: cpu", "  zero_stage: 2",
+                   "mixed_precision: bf16", "num_machines: 1", "num_processes: 4"]
+
+
+@pytest.mark.parametrize("post", [
+    ["accelerate config:", "```yaml", *ACCELERATE_YAML, "```", "Any idea?"],  # a thread's fence
+    ["My config:", "", *(f"> {line}" for line in ACCELERATE_YAML), "", "thanks"],  # blockquoted
+    # as `accelerate env` lists it under an issue's System Info
+    ["- `Accelerate` version: 0.34.2", "- `Accelerate` default config:", "\t- compute_environment: LOCAL_MACHINE",
+     "\t- distributed_type: DEEPSPEED", "\t- mixed_precision: bf16", "\t- use_cpu: False", "\t- num_processes: 4",
+     "\t- num_machines: 1", "\t- deepspeed_config: {'gradient_accumulation_steps': 2, 'offload_optimizer_device': "
+     "'cpu', 'offload_param_device': 'none', 'zero3_init_flag': False, 'zero_stage': 2}", "- PyTorch version: 2.4.0"],
+])
+def test_an_accelerate_config_pasted_into_a_thread_is_read_as_one(tmp_path: Path, post: list[str]) -> None:
+    facts = _model(tmp_path, *post, name="issue.md").facts
+    assert (facts.precision, facts.zero_stage, facts.offload_optimizer, facts.world_size, facts.nodes,
+            facts.launcher) == ("bf16", 2, "cpu", 4, 1, "accelerate")
+    assert facts.evidence["precision"].origin == "accelerate_yaml"
+
+
 def test_json_that_is_no_config_gives_no_config_facts(tmp_path: Path) -> None:
     from diagnose.parsers.configs import embedded_configs
     assert embedded_configs('metrics:\n{\n  "loss": 2.5,\n  "step": 10\n}\n') == []
