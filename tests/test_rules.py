@@ -318,3 +318,17 @@ def test_each_gpus_utilization_is_listed_by_its_index_every_time() -> None:
     model = analysed(SAMPLES / "synthetic" / "checkpoint_stalls").runs[0].model
     for _ in range(8):  # a group_by's order is drawn afresh each time
         assert list(compute(model).util_per_gpu) == list(range(8))
+
+
+@pytest.mark.parametrize("seq_flag, fires", [("--max_seq_length 512", True), ("--max_seq_length 16384", False),
+                                             ("", True)])
+def test_a_micro_batch_of_one_is_small_by_its_tokens_where_the_length_is_known(tmp_path, seq_flag: str,
+                                                                               fires: bool) -> None:
+    """A micro-batch of 1 under 16 accumulation steps: 512 tokens a GPU is little work for a 6.7B model, one sequence
+    of 16k tokens is not; with no length known, the micro-batch of 1 under many accumulation steps decides."""
+    scenario = SAMPLES / "synthetic" / "small_micro_batch"
+    (tmp_path / "train.log").write_text((scenario / "train.log").read_text())
+    (tmp_path / "launch.sh").write_text((scenario / "launch.sh").read_text().replace("--max_seq_length 512", seq_flag))
+    model = parse([str(tmp_path)])
+    assert model.facts.seq_len == (int(seq_flag.split()[-1]) if seq_flag else None)
+    assert ("small-micro-batch" in {f.id for f in diagnose(model).findings}) is fires

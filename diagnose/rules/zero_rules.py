@@ -315,8 +315,8 @@ def _micro_batch_effect(facts: RunFacts, data: dict[str, Any], changes: tuple[Ch
 
 
 @rule("small-micro-batch", "Too little work per GPU per step",
-      detects="micro-batch x sequence length below ~4k tokens per GPU for a 1B+ model, or a micro-batch of 1 "
-              "with many accumulation steps.",
+      detects="micro-batch x sequence length below ~4k tokens per GPU for a 1B+ model, or, the length unknown, a "
+              "micro-batch of 1 with many accumulation steps.",
       why="Small kernels leave the GPU launch- and communication-bound: utilization looks busy-but-slow and MFU "
           "stays low while memory has headroom.",
       evidence="train_micro_batch_size_per_gpu (config, HF block, launch flags), sequence length, parameters.",
@@ -327,7 +327,9 @@ def small_micro_batch(ctx: Ctx) -> Finding | None:
     if not f.micro_batch_per_gpu:
         return None
     tokens = f.micro_batch_per_gpu * (f.seq_len or 0)
-    small = bool(f.seq_len and tokens < SMALL_TOKENS_PER_GPU) or (
+    # the tokens decide where the sequence length is known (one sequence of 16k tokens is no small micro-batch);
+    # else a micro-batch of 1 under many accumulation steps
+    small = tokens < SMALL_TOKENS_PER_GPU if f.seq_len else (
         f.micro_batch_per_gpu == 1 and (f.grad_accum_steps or 1) >= 8)
     br = ctx.metrics.breakdown
     fixed = (br.shares.get("optimizer", 0.0) + br.shares.get("allreduce", 0.0)) if br is not None else None
