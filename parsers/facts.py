@@ -25,8 +25,8 @@ from diagnose.parsers.fact_table import (ARG_FACTS, BY_NAME, DS_KEY_FACTS, FACTS
                                          SCRIPT_VAR_FACTS, WANDB_FACTS)
 from diagnose.parsers.kinds import SETTING_FACTS
 from diagnose.parsers.launch_script import LaunchScript, parse_script
-from diagnose.parsers.prose import OFFLOAD_DEVICES
-from diagnose.parsers.scalars import number, whole
+from diagnose.parsers.prose import OFFLOAD_DEVICES, STATED_GPUS
+from diagnose.parsers.scalars import number, size_in_name, whole
 
 
 @dataclass(frozen=True)
@@ -395,9 +395,11 @@ def assemble(inp: FactInputs) -> RunFacts:
         ev = c.first(fact)
         return None if ev is None or ev.value == "none" else ev.value
 
-    if val("model_params") is None and val("hidden_size") and val("num_layers"):
+    stated = c.first("model_params")
+    if (stated is None or stated.tier == "text") and val("hidden_size") and val("num_layers"):
         # A transformer's weights are ~12 L H^2 (attention 4 H^2 + MLP 8 H^2 per layer; Kaplan et al. 2020, table 1)
-        # where no source prints the count; embeddings are left out, so it is a lower bound.
+        # where no source prints the count; embeddings are left out, so it is a lower bound. It outranks a size a
+        # sentence states (`512M parameter model` in a script's comment), as every printed source does.
         c.add("model_params", 12 * val("num_layers") * val("hidden_size") ** 2, "estimate", -1)
     # nvidia-smi's process table: the GPUs running a compute process on the host that printed it (the lowest tier),
     # where each process holds one GPU; a process on several GPUs (one process driving them all) counts no GPUs.
@@ -714,7 +716,7 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
         elif key == "repr.args":
             _args_repr(c, value, origin, src, line)
         elif key == "model.name":
-            c.add("model_params", _size_in_name(value), "model_name", src, line)
+            c.add("model_params", size_in_name(value), "model_name", src, line)
         elif key == "hf.summary_rates":
             c.add("hf_summary_rates", _rates(value), origin, src, line)
         elif key == "process.cuda_device":
@@ -761,15 +763,6 @@ def _world_from_rates(rates: tuple[float, float], per_process: int) -> int | Non
     if world < 1 or low < world - WORLD_FROM_RATES_SLACK * world or high > world + WORLD_FROM_RATES_SLACK * world:
         return None
     return world
-
-
-def _size_in_name(name: str) -> int | None:
-    """`Llama-3.2-1B` -> 1e9, `opt-350m` -> 3.5e8, `Qwen1.5-1.8B-Chat` -> 1.8e9 (the last size token in the name)."""
-    found = re.findall(r"(?:^|[-_/.])(\d+(?:\.\d+)?)([bBmM])(?=$|[-_.])", name)
-    if not found:
-        return None
-    number, unit = found[-1]
-    return int(float(number) * (1e9 if unit in "bB" else 1e6))
 
 
 def _megatron_arg(c: _Claims, name: str, value: str, origin: str, src: int, line: int | None) -> None:
@@ -931,6 +924,13 @@ def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
     if stages.height and stages["value"].n_unique() == 1:  # one stage named throughout; two are a comparison
         c.add("zero_stage", int(stages["value"][0]), "stated_in_text", int(stages["source"][0]),
               int(stages["line"][0]))
+    # the model's size, the GPU model and its memory: one named throughout (two are a comparison)
+    for fact in ("model_params", "gpu_name", "gpu_memory_gb"):
+        said = stated.filter(pl.col("quantity") == fact)
+        if said.height and said["value"].n_unique() == 1:
+            amount = float(said["value"][0])
+            c.add(fact, STATED_GPUS[int(amount)] if fact == "gpu_name" else int(amount) if fact == "model_params"
+                  else amount, "stated_in_text", int(said["source"][0]), int(said["line"][0]))
     for fact in ("offload_optimizer", "offload_param"):  # one offload named throughout, not in a comparison
         said = stated.filter(pl.col("quantity") == fact)
         if said.height and said["value"].n_unique() == 1 and said["value"][0] > 0 and stages["value"].n_unique() <= 1:

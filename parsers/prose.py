@@ -18,13 +18,14 @@ import re
 import polars as pl
 
 from diagnose.parsers.literals import any_of
+from diagnose.parsers.scalars import size_in_name
 from diagnose.parsers.schema import FRAMES
 
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
 HINTS = ("GPU", "gpu", "node", "Node", "V100", "A100", "H100", "T4", "卡", "per ", "/it", "/step", "/iter", "sec",
          "second", "minute", "hour", " min", " h ", " h,", " h.", " h)", " s ", " s,", " s.", " s)", "ms ", "小时", "分钟",
          "秒", "% of", "half of", "quarter of", "third of", "ZeRO", "Zero", "ZERO", "zero", "ffload", "it/s", "/s ",
-         "/s,", "/s.", "ptimizer on")
+         "/s,", "/s.", "ptimizer on", "B model", "b model", "B param", "M param")
 _HINTS_RE = any_of(HINTS)
 PROSE_MAX_LINES = 4000  # per source: a long log's chatter is not read sentence by sentence beyond this
 PROSE_WINDOW = 8  # a duration takes the setting stated at most this many lines above it (a bullet list's header)
@@ -103,6 +104,19 @@ OFFLOAD = re.compile(
     r"|\boptimizer(?:\s+states?)?\s+(?:offloaded\s+)?(?:on|to)\s+(?:the\s+)?(?P<d3>cpu)\b)",
     re.I)
 OFFLOAD_DEVICES = {0.0: "none", 1.0: "cpu", 2.0: "nvme"}  # the stated frame's value of an offload
+# A model's size stated in words (`a 2.7B model`, `7B parameter model`, `350M params`; not `1.3B tokens`), or in its
+# name (`Llama-2-13b`, `GPT-NeoX 20B`: the name's last size token, as scalars.size_in_name reads a hub id).
+MODEL_SIZE = re.compile(
+    r"(?<![\w.])(?P<v>\d+(?:\.\d+)?)\s?(?P<u>[BbMm])\b(?=[ -]?(?:param(?:eter)?s?|(?:parameters? )?model|LLM)\b)"
+    r"|(?<![\w/])(?P<name>(?i:llama|qwen|mistral|falcon|gpt-?neox|gpt-j|opt|bloom|pythia|gemma|phi|deepseek|baichuan"
+    r"|internlm|starcoder|codellama|vicuna|olmo|t5|flan-t5)[\w.-]*(?: \d+(?:\.\d+)?[BbMm]\b)?)")
+# A GPU model named in words, with its memory where stated (`4 nodes x 4 A100-80GB`, `8x H100 80GB`, `RTX 3090
+# (24GB)`): the stated frame's value is the model's place in STATED_GPUS.
+STATED_GPUS = ("H200", "H100", "H800", "A100", "A800", "V100", "A10G", "A6000", "A40", "L40S", "L4", "T4", "RTX 3090",
+               "RTX 4090", "RTX 3080", "RTX 2080 Ti", "P100", "K80", "MI250X", "MI300X")
+GPU_NAMED = re.compile(
+    r"(?<![\w-])(?P<gpu>"
+    + "|".join(re.escape(g).replace(r"\ ", " ?") for g in sorted(STATED_GPUS, key=len, reverse=True)) + r")s?(?![\w])(?:[\s-]*\(?(?P<mem>\d{2,3})\s*G(?:i?B)?\b\)?)?", re.I)
 # No ZeRO at all, as a thread compares it with a stage (`without ZeRO`, `plain DDP`): stage 0.
 _NO_ZERO = re.compile(r"\b(?:without|no) (?:ZeRO|DeepSpeed)\b|\bplain DDP\b|\bvanilla DDP\b", re.I)
 COMM_SHARE = re.compile(
@@ -303,6 +317,17 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
             for m in ZERO_STAGE.finditer(text):
                 out.append(_row(source, line, "zero_stage", float(m.group("stage") or m.group("low")), None, None,
                                 shown))
+            for m in MODEL_SIZE.finditer(text):
+                size = int(float(m.group("v")) * (1e9 if m.group("u") in "bB" else 1e6)) if m.group("v") else \
+                    size_in_name(m.group("name"))
+                if size:
+                    out.append(_row(source, line, "model_params", float(size), None, None, shown))
+            for m in GPU_NAMED.finditer(text):
+                named = next(i for i, g in enumerate(STATED_GPUS) if g.replace(" ", "").lower()
+                             == m.group("gpu").replace(" ", "").lower())
+                out.append(_row(source, line, "gpu_name", float(named), None, None, shown))
+                if m.group("mem"):
+                    out.append(_row(source, line, "gpu_memory_gb", float(m.group("mem")), None, None, shown))
             for m in OFFLOAD.finditer(text):
                 device = 0.0 if m.group("neg") else 2.0 if "nvme" in m.group(0).lower() else 1.0
                 what = "offload_param" if re.match(r"param|weight", m.group("what") or "", re.I) else \

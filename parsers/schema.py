@@ -153,10 +153,12 @@ FRAMES: dict[str, dict[str, tuple[pl.DataType | type[pl.DataType], str]]] = {
     # share of the time spent communicating; one row per quantity, the sentence as evidence.
     "stated": {
         "quantity": (pl.String, "setting | step_time | epoch_time | total_time | samples_per_sec | tokens_per_sec | "
-                                "comm_share | zero_stage | offload_optimizer | offload_param"),
+                                "comm_share | zero_stage | offload_optimizer | offload_param | model_params | "
+                                "gpu_name | gpu_memory_gb"),
         "value": (pl.Float64, "seconds for a duration (a rate of steps as its step's time), per second for a "
                               "throughput, a fraction for a share, the stage, an offload's device (0 none, 1 CPU, "
-                              "2 NVMe); null for a setting"),
+                              "2 NVMe), parameters, a GPU model's place in prose.STATED_GPUS, GB; null for a "
+                              "setting"),
         "gpus": (pl.Int64, "the GPU count of the setting (the one stated, or in force where the duration is)"),
         "nodes": (pl.Int64, "the node count of the setting"),
         "zero_stage": (pl.Int64, "the ZeRO stage a duration was stated for (0: none), where its sentence pairs one "

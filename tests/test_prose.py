@@ -370,3 +370,36 @@ def test_a_stage_and_an_offload_named_in_words(tmp_path: Path, lines: list[str],
     assert (facts.zero_stage, facts.offload_optimizer, facts.offload_param) == (stage, optimizer, param)
     for fact in ("zero_stage", "offload_optimizer", "offload_param"):
         assert fact not in facts.evidence or facts.evidence[fact].origin == "stated_in_text"
+
+
+@pytest.mark.parametrize("lines, params, gpu, memory", [
+    (["Continued pretraining of a 2.7B model with ZeRO-3 on 4 nodes x 4 A100-80GB."], 2_700_000_000, "A100", 80.0),
+    (["I fine-tune Llama-2-13b with ZeRO-3 and CPU offload."], 13_000_000_000, None, None),
+    (["We train a 7B parameter model on 8 H100s."], 7_000_000_000, "H100", None),
+    (["Training GPT-NeoX 20B on 96 A100 40GB GPUs."], 20_000_000_000, "A100", 40.0),
+    (["the model has 350M params", "trained on 4x RTX 3090 (24GB) GPUs"], 350_000_000, "RTX 3090", 24.0),
+    # no model's size: tokens, an MoE's name, a path; two GPU models are a comparison
+    (["we pretrain on 1.3B tokens with Mixtral-8x7B", "see /models/llama-7b/config.json"], None, None, None),
+    (["it was fine on an A100 but is slow on a V100"], None, None, None),
+])
+def test_a_model_size_and_a_gpu_named_in_words(tmp_path: Path, lines: list[str], params: int | None, gpu: str | None,
+                                               memory: float | None) -> None:
+    p = tmp_path / "thread.md"
+    p.write_text("\n".join(lines) + "\n")
+    facts = parse([str(p)]).facts
+    assert (facts.model_params, facts.gpu_name, facts.gpu_memory_gb) == (params, gpu, memory)
+    assert all(facts.evidence[k].origin == "stated_in_text" for k in ("model_params", "gpu_name", "gpu_memory_gb")
+               if k in facts.evidence)
+
+
+def test_a_size_stated_in_words_gives_way_to_the_estimate_from_the_shape(tmp_path: Path) -> None:
+    """`512M parameter model` in a script's comment against a Megatron run's 24 layers of 1024: the estimate from
+    the printed shape (a source the run printed) outranks the sentence."""
+    p = tmp_path / "run.log"
+    p.write_text("# 512M parameter model with ZeRO-3\n"
+                 "  num_layers ...................................... 24\n"
+                 "  hidden_size ..................................... 1024\n")
+    facts = parse([str(p)]).facts
+    assert facts.model_params == 12 * 24 * 1024 ** 2 and facts.evidence["model_params"].origin == "estimate"
+    p.write_text("# 512M parameter model with ZeRO-3\n")
+    assert parse([str(p)]).facts.model_params == 512_000_000
