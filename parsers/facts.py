@@ -87,7 +87,7 @@ JOB_ORIGINS = frozenset({
     "ds_config_dump", "ds_config_world_size", "ds_dist_world_size", "ds_dp_world_size", "ds_world_info", "ds_nnodes",
     "ds_backend", "ds_accelerator", "ds_stage3_init", "ds_mpi_world", "ds_mpi_local", "ds_optimizer", "ds_version",
     "ds_report_version", "cpu_adam", "flops_profiler_enabled", "flops_profile", "gpu_name", "hf_block_value",
-    "horovod_nccl", "megatron_arg", "megatron_dp", "megatron_tp", "megatron_pp", "megatron_world",
+    "horovod_nccl", "megatron_arg", "megatron_dp", "megatron_tp", "megatron_pp", "megatron_world", "megatron_params",
     "model_params_script", "nccl", "nccl_hosts", "nccl_version", "torch_barrier", "wandb_config", "wandb_version",
     "world_size_print",
 })
@@ -395,6 +395,10 @@ def assemble(inp: FactInputs) -> RunFacts:
         ev = c.first(fact)
         return None if ev is None or ev.value == "none" else ev.value
 
+    # Megatron's count on model-parallel rank (0, 0) is the model's where nothing is split across ranks
+    shard = c.first("megatron_params_rank0")
+    if shard is not None and val("tensor_parallel") == 1 and val("pipeline_parallel") == 1:
+        c.add("model_params", shard.value, shard.origin, shard.source, shard.line)
     stated = c.first("model_params")
     if (stated is None or stated.tier == "text") and val("hidden_size") and val("num_layers"):
         # A transformer's weights are ~12 L H^2 (attention 4 H^2 + MLP 8 H^2 per layer; Kaplan et al. 2020, table 1)
@@ -711,6 +715,8 @@ def _log_claims(c: _Claims, kv: list[dict[str, Any]]) -> None:
             c.add("gpu_name", value.strip(), "nvidia_smi", src, line)
         elif key.startswith("topology.") and key[9:] in SCRIPT_VAR_FACTS:
             c.add(SCRIPT_VAR_FACTS[key[9:]], _int(value), origin, src, line)
+        elif key == "megatron.params_rank0":
+            c.add("megatron_params_rank0", _int(value), origin, src, line)
         elif key == "ranks.max_seen":
             c.add("ranks_seen", (_int(value) or 0) + 1, origin, src, line)
         elif key == "repr.args":

@@ -823,6 +823,12 @@ KINDS: tuple[LineKind, ...] = (
           samples=(("using world size: 128, data-parallel-size: 4, context-parallel size: 1, tensor-model-parallel"
                     " size: 4, pipeline-model-parallel size: 8 ",
                     {"value": "8", "key": "megatron.pipeline_parallel"}),)),
+    # Megatron's count of the first model-parallel rank's parameters (`megatron/training/training.py`, `get_model`):
+    # the whole model's where tensor and pipeline parallelism are 1 (facts.py decides).
+    _fact("megatron_params", ("number of parameters on (tensor, pipeline) model parallel rank (0, 0)",),
+          r"model parallel rank \(0, 0\): (?P<value>\d+)", "megatron.params_rank0",
+          samples=((" > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 354871296",
+                    {"value": "354871296", "key": "megatron.params_rank0"}),)),
     # Megatron's argument dump: `  world_size ...................................... 64` (any key; facts.py reads
     # the ones it knows).
     LineKind("megatron_arg", "facts", (" ....",), r"(?:^|\s)(?P<key>[a-z][a-z0-9_]*) \.{3,} (?P<value>\S.*?)\s*$",

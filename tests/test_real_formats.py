@@ -653,3 +653,17 @@ def test_json_that_is_no_config_gives_no_config_facts(tmp_path: Path) -> None:
     from diagnose.parsers.configs import embedded_configs
     assert embedded_configs('metrics:\n{\n  "loss": 2.5,\n  "step": 10\n}\n') == []
     assert embedded_configs('{\n  "zero_optimization": {"stage": 3}\n') == []  # cut short: never balanced
+
+
+@pytest.mark.parametrize("tp, params", [(1, 354871296), (2, None)])
+def test_megatrons_parameter_count_is_the_models_where_nothing_is_split(tmp_path: Path, tp: int,
+                                                                        params: int | None) -> None:
+    """Rank (0, 0)'s count is the whole model's at tensor and pipeline parallel 1, a shard's otherwise (where the
+    12 L H^2 estimate from the shape stands instead, as before)."""
+    facts = _model(tmp_path, f"using world size: 2, data-parallel-size: {2 // tp}, context-parallel size: 1, "
+                   f"tensor-model-parallel size: {tp}, pipeline-model-parallel size: 1 ",
+                   "  hidden_size ..................................... 1024",
+                   "  num_layers ...................................... 24",
+                   " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 354871296").facts
+    assert facts.model_params == (params or 12 * 24 * 1024 ** 2)
+    assert facts.evidence["model_params"].origin == ("megatron_params" if params else "estimate")
