@@ -88,7 +88,7 @@ FACTS: tuple[Fact, ...] = (
     Fact("gpu_memory_gb", "float", "GPU memory", roles("json", "evidenced", "planner"), "GB", (4.0, 300.0),
          "outside 4-300 GB, the memory of training GPUs"),
     Fact("model_params", "int", "parameters", _TOPOLOGY, "", wandb=("model/num_parameters",),
-         log_keys=("hf.Number of trainable parameters", "model.params")),
+         log_keys=("hf.Number of trainable parameters", "model.params", "peft.all_params")),
     Fact("zero_stage", "int", "ZeRO stage", _TOPOLOGY, ds_config="zero_optimization.stage",
          args=("zero_stage",), settings=("zero_stage",)),
     Fact("offload_optimizer", "str", "optimizer offload", _TOPOLOGY,

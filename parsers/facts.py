@@ -88,7 +88,7 @@ JOB_ORIGINS = frozenset({
     "ds_backend", "ds_accelerator", "ds_stage3_init", "ds_mpi_world", "ds_mpi_local", "ds_optimizer", "ds_version",
     "ds_report_version", "cpu_adam", "flops_profiler_enabled", "flops_profile", "gpu_name", "hf_block_value",
     "horovod_nccl", "megatron_arg", "megatron_dp", "megatron_tp", "megatron_pp", "megatron_world", "megatron_params",
-    "model_params_script", "nccl", "nccl_hosts", "nccl_version", "torch_barrier", "wandb_config", "wandb_version",
+    "peft_params", "model_params_script", "nccl", "nccl_hosts", "nccl_version", "torch_barrier", "wandb_config", "wandb_version",
     "world_size_print",
 })
 
@@ -389,6 +389,10 @@ def assemble(inp: FactInputs) -> RunFacts:
     env = _env(inp, c)
 
     c.once_per_line()
+    # A LoRA run: the HF Trainer's `Number of trainable parameters` counts the adapter, PEFT's line the whole model
+    params = c.by_fact.get("model_params", [])
+    if any(ev.origin == "peft_params" for ev in params):
+        c.by_fact["model_params"] = [ev for ev in params if ev.origin != "hf_block_value"]
     set_aside = _set_aside_implausible(c)
 
     def val(fact: str) -> Any:

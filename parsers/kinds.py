@@ -823,6 +823,12 @@ KINDS: tuple[LineKind, ...] = (
           samples=(("using world size: 128, data-parallel-size: 4, context-parallel size: 1, tensor-model-parallel"
                     " size: 4, pipeline-model-parallel size: 8 ",
                     {"value": "8", "key": "megatron.pipeline_parallel"}),)),
+    # PEFT's `print_trainable_parameters()` (LoRA runs; LLaMA-Factory and TRL print it): the model's whole count after
+    # the trainable share, which the HF Trainer's `Number of trainable parameters` is.
+    _fact("peft_params", ("trainable params: ",), r"trainable params: [0-9,]+ \|\| all params: (?P<value>[0-9,]+)",
+          "peft.all_params",
+          samples=(("trainable params: 18,739,200 || all params: 6,929,104,896 || trainable%: 0.2704",
+                    {"value": "6,929,104,896", "key": "peft.all_params"}),)),
     # Megatron's count of the first model-parallel rank's parameters (`megatron/training/training.py`, `get_model`):
     # the whole model's where tensor and pipeline parallelism are 1 (facts.py decides).
     _fact("megatron_params", ("number of parameters on (tensor, pipeline) model parallel rank (0, 0)",),

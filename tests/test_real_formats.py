@@ -667,3 +667,13 @@ def test_megatrons_parameter_count_is_the_models_where_nothing_is_split(tmp_path
                    " > number of parameters on (tensor, pipeline) model parallel rank (0, 0): 354871296").facts
     assert facts.model_params == (params or 12 * 24 * 1024 ** 2)
     assert facts.evidence["model_params"].origin == ("megatron_params" if params else "estimate")
+
+
+def test_a_lora_runs_trainable_count_is_not_the_models_size(tmp_path: Path) -> None:
+    """The HF Trainer counts the trainable parameters (a LoRA adapter's); PEFT's line gives the model's whole count,
+    which stands in its place."""
+    facts = _model(tmp_path,
+                   "[INFO|2024-11-26 22:07:14] logging.py:157 >> trainable params: 18,739,200 || all params: "
+                   "6,929,104,896 || trainable%: 0.2704",
+                   "[INFO|trainer.py:2243] 2024-11-26 22:07:20,115 >>   Number of trainable parameters = 18,739,200").facts
+    assert facts.model_params == 6_929_104_896 and facts.evidence["model_params"].origin == "peft_params"
