@@ -114,9 +114,10 @@ MODEL_SIZE = re.compile(
 # (24GB)`): the stated frame's value is the model's place in STATED_GPUS.
 STATED_GPUS = ("H200", "H100", "H800", "A100", "A800", "V100", "A10G", "A6000", "A40", "L40S", "L4", "T4", "RTX 3090",
                "RTX 4090", "RTX 3080", "RTX 2080 Ti", "P100", "K80", "MI250X", "MI300X")
-GPU_NAMED = re.compile(
-    r"(?<![\w-])(?P<gpu>"
-    + "|".join(re.escape(g).replace(r"\ ", " ?") for g in sorted(STATED_GPUS, key=len, reverse=True)) + r")s?(?![\w])(?:[\s-]*\(?(?P<mem>\d{2,3})\s*G(?:i?B)?\b\)?)?", re.I)
+# (as written: in upper case, the 100-class cards in lower case too, `8xa100`; not inside a name, `layers.l4`)
+_GPU_ALTERNATIVES = "|".join(re.escape(g).replace(r"\ ", " ?") for g in sorted(STATED_GPUS, key=len, reverse=True))
+GPU_NAMED = re.compile(r"(?:(?<=[0-9]x)|(?<![\w.-]))(?P<gpu>" + _GPU_ALTERNATIVES + r"|[ahv][18]00|h200)s?(?![\w])"
+                       r"(?:[\s-]*\(?(?P<mem>\d{2,3})\s*G(?:i?B)?\b\)?)?")
 # No ZeRO at all, as a thread compares it with a stage (`without ZeRO`, `plain DDP`): stage 0.
 _NO_ZERO = re.compile(r"\b(?:without|no) (?:ZeRO|DeepSpeed)\b|\bplain DDP\b|\bvanilla DDP\b", re.I)
 COMM_SHARE = re.compile(

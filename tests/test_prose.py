@@ -381,6 +381,9 @@ def test_a_stage_and_an_offload_named_in_words(tmp_path: Path, lines: list[str],
     # no model's size: tokens, an MoE's name, a path; two GPU models are a comparison
     (["we pretrain on 1.3B tokens with Mixtral-8x7B", "see /models/llama-7b/config.json"], None, None, None),
     (["it was fine on an A100 but is slow on a V100"], None, None, None),
+    # glued to its count, in lower case; a layer's name is no GPU
+    (["ZeRO-2 on 8xa100, 13b model"], 13_000_000_000, "A100", None),
+    (["GPU memory grows in model.layers.l4.mlp"], None, None, None),
 ])
 def test_a_model_size_and_a_gpu_named_in_words(tmp_path: Path, lines: list[str], params: int | None, gpu: str | None,
                                                memory: float | None) -> None:
