@@ -88,8 +88,8 @@ JOB_ORIGINS = frozenset({
     "ds_backend", "ds_accelerator", "ds_stage3_init", "ds_mpi_world", "ds_mpi_local", "ds_optimizer", "ds_version",
     "ds_report_version", "cpu_adam", "flops_profiler_enabled", "flops_profile", "gpu_name", "hf_block_value",
     "horovod_nccl", "megatron_arg", "megatron_dp", "megatron_tp", "megatron_pp", "megatron_world", "megatron_params",
-    "peft_params", "model_params_script", "nccl", "nccl_hosts", "nccl_version", "torch_barrier", "wandb_config", "wandb_version",
-    "world_size_print",
+    "peft_params", "model_params_script", "nccl", "nccl_hosts", "nccl_version", "torch_barrier", "wandb_config",
+    "wandb_version", "world_size_print",
 })
 
 

@@ -675,5 +675,6 @@ def test_a_lora_runs_trainable_count_is_not_the_models_size(tmp_path: Path) -> N
     facts = _model(tmp_path,
                    "[INFO|2024-11-26 22:07:14] logging.py:157 >> trainable params: 18,739,200 || all params: "
                    "6,929,104,896 || trainable%: 0.2704",
-                   "[INFO|trainer.py:2243] 2024-11-26 22:07:20,115 >>   Number of trainable parameters = 18,739,200").facts
+                   "[INFO|trainer.py:2243] 2024-11-26 22:07:20,115 >>   Number of trainable parameters = "
+                   "18,739,200").facts
     assert facts.model_params == 6_929_104_896 and facts.evidence["model_params"].origin == "peft_params"
