@@ -406,3 +406,16 @@ def test_a_size_stated_in_words_gives_way_to_the_estimate_from_the_shape(tmp_pat
     assert facts.model_params == 12 * 24 * 1024 ** 2 and facts.evidence["model_params"].origin == "estimate"
     p.write_text("# 512M parameter model with ZeRO-3\n")
     assert parse([str(p)]).facts.model_params == 512_000_000
+
+
+def test_the_headline_run_told_in_one_sentence_gets_the_planners_advice(tmp_path: Path) -> None:
+    """The run this tool was made for, as a thread would first describe it: the size, the GPUs and their memory, the
+    stage, all in words. The planner reads them and says plain data parallel fits."""
+    p = tmp_path / "issue.md"
+    p.write_text("Continued pretraining of a 2.7B model with DeepSpeed ZeRO-3 on 4 nodes x 4 A100-80GB. W&B shows "
+                 "~50% GPU utilization at ~92% memory. Each step takes about 2.6 s.\n")
+    model = parse([str(p)])
+    f = model.facts
+    assert (f.model_params, f.world_size, f.nodes, f.gpu_memory_gb, f.zero_stage) == (2_700_000_000, 16, 4, 80.0, 3)
+    zero = next(x for x in diagnose(model).findings if x.id == "zero-stage-too-high")
+    assert "2.70B parameters on 16 GPUs of 80 GB" in zero.summary and "plain data parallel" in zero.summary
