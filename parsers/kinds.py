@@ -950,12 +950,15 @@ KINDS: tuple[LineKind, ...] = (
              constants={"key": "repr.args"},
              samples=(("Namespace(bf16=True, gradient_accumulation_steps=4, per_device_train_batch_size=8, "
                        "zero_stage=2)", {"key": "repr.args"}),)),
-    # The same reprs printed one argument a line (HF prints `TrainingArguments(` then `per_device_train_batch_size=8,`).
+    # The same reprs printed one argument a line (HF prints `TrainingArguments(` then `per_device_train_batch_size=8,`),
+    # behind a launcher's prefix too (srun's `0: `, torchrun's `[default0]:`, `[1,0]<stdout>:`, pdsh's `host: `).
     LineKind("args_repr_line", "facts", (),
-             r"^\s*(?P<key>_?[a-z][a-z0-9_]*)=(?P<value>[^=\s,][^=]*?),\s*$", {"key": S, "value": S},
-             required="value", prefilter=r"^\s*_?[a-z][a-z0-9_]*=[^=\s,][^=]*,\s*$",
+             r"^(?:[^\s=]{1,40}:\s?)?\s*(?P<key>_?[a-z][a-z0-9_]*)=(?P<value>[^=\s,][^=]*?),\s*$",
+             {"key": S, "value": S}, required="value", prefilter=r"^(?:[^\s=]{1,40}:\s?)?\s*_?[a-z][a-z0-9_]*=[^=\s,][^=]*,\s*$",
              constants={"key_prefix": "args."},
-             samples=(("gradient_accumulation_steps=8,", {"key": "args.gradient_accumulation_steps", "value": "8"}),)),
+             samples=(("gradient_accumulation_steps=8,", {"key": "args.gradient_accumulation_steps", "value": "8"}),
+                      ("[default0]:max_length=16384,", {"key": "args.max_length", "value": "16384"}),
+                      ("0: per_device_train_batch_size=1,", {"value": "1"}))),
     # A model named by its hub id or path (`--model_name_or_path facebook/opt-1.3b`, `MODEL_NAME="Qwen/Qwen2-7B"`):
     # the size in the name is an estimate of the parameter count where nothing prints one (facts.py).
     LineKind("model_name", "facts", ("model_name", "MODEL_NAME", "model_path", "MODEL_PATH", "model_id", "MODEL_ID"),

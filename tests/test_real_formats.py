@@ -678,3 +678,11 @@ def test_a_lora_runs_trainable_count_is_not_the_models_size(tmp_path: Path) -> N
                    "[INFO|trainer.py:2243] 2024-11-26 22:07:20,115 >>   Number of trainable parameters = "
                    "18,739,200").facts
     assert facts.model_params == 6_929_104_896 and facts.evidence["model_params"].origin == "peft_params"
+
+
+@pytest.mark.parametrize("prefix", ["", "0: ", "[default0]:", "[1,0]<stdout>:", "node-1: "])
+def test_arguments_printed_one_a_line_are_read_behind_a_launchers_prefix(tmp_path: Path, prefix: str) -> None:
+    lines = ["TrainingArguments(", "gradient_accumulation_steps=16,", "max_length=16384,",
+             "per_device_train_batch_size=1,", ")"]
+    facts = _model(tmp_path, *(prefix + line for line in lines)).facts
+    assert (facts.seq_len, facts.grad_accum_steps, facts.micro_batch_per_gpu) == (16384, 16, 1)
