@@ -25,8 +25,8 @@ from diagnose.parsers.fact_table import (ARG_FACTS, BY_NAME, DS_KEY_FACTS, FACTS
                                          SCRIPT_VAR_FACTS, WANDB_FACTS)
 from diagnose.parsers.kinds import SETTING_FACTS
 from diagnose.parsers.launch_script import LaunchScript, parse_script
-from diagnose.parsers.prose import OFFLOAD_DEVICES, STATED_GPUS
-from diagnose.parsers.scalars import number, size_in_name, whole
+from diagnose.parsers.prose import OFFLOAD_DEVICES, STATED_GPUS, size_in_name
+from diagnose.parsers.scalars import number, whole
 
 
 @dataclass(frozen=True)
@@ -934,17 +934,16 @@ def _stated_claims(c: _Claims, stated: pl.DataFrame) -> None:
     if stages.height and stages["value"].n_unique() == 1:  # one stage named throughout; two are a comparison
         c.add("zero_stage", int(stages["value"][0]), "stated_in_text", int(stages["source"][0]),
               int(stages["line"][0]))
-    # the model's size, the GPU model and its memory: one named throughout (two are a comparison)
-    for fact in ("model_params", "gpu_name", "gpu_memory_gb"):
+    # the model's size, the GPU model and its memory, an offload: one value named throughout (two are a comparison),
+    # and an offload not where two stages are compared; the stated frame's number decoded (None: nothing claimed)
+    decode: dict[str, Callable[[float], Any]] = {
+        "model_params": int, "gpu_name": lambda v: STATED_GPUS[int(v)], "gpu_memory_gb": float,
+        "offload_optimizer": OFFLOAD_DEVICES.get, "offload_param": OFFLOAD_DEVICES.get}
+    for fact, value_of in decode.items():
         said = stated.filter(pl.col("quantity") == fact)
-        if said.height and said["value"].n_unique() == 1:
-            amount = float(said["value"][0])
-            c.add(fact, STATED_GPUS[int(amount)] if fact == "gpu_name" else int(amount) if fact == "model_params"
-                  else amount, "stated_in_text", int(said["source"][0]), int(said["line"][0]))
-    for fact in ("offload_optimizer", "offload_param"):  # one offload named throughout, not in a comparison
-        said = stated.filter(pl.col("quantity") == fact)
-        if said.height and said["value"].n_unique() == 1 and said["value"][0] > 0 and stages["value"].n_unique() <= 1:
-            c.add(fact, OFFLOAD_DEVICES[float(said["value"][0])], "stated_in_text", int(said["source"][0]),
+        if said.height and said["value"].n_unique() == 1 and not (fact.startswith("offload")
+                                                                  and stages["value"].n_unique() > 1):
+            c.add(fact, value_of(float(said["value"][0])), "stated_in_text", int(said["source"][0]),
                   int(said["line"][0]))
 
 

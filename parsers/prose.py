@@ -18,7 +18,6 @@ import re
 import polars as pl
 
 from diagnose.parsers.literals import any_of
-from diagnose.parsers.scalars import size_in_name
 from diagnose.parsers.schema import FRAMES
 
 # A cheap literal pass before the patterns: lines without one of these state nothing this module reads.
@@ -103,11 +102,12 @@ OFFLOAD = re.compile(
     r"(?:to|on|onto)\s+(?:the\s+)?(?P<d2>cpu|nvme)\b"
     r"|\boptimizer(?:\s+states?)?\s+(?:offloaded\s+)?(?:on|to)\s+(?:the\s+)?(?P<d3>cpu)\b)",
     re.I)
-OFFLOAD_DEVICES = {0.0: "none", 1.0: "cpu", 2.0: "nvme"}  # the stated frame's value of an offload
+# the stated frame's value of an offload (0: none named, `without CPU offload`)
+OFFLOAD_DEVICES = {1.0: "cpu", 2.0: "nvme"}
 # A model's size stated in words (`a 2.7B model`, `7B parameter model`, `350M params`; not `1.3B tokens`), or in its
-# name (`Llama-2-13b`, `GPT-NeoX 20B`: the name's last size token, as scalars.size_in_name reads a hub id).
+# name (`Llama-2-13b`, `GPT-NeoX 20B`: the name's last size token, as size_in_name reads a hub id).
 MODEL_SIZE = re.compile(
-    r"(?<![\w.])(?P<v>\d+(?:\.\d+)?)\s?(?P<u>[BbMm])\b(?=[ -]?(?:param(?:eter)?s?|(?:parameters? )?model|LLM)\b)"
+    r"(?<![\w.])(?P<size>\d+(?:\.\d+)?\s?[BbMm])\b(?=[ -]?(?:param(?:eter)?s?|(?:parameters? )?model|LLM)\b)"
     r"|(?<![\w/])(?P<name>(?i:llama|qwen|mistral|falcon|gpt-?neox|gpt-j|opt|bloom|pythia|gemma|phi|deepseek|baichuan"
     r"|internlm|starcoder|codellama|vicuna|olmo|t5|flan-t5)[\w.-]*(?: \d+(?:\.\d+)?[BbMm]\b)?)")
 # A GPU model named in words, with its memory where stated (`4 nodes x 4 A100-80GB`, `8x H100 80GB`, `RTX 3090
@@ -116,10 +116,27 @@ STATED_GPUS = ("H200", "H100", "H800", "A100", "A800", "V100", "A10G", "A6000", 
                "RTX 4090", "RTX 3080", "RTX 2080 Ti", "P100", "K80", "MI250X", "MI300X")
 # (as written: in upper case, the 100-class cards in lower case too, `8xa100`; not inside a name, `layers.l4`)
 _GPU_ALTERNATIVES = "|".join(re.escape(g).replace(r"\ ", " ?") for g in sorted(STATED_GPUS, key=len, reverse=True))
+_GPU_INDEX = {g.replace(" ", "").lower(): i for i, g in enumerate(STATED_GPUS)}
 GPU_NAMED = re.compile(r"(?:(?<=[0-9]x)|(?<![\w.-]))(?P<gpu>" + _GPU_ALTERNATIVES + r"|[ahv][18]00|h200)s?(?![\w])"
                        r"(?:[\s-]*\(?(?P<mem>\d{2,3})\s*G(?:i?B)?\b\)?)?")
 # No ZeRO at all, as a thread compares it with a stage (`without ZeRO`, `plain DDP`): stage 0.
 _NO_ZERO = re.compile(r"\b(?:without|no) (?:ZeRO|DeepSpeed)\b|\bplain DDP\b|\bvanilla DDP\b", re.I)
+
+
+def size_in_name(name: str) -> int | None:
+    """`Llama-3.2-1B` -> 1e9, `opt-350m` -> 3.5e8, `Qwen1.5-1.8B-Chat` -> 1.8e9, `2.7B` -> 2.7e9 (the last size token
+    in the name; none in `Mixtral-8x7B` or `Qwen1.5-MoE-A2.7B`, whose tokens are not the model's size). A model's hub
+    id (facts.py) and a sentence (below) are read by this one function."""
+    found = re.findall(r"(?:^|[-_/. ])(\d+(?:\.\d+)?) ?([bBmM])(?=$|[-_. ])", name)
+    if not found:
+        return None
+    number, unit = found[-1]
+    return int(float(number) * (1e9 if unit in "bB" else 1e6))
+
+
+def _stage_of(m: re.Match[str]) -> int:
+    """The stage a ZERO_STAGE match names, in either case."""
+    return int(m.group("stage") or m.group("low"))
 COMM_SHARE = re.compile(
     r"(?P<share>half|a third|a quarter|\d+(?:\.\d+)?\s*%)\s+of\s+(?:the\s+)?(?:GPU\s+|total\s+|step\s+|training\s+)?"
     r"time\s+(?:is\s+|was\s+)?(?:spent\s+)?(?:on|in|by|waiting for)\s+(?P<what>\S+)", re.I)
@@ -208,7 +225,7 @@ _STAGE_HEAD = re.compile(r"^(?:zero(?:[ _-]?stage)?|(?:zero[ _-]?)?stage|config(
 def _stage_cell(cell: str) -> int | None:
     """The ZeRO stage a table cell names (`ZeRO-2`, `stage 3`, `2`; `none`, `DDP`, `no ZeRO`: 0), or None."""
     if (m := ZERO_STAGE.search(cell)) is not None:
-        return int(m.group("stage") or m.group("low"))
+        return _stage_of(m)
     if re.fullmatch(r"(?:stage\s*)?([0-3])", cell.strip(), re.I):
         return int(cell.strip()[-1])
     if _NO_ZERO.search(cell) or re.fullmatch(r"none|no|ddp|0", cell.strip(), re.I):
@@ -316,21 +333,18 @@ def read(rows: pl.DataFrame) -> pl.DataFrame:
                     g = n = None
                 out.append(_row(source, line, kind, seconds, g, n, shown, stage))
             for m in ZERO_STAGE.finditer(text):
-                out.append(_row(source, line, "zero_stage", float(m.group("stage") or m.group("low")), None, None,
-                                shown))
+                out.append(_row(source, line, "zero_stage", float(_stage_of(m)), None, None, shown))
             for m in MODEL_SIZE.finditer(text):
-                size = int(float(m.group("v")) * (1e9 if m.group("u") in "bB" else 1e6)) if m.group("v") else \
-                    size_in_name(m.group("name"))
-                if size:
+                if size := size_in_name(m.group("size") or m.group("name")):
                     out.append(_row(source, line, "model_params", float(size), None, None, shown))
             for m in GPU_NAMED.finditer(text):
-                named = next(i for i, g in enumerate(STATED_GPUS) if g.replace(" ", "").lower()
-                             == m.group("gpu").replace(" ", "").lower())
+                named = _GPU_INDEX[m.group("gpu").replace(" ", "").lower()]
                 out.append(_row(source, line, "gpu_name", float(named), None, None, shown))
                 if m.group("mem"):
                     out.append(_row(source, line, "gpu_memory_gb", float(m.group("mem")), None, None, shown))
             for m in OFFLOAD.finditer(text):
-                device = 0.0 if m.group("neg") else 2.0 if "nvme" in m.group(0).lower() else 1.0
+                device = 0.0 if m.group("neg") else 2.0 if (m.group("d1") or m.group("d2") or "").lower() == "nvme" \
+                    else 1.0
                 what = "offload_param" if re.match(r"param|weight", m.group("what") or "", re.I) else \
                     "offload_optimizer"
                 out.append(_row(source, line, what, device, None, None, shown))
@@ -415,7 +429,7 @@ def _stages(text: str, at: list[int], in_force: int | None) -> list[int | None]:
 
 def _named_stages(text: str) -> list[tuple[int, int]]:
     """(position, stage) of each ZeRO stage a line names, no ZeRO (`without DeepSpeed`) as 0, in order."""
-    return sorted([(m.start(), int(m.group("stage") or m.group("low"))) for m in ZERO_STAGE.finditer(text)]
+    return sorted([(m.start(), _stage_of(m)) for m in ZERO_STAGE.finditer(text)]
                   + [(m.start(), 0) for m in _NO_ZERO.finditer(text)])
 
 

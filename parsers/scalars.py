@@ -3,8 +3,6 @@ literal polars can hold (a date, a string, a list), so arithmetic on them is che
 every use."""
 from __future__ import annotations
 
-import re
-
 from datetime import datetime, timedelta
 
 
@@ -47,13 +45,3 @@ def between(later: object, earlier: object) -> float:
 
 
 __all__ = ["between", "number", "number_or_none", "seconds", "stamp", "whole"]
-
-
-def size_in_name(name: str) -> int | None:
-    """`Llama-3.2-1B` -> 1e9, `opt-350m` -> 3.5e8, `Qwen1.5-1.8B-Chat` -> 1.8e9 (the last size token in the name; none
-    in `Mixtral-8x7B` or `Qwen1.5-MoE-A2.7B`, whose tokens are not the model's size)."""
-    found = re.findall(r"(?:^|[-_/. ])(\d+(?:\.\d+)?)([bBmM])(?=$|[-_. ])", name)
-    if not found:
-        return None
-    number, unit = found[-1]
-    return int(float(number) * (1e9 if unit in "bB" else 1e6))
